@@ -1,0 +1,50 @@
+# Odradek: the habits of the project. Every target does its own set-up and is idempotent.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+BIN    := $(VENV)/bin
+
+.PHONY: serve test check fmt bench venv dev-env system-deps clean
+
+# A virtualenv with the runtime dependencies, re-installed when pyproject.toml changes.
+$(VENV)/.runtime: pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
+	  { echo "Python >= 3.11 is required (found $$($(PYTHON) --version))"; exit 1; }
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e .
+	touch $@
+
+# Everything the tests, checks and benchmarks need (clients, Spark, linters).
+$(VENV)/.dev: $(VENV)/.runtime
+	$(PY) -m pip install -q -e '.[dev,spark]'
+	touch $@
+
+venv: $(VENV)/.runtime
+dev-env: $(VENV)/.dev
+
+# Debian packages the integration tests use: kcat, ZooKeeper (brings a JRE).
+system-deps:
+	@scripts/install-system-deps.sh
+
+serve: $(VENV)/.runtime
+	$(BIN)/odradek serve
+
+test: $(VENV)/.dev system-deps
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+check: $(VENV)/.dev
+	$(BIN)/ruff format --check .
+	$(BIN)/ruff check .
+	$(BIN)/mypy protocol storage coordination broker
+	$(BIN)/lint-imports
+
+fmt: $(VENV)/.dev
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+bench: $(VENV)/.dev system-deps
+	$(PY) -m bench
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache build *.egg-info

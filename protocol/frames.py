@@ -1,0 +1,128 @@
+"""Splits a byte stream into Kafka frames (a big-endian int32 size, then that many bytes).
+
+Sans-IO: the decoder owns buffers, never sockets. Two ways to give it bytes:
+
+* ``feed(data)`` copies ``data`` in (simple; used by tests and clients);
+* ``get_buffer()`` / ``buffer_updated(n)`` lets the caller receive straight into the decoder's
+  memory, as :class:`asyncio.BufferedProtocol` does. Small frames are parsed out of a reusable
+  scratch buffer; a large frame gets a buffer of its own as soon as its size is known, and the
+  rest of it is received in place, with no further copy.
+
+Every frame yielded is a ``memoryview`` over a ``bytearray`` that belongs to that frame alone, so
+views into it (a Produce request's records) stay valid and writable after later reads.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections import deque
+from collections.abc import Iterator
+
+from protocol.errors import FrameTooLarge
+
+_SIZE = struct.Struct(">i")
+
+#: Frames at least this big that are not yet complete are received into their own buffer.
+DIRECT_FRAME_MIN = 16 * 1024
+
+
+class FrameDecoder:
+    """Feed bytes, iterate whole frames. Raises :class:`FrameTooLarge` for a size prefix above
+    ``max_frame_bytes`` or below zero; the stream cannot be resynchronised after that."""
+
+    def __init__(self, max_frame_bytes: int, *, scratch_bytes: int = 64 * 1024) -> None:
+        self.max_frame_bytes = max_frame_bytes
+        self._scratch = bytearray(max(scratch_bytes, 2 * DIRECT_FRAME_MIN))
+        self._start = 0  # first unparsed byte in scratch
+        self._end = 0  # end of received bytes in scratch
+        self._frame: bytearray | None = None  # a large frame being received in place
+        self._filled = 0
+        self._frames: deque[memoryview] = deque()
+
+    # -- receiving ---------------------------------------------------------------------------
+
+    def get_buffer(self, sizehint: int = -1) -> memoryview:
+        """Memory for the next bytes; report how many were written with :meth:`buffer_updated`."""
+        if self._frame is not None:
+            return memoryview(self._frame)[self._filled :]
+        if self._end == len(self._scratch):
+            self._make_room()
+        return memoryview(self._scratch)[self._end :]
+
+    def buffer_updated(self, nbytes: int) -> None:
+        if self._frame is not None:
+            self._filled += nbytes
+            if self._filled == len(self._frame):
+                self._frames.append(memoryview(self._frame))
+                self._frame = None
+                self._filled = 0
+            return
+        self._end += nbytes
+        self._parse()
+
+    def feed(self, data: bytes | bytearray | memoryview) -> None:
+        view = memoryview(data).cast("B") if not isinstance(data, bytes) else memoryview(data)
+        while view:
+            buf = self.get_buffer(len(view))
+            n = min(len(buf), len(view))
+            buf[:n] = view[:n]
+            view = view[n:]
+            self.buffer_updated(n)
+
+    # -- frames ------------------------------------------------------------------------------
+
+    def next_frame(self) -> memoryview | None:
+        """The oldest complete frame not yet taken, or None."""
+        return self._frames.popleft() if self._frames else None
+
+    def __iter__(self) -> Iterator[memoryview]:
+        frames = self._frames
+        while frames:
+            yield frames.popleft()
+
+    @property
+    def pending_frames(self) -> int:
+        return len(self._frames)
+
+    @property
+    def buffered_bytes(self) -> int:
+        """Bytes received but not yet part of a complete frame."""
+        return self._end - self._start + self._filled
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _parse(self) -> None:
+        scratch = self._scratch
+        start, end = self._start, self._end
+        while end - start >= 4:
+            (size,) = _SIZE.unpack_from(scratch, start)
+            if size < 0 or size > self.max_frame_bytes:
+                raise FrameTooLarge(size, self.max_frame_bytes)
+            body = start + 4
+            if end - body >= size:
+                self._frames.append(memoryview(scratch[body : body + size]))
+                start = body + size
+                continue
+            if size >= DIRECT_FRAME_MIN or size + 4 > len(scratch):
+                frame = bytearray(size)
+                have = end - body
+                frame[:have] = scratch[body:end]
+                self._frame = frame
+                self._filled = have
+                start = end
+            break
+        if start == end:
+            start = end = 0
+        self._start, self._end = start, end
+
+    def _make_room(self) -> None:
+        """Moves the unparsed tail to the front of scratch (never resizes a buffer in use)."""
+        start, end = self._start, self._end
+        if start > 0:
+            pending = end - start
+            self._scratch[:pending] = self._scratch[start:end]
+            self._start, self._end = 0, pending
+        else:
+            bigger = bytearray(len(self._scratch) * 2)
+            bigger[:end] = self._scratch[:end]
+            self._scratch = bigger

@@ -1,0 +1,1 @@
+"""Record batches (magic 2) and legacy message sets (magic 0/1)."""

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the test suite uses, when they are missing: kcat and ZooKeeper
+# (which brings a Java runtime). Idempotent; does nothing when everything is present.
+set -euo pipefail
+
+missing=()
+command -v kcat >/dev/null 2>&1 || missing+=(kcat)
+[ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
+command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else
+        echo "need root (or sudo) to install: ${missing[*]}" >&2; exit 1
+    fi
+fi
+echo "installing Debian packages: ${missing[*]}"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,1 @@
+"""Odradek spark_connector package."""
