@@ -234,5 +234,5 @@ def batch_size_at(buf: Buffer, pos: int) -> int:
     fewer than 12 bytes remain."""
     if len(buf) - pos < LOG_OVERHEAD:
         return -1
-    (length,) = _SIZE.unpack_from(buf, pos + LENGTH_AT)
+    length: int = _SIZE.unpack_from(buf, pos + LENGTH_AT)[0]
     return length + LOG_OVERHEAD
