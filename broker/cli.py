@@ -1,17 +1,79 @@
-"""The ``odradek`` command."""
+"""The ``odradek`` command: ``serve`` runs a broker, ``dump-log`` prints segment files."""
 
 from __future__ import annotations
 
+import argparse
+import asyncio
+import logging
+import signal
 import sys
+
+import uvloop
+
+from broker.config import BrokerConfig, ConfigError
+
+log = logging.getLogger("odradek")
+
+
+def _setup_logging(level: str) -> None:
+    logging.basicConfig(
+        level=getattr(logging, level.upper(), logging.INFO),
+        format="[%(asctime)s] %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+
+
+async def _serve(config: BrokerConfig) -> int:
+    from broker.server import Broker
+
+    broker = Broker(config)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await broker.start()
+    except Exception:
+        log.exception("broker failed to start")
+        await broker.stop()
+        return 1
+    await stop.wait()
+    await broker.stop()
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if args[:1] == ["serve"]:
-        print("odradek serve: the broker is not implemented yet", file=sys.stderr)
+    parser = argparse.ArgumentParser(prog="odradek", description="A Kafka-compatible broker.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="run a broker")
+    serve.add_argument("--config", "-c", help="a Kafka server.properties file")
+    serve.add_argument(
+        "--override",
+        "-o",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set a configuration key (repeatable)",
+    )
+    serve.add_argument("--log-level", default="INFO")
+    dump = sub.add_parser("dump-log", help="print the batches (and records) of segment files")
+    dump.add_argument("files", nargs="+")
+    dump.add_argument("--records", action="store_true", help="print every record too")
+    args = parser.parse_args(argv)
+
+    if args.command == "dump-log":
+        from storage.dump import main as dump_main
+
+        return int(dump_main([*args.files, *(["--records"] if args.records else [])]))
+
+    _setup_logging(args.log_level)
+    try:
+        config = BrokerConfig.load(args.config, args.override)
+    except (ConfigError, OSError) as e:
+        print(f"odradek: configuration error: {e}", file=sys.stderr)
         return 2
-    print("usage: odradek serve [--config FILE] [--override KEY=VALUE ...]", file=sys.stderr)
-    return 2
+    code: int = uvloop.run(_serve(config))
+    return code
 
 
 if __name__ == "__main__":

@@ -1,0 +1,466 @@
+"""Broker and topic configuration: Kafka's keys, types and defaults, from server.properties.
+
+``BrokerConfig.load(path, overrides)`` reads a Java-properties file (``key=value``, ``#``/``!``
+comments, ``\\`` continuations) and ``--override KEY=VALUE`` pairs. Every key is checked against
+:data:`BROKER_CONFIGS`: unknown keys are reported (logged, and listed in ``config.unknown``), never
+silently ignored; keys Kafka has but Odradek does not act on are accepted and listed in
+``config.inert``.
+
+Topic-level configs (:data:`TOPIC_CONFIGS`) map to the broker keys that provide their defaults,
+as Kafka's ``LogConfig`` does; DescribeConfigs reports each with its value and source.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+INT_MAX = 2**31 - 1
+LONG_MAX = 2**63 - 1
+
+
+class ConfigError(ValueError):
+    """A configuration value that cannot be used."""
+
+
+# --- types -----------------------------------------------------------------------------------
+
+_TYPES = ("int", "long", "short", "double", "boolean", "string", "list", "password", "class")
+
+
+def parse_value(name: str, kind: str, raw: str | None) -> Any:
+    if raw is None:
+        return None
+    raw = raw.strip()
+    try:
+        if kind in ("int", "long", "short"):
+            return int(raw)
+        if kind == "double":
+            return float(raw)
+        if kind == "boolean":
+            if raw.lower() not in ("true", "false"):
+                raise ValueError(raw)
+            return raw.lower() == "true"
+        if kind == "list":
+            return [item.strip() for item in raw.split(",") if item.strip()]
+        return raw
+    except ValueError:
+        raise ConfigError(f"invalid value {raw!r} for {name} (expected {kind})") from None
+
+
+def format_value(kind: str, value: Any) -> str | None:
+    """A value as Kafka prints it in DescribeConfigs."""
+    if value is None:
+        return None
+    if kind == "boolean":
+        return "true" if value else "false"
+    if kind == "list":
+        return ",".join(value)
+    return str(value)
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    name: str
+    kind: str
+    default: Any
+    doc: str = ""
+    #: False for keys Kafka has that Odradek accepts but does not act on
+    implemented: bool = True
+    #: read-only keys cannot be changed at runtime (DescribeConfigs read_only)
+    read_only: bool = True
+    sensitive: bool = False
+
+
+def _k(
+    name: str,
+    kind: str,
+    default: Any,
+    doc: str = "",
+    *,
+    implemented: bool = True,
+    read_only: bool = True,
+    sensitive: bool = False,
+) -> ConfigKey:
+    assert kind in _TYPES, kind
+    return ConfigKey(name, kind, default, doc, implemented, read_only, sensitive)
+
+
+# fmt: off
+#: Broker keys, with Kafka's defaults except where Odradek's standalone defaults differ (noted).
+BROKER_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in [
+    _k("broker.id", "int", 0, "Broker id; Kafka's default is -1 (generated), ours 0 for standalone use."),
+    _k("broker.id.generation.enable", "boolean", True, implemented=False),
+    _k("reserved.broker.max.id", "int", 1000),
+    _k("broker.rack", "string", None, "Rack of this broker (rack-aware assignment)."),
+    _k("listeners", "list", ["PLAINTEXT://127.0.0.1:9092"], "Ours: 127.0.0.1:9092; Kafka's: PLAINTEXT://:9092."),
+    _k("advertised.listeners", "list", None, "Addresses given to clients; default: listeners."),
+    _k("listener.security.protocol.map", "string", "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"),
+    _k("inter.broker.listener.name", "string", None, implemented=False),
+    _k("security.inter.broker.protocol", "string", "PLAINTEXT", implemented=False),
+    _k("log.dirs", "list", None, "Data directories; default: log.dir."),
+    _k("log.dir", "string", "./data", "Ours: ./data; Kafka's: /tmp/kafka-logs."),
+    _k("num.network.threads", "int", 3, "Processor event loops (threads) that own connections."),
+    _k("num.io.threads", "int", 8, implemented=False),
+    _k("num.recovery.threads.per.data.dir", "int", 2, implemented=False),
+    _k("background.threads", "int", 10, implemented=False),
+    _k("queued.max.requests", "int", 500, "Requests a connection may have queued before reads pause."),
+    _k("num.partitions", "int", 1),
+    _k("default.replication.factor", "int", 1),
+    _k("auto.create.topics.enable", "boolean", True),
+    _k("delete.topic.enable", "boolean", True),
+    _k("message.max.bytes", "int", 1048588, "Largest record batch accepted (max.message.bytes per topic).", read_only=False),
+    _k("socket.request.max.bytes", "int", 104857600),
+    _k("socket.send.buffer.bytes", "int", 102400),
+    _k("socket.receive.buffer.bytes", "int", 102400),
+    _k("socket.listen.backlog.size", "int", 50),
+    _k("connections.max.idle.ms", "long", 600000),
+    _k("fetch.max.bytes", "int", 57671680),
+    _k("max.incremental.fetch.session.cache.slots", "int", 1000),
+    _k("log.segment.bytes", "int", 1073741824, read_only=False),
+    _k("log.roll.ms", "long", None, read_only=False),
+    _k("log.roll.hours", "int", 168),
+    _k("log.roll.jitter.ms", "long", None, implemented=False),
+    _k("log.roll.jitter.hours", "int", 0, implemented=False),
+    _k("log.retention.ms", "long", None, read_only=False),
+    _k("log.retention.minutes", "int", None),
+    _k("log.retention.hours", "int", 168),
+    _k("log.retention.bytes", "long", -1, read_only=False),
+    _k("log.retention.check.interval.ms", "long", 300000),
+    _k("log.flush.interval.messages", "long", LONG_MAX, read_only=False),
+    _k("log.flush.interval.ms", "long", None, read_only=False),
+    _k("log.flush.scheduler.interval.ms", "long", LONG_MAX),
+    _k("log.flush.offset.checkpoint.interval.ms", "int", 60000),
+    _k("log.flush.start.offset.checkpoint.interval.ms", "int", 60000),
+    _k("log.index.interval.bytes", "int", 4096, read_only=False),
+    _k("log.index.size.max.bytes", "int", 10485760, read_only=False),
+    _k("log.preallocate", "boolean", False, read_only=False),
+    _k("log.cleanup.policy", "list", ["delete"], read_only=False),
+    _k("log.cleaner.enable", "boolean", True),
+    _k("log.cleaner.threads", "int", 1, implemented=False),
+    _k("log.cleaner.backoff.ms", "long", 15000),
+    _k("log.cleaner.delete.retention.ms", "long", 86400000, read_only=False),
+    _k("log.cleaner.min.cleanable.ratio", "double", 0.5, read_only=False),
+    _k("log.cleaner.min.compaction.lag.ms", "long", 0, read_only=False),
+    _k("log.cleaner.max.compaction.lag.ms", "long", LONG_MAX, read_only=False),
+    _k("log.cleaner.dedupe.buffer.size", "long", 134217728, implemented=False),
+    _k("log.segment.delete.delay.ms", "long", 60000, read_only=False),
+    _k("log.message.timestamp.type", "string", "CreateTime", read_only=False),
+    _k("log.message.timestamp.before.max.ms", "long", LONG_MAX, read_only=False),
+    _k("log.message.timestamp.after.max.ms", "long", 3600000, read_only=False),
+    _k("compression.type", "string", "producer", read_only=False),
+    _k("compression.gzip.level", "int", -1, read_only=False),
+    _k("compression.lz4.level", "int", 9, read_only=False),
+    _k("compression.zstd.level", "int", 3, read_only=False),
+    _k("min.insync.replicas", "int", 1, read_only=False),
+    _k("unclean.leader.election.enable", "boolean", False, read_only=False),
+    _k("offsets.topic.num.partitions", "int", 50),
+    _k("offsets.topic.replication.factor", "short", 3, "Capped at the number of live brokers."),
+    _k("offsets.topic.segment.bytes", "int", 104857600),
+    _k("offsets.topic.compression.codec", "int", 0),
+    _k("offsets.retention.minutes", "int", 10080),
+    _k("offsets.retention.check.interval.ms", "long", 600000),
+    _k("offsets.commit.timeout.ms", "int", 5000),
+    _k("offsets.load.buffer.size", "int", 5242880, implemented=False),
+    _k("offset.metadata.max.bytes", "int", 4096),
+    _k("group.initial.rebalance.delay.ms", "int", 3000),
+    _k("group.min.session.timeout.ms", "int", 6000),
+    _k("group.max.session.timeout.ms", "int", 1800000),
+    _k("group.max.size", "int", INT_MAX),
+    _k("group.coordinator.rebalance.protocols", "list", ["classic"]),
+    _k("transaction.max.timeout.ms", "int", 900000),
+    _k("transactional.id.expiration.ms", "int", 604800000),
+    _k("transaction.state.log.num.partitions", "int", 50),
+    _k("transaction.state.log.replication.factor", "short", 3),
+    _k("producer.id.expiration.ms", "int", 86400000),
+    _k("zookeeper.connect", "string", None, "host:port[,host:port...][/chroot]; unset: standalone."),
+    _k("zookeeper.session.timeout.ms", "int", 18000),
+    _k("zookeeper.connection.timeout.ms", "int", None),
+    _k("zookeeper.max.in.flight.requests", "int", 10, implemented=False),
+    _k("controlled.shutdown.enable", "boolean", True, implemented=False),
+    _k("auto.leader.rebalance.enable", "boolean", True, implemented=False),
+    _k("replica.lag.time.max.ms", "long", 30000),
+    _k("replica.fetch.max.bytes", "int", 1048576),
+    _k("replica.fetch.wait.max.ms", "int", 500),
+    _k("num.replica.fetchers", "int", 1, implemented=False),
+    _k("metrics.port", "int", 0, "Port of the Prometheus /metrics endpoint; 0 (default) disables it."),
+    _k("metrics.host", "string", "127.0.0.1", "Address the metrics endpoint binds."),
+    _k("metric.reporters", "list", [], implemented=False),
+    _k("metrics.num.samples", "int", 2, implemented=False),
+    _k("metrics.sample.window.ms", "long", 30000, implemented=False),
+    _k("authorizer.class.name", "string", "", implemented=False),
+    _k("super.users", "string", None, implemented=False),
+    _k("sasl.enabled.mechanisms", "list", ["GSSAPI"], implemented=False),
+    _k("ssl.keystore.location", "string", None, implemented=False),
+    _k("group.coordinator.new.enable", "boolean", False, implemented=False),
+    _k("share.coordinator.state.topic.replication.factor", "short", 3, implemented=False),
+    _k("cluster.id", "string", None, "Expected cluster id (checked against meta.properties)."),
+]}
+
+
+@dataclass(frozen=True)
+class TopicConfigKey:
+    name: str
+    kind: str
+    #: the broker key whose value is this topic config's default
+    broker_key: str | None
+    default: Any
+    doc: str = ""
+
+
+#: Topic-level configs, each with the broker key that supplies its default (Kafka's LogConfig).
+TOPIC_CONFIGS: dict[str, TopicConfigKey] = {k.name: k for k in [
+    TopicConfigKey("cleanup.policy", "list", "log.cleanup.policy", ["delete"]),
+    TopicConfigKey("compression.type", "string", "compression.type", "producer"),
+    TopicConfigKey("compression.gzip.level", "int", "compression.gzip.level", -1),
+    TopicConfigKey("compression.lz4.level", "int", "compression.lz4.level", 9),
+    TopicConfigKey("compression.zstd.level", "int", "compression.zstd.level", 3),
+    TopicConfigKey("delete.retention.ms", "long", "log.cleaner.delete.retention.ms", 86400000),
+    TopicConfigKey("file.delete.delay.ms", "long", "log.segment.delete.delay.ms", 60000),
+    TopicConfigKey("flush.messages", "long", "log.flush.interval.messages", LONG_MAX),
+    TopicConfigKey("flush.ms", "long", "log.flush.interval.ms", LONG_MAX),
+    TopicConfigKey("index.interval.bytes", "int", "log.index.interval.bytes", 4096),
+    TopicConfigKey("max.compaction.lag.ms", "long", "log.cleaner.max.compaction.lag.ms", LONG_MAX),
+    TopicConfigKey("max.message.bytes", "int", "message.max.bytes", 1048588),
+    TopicConfigKey("message.timestamp.after.max.ms", "long", "log.message.timestamp.after.max.ms", 3600000),
+    TopicConfigKey("message.timestamp.before.max.ms", "long", "log.message.timestamp.before.max.ms", LONG_MAX),
+    TopicConfigKey("message.timestamp.type", "string", "log.message.timestamp.type", "CreateTime"),
+    TopicConfigKey("min.cleanable.dirty.ratio", "double", "log.cleaner.min.cleanable.ratio", 0.5),
+    TopicConfigKey("min.compaction.lag.ms", "long", "log.cleaner.min.compaction.lag.ms", 0),
+    TopicConfigKey("min.insync.replicas", "int", "min.insync.replicas", 1),
+    TopicConfigKey("preallocate", "boolean", "log.preallocate", False),
+    TopicConfigKey("retention.bytes", "long", "log.retention.bytes", -1),
+    TopicConfigKey("retention.ms", "long", "log.retention.ms", 604800000),
+    TopicConfigKey("segment.bytes", "int", "log.segment.bytes", 1073741824),
+    TopicConfigKey("segment.index.bytes", "int", "log.index.size.max.bytes", 10485760),
+    TopicConfigKey("segment.jitter.ms", "long", "log.roll.jitter.ms", 0),
+    TopicConfigKey("segment.ms", "long", "log.roll.ms", 604800000),
+    TopicConfigKey("unclean.leader.election.enable", "boolean", "unclean.leader.election.enable", False),
+    TopicConfigKey("leader.replication.throttled.replicas", "list", None, []),
+    TopicConfigKey("follower.replication.throttled.replicas", "list", None, []),
+    TopicConfigKey("local.retention.bytes", "long", None, -2),
+    TopicConfigKey("local.retention.ms", "long", None, -2),
+    TopicConfigKey("remote.storage.enable", "boolean", None, False),
+]}
+# fmt: on
+
+_VALID_CHOICES: dict[str, tuple[str, ...]] = {
+    "compression.type": ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
+    "message.timestamp.type": ("CreateTime", "LogAppendTime"),
+    "log.message.timestamp.type": ("CreateTime", "LogAppendTime"),
+}
+
+
+def validate_topic_configs(configs: Mapping[str, str | None]) -> dict[str, Any]:
+    """Parses topic config strings; raises ConfigError naming the first bad key or value."""
+    parsed: dict[str, Any] = {}
+    for name, raw in configs.items():
+        key = TOPIC_CONFIGS.get(name)
+        if key is None:
+            raise ConfigError(f"Unknown topic config name: {name}")
+        if raw is None:
+            raise ConfigError(f"Null value not supported for topic config: {name}")
+        value = parse_value(name, key.kind, raw)
+        choices = _VALID_CHOICES.get(name)
+        if choices and value not in choices:
+            raise ConfigError(
+                f"Invalid value {raw} for configuration {name}: expected one of {choices}"
+            )
+        if name == "cleanup.policy":
+            for policy in value:
+                if policy not in ("delete", "compact"):
+                    raise ConfigError(f"Invalid value {raw} for configuration cleanup.policy")
+        if (
+            key.kind in ("int", "long")
+            and name
+            not in (
+                "retention.bytes",
+                "retention.ms",
+                "local.retention.bytes",
+                "local.retention.ms",
+                "compression.gzip.level",
+            )
+            and value < 0
+        ):
+            raise ConfigError(f"Invalid value {raw} for configuration {name}: must be >= 0")
+        if name == "segment.bytes" and value < 14:
+            raise ConfigError(f"Invalid value {raw} for configuration segment.bytes: must be >= 14")
+        parsed[name] = value
+    return parsed
+
+
+# --- loading ---------------------------------------------------------------------------------
+
+
+def read_properties(text: str) -> dict[str, str]:
+    """Java .properties: key=value or key:value or key value; # and ! comments; \\ continues."""
+    props: dict[str, str] = {}
+    logical = ""
+    for raw_line in text.splitlines():
+        line = raw_line.lstrip() if not logical else raw_line.strip()
+        if not logical and (not line or line[0] in "#!"):
+            continue
+        if line.endswith("\\") and not line.endswith("\\\\"):
+            logical += line[:-1]
+            continue
+        logical += line
+        match = re.match(r"((?:[^\\=:\s]|\\.)+)\s*[=:\s]\s*(.*)$", logical)
+        if match:
+            key = match.group(1).replace("\\", "")
+            props[key] = match.group(2).strip()
+        elif logical.strip():
+            props[logical.strip()] = ""
+        logical = ""
+    return props
+
+
+@dataclass(frozen=True)
+class Listener:
+    name: str
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"{self.name}://{self.host}:{self.port}"
+
+
+def parse_listener(spec: str) -> Listener:
+    match = re.fullmatch(r"([A-Za-z0-9_]+)://(\[[^\]]*\]|[^:]*):(\d+)", spec.strip())
+    if not match:
+        raise ConfigError(f"invalid listener {spec!r} (expected NAME://host:port)")
+    host = match.group(2).strip("[]")
+    return Listener(match.group(1).upper(), host, int(match.group(3)))
+
+
+@dataclass
+class BrokerConfig:
+    """Typed broker configuration. ``values`` holds every key of :data:`BROKER_CONFIGS`."""
+
+    values: dict[str, Any]
+    #: keys given explicitly (file or override): DescribeConfigs reports them as STATIC_BROKER_CONFIG
+    explicit: set[str] = field(default_factory=set)
+    unknown: dict[str, str] = field(default_factory=dict)
+    inert: list[str] = field(default_factory=list)
+
+    @classmethod
+    def load(
+        cls, path: str | Path | None = None, overrides: Iterable[str] | Mapping[str, str] = ()
+    ) -> BrokerConfig:
+        raw: dict[str, str] = {}
+        if path is not None:
+            raw.update(read_properties(Path(path).read_text()))
+        if isinstance(overrides, Mapping):
+            raw.update(overrides)
+        else:
+            for item in overrides:
+                if "=" not in item:
+                    raise ConfigError(f"override {item!r} is not KEY=VALUE")
+                key, value = item.split("=", 1)
+                raw[key.strip()] = value.strip()
+        return cls.from_dict(raw)
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, str]) -> BrokerConfig:
+        values = {name: key.default for name, key in BROKER_CONFIGS.items()}
+        config = cls(values=values)
+        for name, text in raw.items():
+            key = BROKER_CONFIGS.get(name)
+            if key is None:
+                config.unknown[name] = text
+                log.warning("unknown configuration key %s (ignored)", name)
+                continue
+            values[name] = parse_value(name, key.kind, text)
+            config.explicit.add(name)
+            if not key.implemented:
+                config.inert.append(name)
+                log.info("configuration key %s is accepted but has no effect in Odradek", name)
+        config._validate()
+        return config
+
+    def __getitem__(self, name: str) -> Any:
+        return self.values[name]
+
+    # -- derived values ----------------------------------------------------------------------
+
+    def _validate(self) -> None:
+        if self["num.network.threads"] < 1:
+            raise ConfigError("num.network.threads must be >= 1")
+        if self["message.max.bytes"] < 0:
+            raise ConfigError("message.max.bytes must be >= 0")
+        listeners = self.listeners
+        if not listeners:
+            raise ConfigError("listeners is empty")
+        names = [lst.name for lst in listeners]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"listener names must be unique: {names}")
+        for adv in self.advertised_listeners:
+            if adv.host in ("0.0.0.0", "::"):  # noqa: S104 - checking, not binding
+                raise ConfigError(f"advertised listener {adv} must not be a wildcard address")
+
+    @property
+    def broker_id(self) -> int:
+        return int(self["broker.id"])
+
+    @property
+    def listeners(self) -> list[Listener]:
+        return [parse_listener(s) for s in self["listeners"]]
+
+    @property
+    def advertised_listeners(self) -> list[Listener]:
+        specs = self["advertised.listeners"]
+        if specs:
+            return [parse_listener(s) for s in specs]
+        out = []
+        for lst in self.listeners:
+            host = lst.host
+            if host in ("", "0.0.0.0", "::"):  # noqa: S104 - checking, not binding
+                host = "127.0.0.1" if host != "::" else "::1"
+            out.append(Listener(lst.name, host, lst.port))
+        return out
+
+    @property
+    def log_dirs(self) -> list[Path]:
+        dirs = self["log.dirs"] or [self["log.dir"]]
+        return [Path(d) for d in dirs]
+
+    @property
+    def log_roll_ms(self) -> int:
+        ms = self["log.roll.ms"]
+        return int(ms) if ms is not None else int(self["log.roll.hours"]) * 3600_000
+
+    @property
+    def log_retention_ms(self) -> int:
+        if self["log.retention.ms"] is not None:
+            return int(self["log.retention.ms"])
+        if self["log.retention.minutes"] is not None:
+            return int(self["log.retention.minutes"]) * 60_000
+        return int(self["log.retention.hours"]) * 3600_000
+
+    @property
+    def log_flush_interval_ms(self) -> int:
+        ms = self["log.flush.interval.ms"]
+        return int(ms) if ms is not None else int(self["log.flush.scheduler.interval.ms"])
+
+    def topic_default(self, name: str) -> Any:
+        """The broker-level default of topic config ``name``."""
+        key = TOPIC_CONFIGS[name]
+        if name == "retention.ms":
+            return self.log_retention_ms
+        if name == "segment.ms":
+            return self.log_roll_ms
+        if name == "flush.ms":
+            return self.log_flush_interval_ms
+        if key.broker_key is None:
+            return key.default
+        value = self.values.get(key.broker_key)
+        return key.default if value is None else value
+
+    def topic_config(self, overrides: Mapping[str, Any]) -> dict[str, Any]:
+        """Every topic config's effective value given a topic's (parsed) overrides."""
+        return {name: overrides.get(name, self.topic_default(name)) for name in TOPIC_CONFIGS}

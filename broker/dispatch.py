@@ -1,0 +1,149 @@
+"""Request dispatch: frame -> header -> handler -> response frame.
+
+Rules (Kafka's, and the traps in NOTES-protocol.md):
+
+* An API key we do not handle, or a version outside the registered range, closes the connection
+  (as Kafka does) — except ApiVersions, which is answered with UNSUPPORTED_VERSION and a v0 body
+  listing ApiVersions' own range, so clients can retry with a version we know.
+* A malformed request closes the connection, with the reason logged.
+* A handler raising :class:`~coordination.errors.KafkaApiError` gets the API's error response
+  with that code; any other exception is logged with its traceback and answered with
+  UNKNOWN_SERVER_ERROR (or the connection is closed when the API has no error response).
+* A handler returning ``None`` sends nothing (Produce with acks=0).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from broker.network import CloseConnection, Connection, HandleResult, Response
+from broker.registry import Handler, HandlerRegistry
+from coordination.errors import KafkaApiError
+from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
+from protocol.errors import RemoteProtocolError
+from protocol.headers import RequestHeader, decode_request_header, encode_response
+from protocol.messages import SCHEMAS
+from protocol.messages.api_versions import ApiVersion, ApiVersionsResponse
+
+if TYPE_CHECKING:
+    from broker.server import Broker
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class RequestContext:
+    """Per-request state: who asked, what, and through which connection."""
+
+    broker: Broker
+    conn: Connection
+    header: RequestHeader
+    received_ns: int
+
+    @property
+    def api_version(self) -> int:
+        return self.header.api_version
+
+    @property
+    def listener(self) -> str:
+        return self.conn.listener
+
+    @staticmethod
+    def now_ms() -> int:
+        return time.time_ns() // 1_000_000
+
+
+class Dispatcher:
+    """The broker's RequestChannel: turns frames into responses, in order, per connection."""
+
+    def __init__(self, broker: Broker, registry: HandlerRegistry) -> None:
+        self.broker = broker
+        self.registry = registry
+        self._api_versions_schema = SCHEMAS[ApiKey.API_VERSIONS]
+
+    def handle(self, conn: Connection, frame: memoryview) -> HandleResult:
+        received = time.perf_counter_ns()
+        try:
+            header, pos = decode_request_header(frame)
+        except RemoteProtocolError as e:
+            raise CloseConnection(f"malformed request header: {e}") from None
+        handler = self.registry.get(header.api_key)
+        if handler is None or header.api_version not in handler.versions:
+            if header.api_key == ApiKey.API_VERSIONS:
+                return self._unsupported_api_versions(header)
+            name = (
+                ApiKey(header.api_key).name
+                if header.api_key in ApiKey._value2member_map_
+                else header.api_key
+            )
+            raise CloseConnection(
+                f"unsupported request {name} v{header.api_version} from client {header.client_id!r}"
+            )
+        try:
+            body, _ = handler.schema.request_decoder(header.api_version)(frame, pos)
+        except RemoteProtocolError as e:
+            raise CloseConnection(
+                f"malformed {handler.api_key.name} v{header.api_version} request: {e}"
+            ) from None
+        ctx = RequestContext(self.broker, conn, header, received)
+        metrics = conn.processor.request_metrics
+        if handler.is_async:
+            return self._run_async(handler, ctx, body, metrics)
+        try:
+            result = handler.fn(ctx, body)
+        except CloseConnection:
+            raise
+        except Exception as e:  # noqa: BLE001 - every failure becomes a response or a close
+            result = self._error_result(handler, ctx, body, e)
+        metrics.record(header.api_key, time.perf_counter_ns() - received)
+        if result is None:
+            return None
+        return encode_response(handler.schema, header.api_version, header.correlation_id, result)
+
+    async def _run_async(
+        self, handler: Handler, ctx: RequestContext, body: Any, metrics: Any
+    ) -> Response:
+        header = ctx.header
+        try:
+            awaitable: Awaitable[Any] = handler.fn(ctx, body)
+            result = await awaitable
+        except CloseConnection:
+            raise
+        except Exception as e:  # noqa: BLE001 - every failure becomes a response or a close
+            result = self._error_result(handler, ctx, body, e)
+        metrics.record(header.api_key, time.perf_counter_ns() - ctx.received_ns)
+        if result is None:
+            return None
+        return encode_response(handler.schema, header.api_version, header.correlation_id, result)
+
+    def _error_result(
+        self, handler: Handler, ctx: RequestContext, body: Any, exc: Exception
+    ) -> Any:
+        if isinstance(exc, KafkaApiError):
+            code, message = exc.error_code, str(exc)
+        else:
+            log.error(
+                "unexpected error handling %s v%d from %s",
+                handler.api_key.name,
+                ctx.api_version,
+                ctx.conn.peer,
+                exc_info=exc,
+            )
+            code, message = ErrorCode.UNKNOWN_SERVER_ERROR, None
+        if handler.error_response is None:
+            raise CloseConnection(f"{handler.api_key.name} failed: {exc}") from exc
+        return handler.error_response(body, code, message)
+
+    def _unsupported_api_versions(self, header: RequestHeader) -> Response:
+        supported = self.registry.get(ApiKey.API_VERSIONS)
+        hi = supported.versions.hi if supported else 0
+        body = ApiVersionsResponse(
+            error_code=ErrorCode.UNSUPPORTED_VERSION,
+            api_keys=[ApiVersion(api_key=ApiKey.API_VERSIONS, min_version=0, max_version=hi)],
+        )
+        return encode_response(self._api_versions_schema, 0, header.correlation_id, body)

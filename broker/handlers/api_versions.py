@@ -1,0 +1,31 @@
+"""ApiVersions: the versions of every API we handle, derived from the handler registry.
+
+Unsupported ApiVersions versions are answered by the dispatcher (error 35, v0 body). Default-valued
+tagged fields are left out (librdkafka 2.0.2 misparses some optional tagged fields here).
+"""
+
+from __future__ import annotations
+
+from broker.dispatch import RequestContext
+from broker.registry import REGISTRY, error_response, handler
+from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
+from protocol.messages.api_versions import ApiVersion, ApiVersionsResponse
+from protocol.schema import Struct
+
+
+@handler(ApiKey.API_VERSIONS, "0-4")
+def handle_api_versions(ctx: RequestContext, request: Struct) -> Struct:
+    return ApiVersionsResponse(
+        error_code=ErrorCode.NONE,
+        api_keys=[
+            ApiVersion(api_key=key, min_version=lo, max_version=hi)
+            for key, lo, hi in REGISTRY.api_versions()
+        ],
+        throttle_time_ms=0,
+    )
+
+
+@error_response(ApiKey.API_VERSIONS)
+def api_versions_error(request: Struct, code: ErrorCode, message: str | None) -> Struct:
+    return ApiVersionsResponse(error_code=code)

@@ -1,0 +1,48 @@
+"""CreatePartitions: grow a topic to a new partition count, optionally with assignments."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from broker.dispatch import RequestContext
+from broker.registry import error_response, handler
+from coordination.errors import KafkaApiError
+from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
+from protocol.messages.create_partitions import (
+    CreatePartitionsResponse,
+    CreatePartitionsTopicResult,
+)
+from protocol.schema import Struct
+
+
+@handler(ApiKey.CREATE_PARTITIONS, "0-3")
+def handle_create_partitions(ctx: RequestContext, request: Struct) -> Struct:
+    counts = Counter(t.name for t in request.topics)
+    results = []
+    for t in request.topics:
+        result = CreatePartitionsTopicResult(name=t.name, error_code=ErrorCode.NONE)
+        results.append(result)
+        if counts[t.name] > 1:
+            result.error_code = ErrorCode.INVALID_REQUEST
+            result.error_message = "Duplicate topic in request."
+            continue
+        assignment = [list(a.broker_ids) for a in t.assignments] if t.assignments else None
+        try:
+            ctx.broker.admin.create_partitions(
+                t.name, t.count, assignment, validate_only=request.validate_only
+            )
+        except KafkaApiError as e:
+            result.error_code = e.error_code
+            result.error_message = str(e)
+    return CreatePartitionsResponse(throttle_time_ms=0, results=results)
+
+
+@error_response(ApiKey.CREATE_PARTITIONS)
+def create_partitions_error(request: Struct, code: ErrorCode, message: str | None) -> Struct:
+    return CreatePartitionsResponse(
+        results=[
+            CreatePartitionsTopicResult(name=t.name, error_code=code, error_message=message)
+            for t in request.topics
+        ]
+    )

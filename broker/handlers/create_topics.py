@@ -1,0 +1,81 @@
+"""CreateTopics: create topics with partition counts, replication factors or explicit
+assignments, and configs; v5+ answers with the new topic's configs."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from broker.config_describe import ConfigSource, describe_topic
+from broker.dispatch import RequestContext
+from broker.registry import error_response, handler
+from coordination.errors import KafkaApiError
+from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
+from protocol.messages.create_topics import (
+    CreatableTopicConfigs,
+    CreatableTopicResult,
+    CreateTopicsResponse,
+)
+from protocol.schema import Struct
+
+
+@handler(ApiKey.CREATE_TOPICS, "0-7")
+def handle_create_topics(ctx: RequestContext, request: Struct) -> Struct:
+    broker = ctx.broker
+    counts = Counter(t.name for t in request.topics)
+    results = []
+    for t in request.topics:
+        result = CreatableTopicResult(name=t.name, error_code=ErrorCode.NONE, configs=[])
+        results.append(result)
+        if counts[t.name] > 1:
+            result.error_code = ErrorCode.INVALID_REQUEST
+            result.error_message = "Found multiple entries for this topic in the request."
+            continue
+        assignment = None
+        if t.assignments:
+            ordered = sorted(t.assignments, key=lambda a: a.partition_index)
+            if [a.partition_index for a in ordered] != list(range(len(ordered))):
+                result.error_code = ErrorCode.INVALID_REPLICA_ASSIGNMENT
+                result.error_message = "Partitions should be a consecutive 0-based integer sequence"
+                continue
+            assignment = [list(a.broker_ids) for a in ordered]
+        configs = {c.name: c.value for c in t.configs}
+        try:
+            topic = broker.admin.create_topic(
+                t.name,
+                t.num_partitions,
+                t.replication_factor,
+                configs,
+                assignment=assignment,
+                validate_only=request.validate_only,
+            )
+        except KafkaApiError as e:
+            result.error_code = e.error_code
+            result.error_message = str(e)
+            continue
+        result.topic_id = topic.topic_id
+        result.num_partitions = len(topic.partitions)
+        result.replication_factor = len(topic.partitions[0].replicas) if topic.partitions else -1
+        result.configs = [
+            CreatableTopicConfigs(
+                name=e.name,
+                value=e.value,
+                read_only=e.read_only,
+                config_source=e.source
+                if e.source != ConfigSource.DEFAULT_CONFIG
+                else ConfigSource.DEFAULT_CONFIG,
+                is_sensitive=e.sensitive,
+            )
+            for e in describe_topic(broker.config, topic.configs)
+        ]
+    return CreateTopicsResponse(throttle_time_ms=0, topics=results)
+
+
+@error_response(ApiKey.CREATE_TOPICS)
+def create_topics_error(request: Struct, code: ErrorCode, message: str | None) -> Struct:
+    return CreateTopicsResponse(
+        topics=[
+            CreatableTopicResult(name=t.name, error_code=code, error_message=message, configs=[])
+            for t in request.topics
+        ]
+    )

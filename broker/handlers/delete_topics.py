@@ -1,0 +1,55 @@
+"""DeleteTopics: by name (v0-5) or by name or id (v6+)."""
+
+from __future__ import annotations
+
+from broker.dispatch import RequestContext
+from broker.registry import error_response, handler
+from coordination.errors import KafkaApiError
+from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
+from protocol.messages.delete_topics import DeletableTopicResult, DeleteTopicsResponse
+from protocol.primitives import ZERO_UUID
+from protocol.schema import Struct
+
+
+def _wanted(request: Struct, version: int) -> list[tuple[str | None, object]]:
+    if version >= 6:
+        return [(t.name, t.topic_id) for t in request.topics]
+    return [(name, ZERO_UUID) for name in request.topic_names]
+
+
+@handler(ApiKey.DELETE_TOPICS, "0-6")
+def handle_delete_topics(ctx: RequestContext, request: Struct) -> Struct:
+    broker = ctx.broker
+    results = []
+    for name, topic_id in _wanted(request, ctx.api_version):
+        view = broker.metadata.view
+        if name is None:
+            topic = view.topics_by_id.get(topic_id)  # type: ignore[call-overload]
+            if topic is None:
+                results.append(
+                    DeletableTopicResult(
+                        name=None, topic_id=topic_id, error_code=ErrorCode.UNKNOWN_TOPIC_ID
+                    )
+                )
+                continue
+            name = topic.name
+        result = DeletableTopicResult(name=name, topic_id=topic_id, error_code=ErrorCode.NONE)
+        try:
+            topic = broker.admin.delete_topic(name)
+            result.topic_id = topic.topic_id
+        except KafkaApiError as e:
+            result.error_code = e.error_code
+            result.error_message = str(e)
+        results.append(result)
+    return DeleteTopicsResponse(throttle_time_ms=0, responses=results)
+
+
+@error_response(ApiKey.DELETE_TOPICS)
+def delete_topics_error(request: Struct, code: ErrorCode, message: str | None) -> Struct:
+    names = [t.name for t in request.topics] or list(request.topic_names)
+    return DeleteTopicsResponse(
+        responses=[
+            DeletableTopicResult(name=n, error_code=code, error_message=message) for n in names
+        ]
+    )

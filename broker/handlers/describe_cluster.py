@@ -1,0 +1,49 @@
+"""DescribeCluster: the cluster id, the controller and the live brokers (admin clients)."""
+
+from __future__ import annotations
+
+from broker.dispatch import RequestContext
+from broker.handlers.metadata import CLUSTER_OPERATIONS
+from broker.registry import error_response, handler
+from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
+from protocol.messages.describe_cluster import (
+    AUTHORIZED_OPERATIONS_OMITTED,
+    ENDPOINT_TYPE_BROKER,
+    DescribeClusterBroker,
+    DescribeClusterResponse,
+)
+from protocol.schema import Struct
+
+
+@handler(ApiKey.DESCRIBE_CLUSTER, "0-1")
+def handle_describe_cluster(ctx: RequestContext, request: Struct) -> Struct:
+    if request.endpoint_type != ENDPOINT_TYPE_BROKER:
+        return DescribeClusterResponse(
+            error_code=ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
+            error_message="Only broker endpoints are supported.",
+            endpoint_type=request.endpoint_type,
+        )
+    view = ctx.broker.metadata.view
+    brokers = []
+    for b in sorted(view.brokers.values(), key=lambda b: b.broker_id):
+        ep = b.endpoint(ctx.listener)
+        brokers.append(
+            DescribeClusterBroker(broker_id=b.broker_id, host=ep.host, port=ep.port, rack=b.rack)
+        )
+    return DescribeClusterResponse(
+        throttle_time_ms=0,
+        error_code=ErrorCode.NONE,
+        endpoint_type=ENDPOINT_TYPE_BROKER,
+        cluster_id=view.cluster_id,
+        controller_id=view.controller_id,
+        brokers=brokers,
+        cluster_authorized_operations=CLUSTER_OPERATIONS
+        if request.include_cluster_authorized_operations
+        else AUTHORIZED_OPERATIONS_OMITTED,
+    )
+
+
+@error_response(ApiKey.DESCRIBE_CLUSTER)
+def describe_cluster_error(request: Struct, code: ErrorCode, message: str | None) -> Struct:
+    return DescribeClusterResponse(error_code=code, error_message=message)

@@ -1,0 +1,102 @@
+"""DescribeConfigs: every config of a topic or broker with its value, source and synonyms."""
+
+from __future__ import annotations
+
+from broker.config_describe import (
+    ConfigEntry,
+    ConfigSource,
+    ResourceType,
+    describe_broker,
+    describe_topic,
+)
+from broker.dispatch import RequestContext
+from broker.registry import error_response, handler
+from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
+from protocol.messages.describe_configs import (
+    DescribeConfigsResourceResult,
+    DescribeConfigsResponse,
+    DescribeConfigsResult,
+    DescribeConfigsSynonym,
+)
+from protocol.schema import Struct
+
+
+def _entry(e: ConfigEntry, synonyms: bool, docs: bool) -> Struct:
+    return DescribeConfigsResourceResult(
+        name=e.name,
+        value=e.value,
+        read_only=e.read_only,
+        config_source=e.source,
+        is_default=e.source == ConfigSource.DEFAULT_CONFIG,
+        is_sensitive=e.sensitive,
+        synonyms=[DescribeConfigsSynonym(name=n, value=v, source=s) for n, v, s in e.synonyms]
+        if synonyms
+        else [],
+        config_type=e.type,
+        documentation=e.documentation if docs else None,
+    )
+
+
+@handler(ApiKey.DESCRIBE_CONFIGS, "0-4")
+def handle_describe_configs(ctx: RequestContext, request: Struct) -> Struct:
+    broker = ctx.broker
+    view = broker.metadata.view
+    results = []
+    for res in request.resources:
+        keys = res.configuration_keys
+        code, message, entries = ErrorCode.NONE, None, []
+        if res.resource_type == ResourceType.TOPIC:
+            topic = view.topics.get(res.resource_name)
+            if topic is None:
+                code, message = (
+                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                    f"Topic {res.resource_name} does not exist.",
+                )
+            else:
+                entries = describe_topic(broker.config, topic.configs, keys)
+        elif res.resource_type == ResourceType.BROKER:
+            if res.resource_name not in ("", str(broker.broker_id)):
+                code, message = (
+                    ErrorCode.INVALID_REQUEST,
+                    f"Unexpected broker id, expected {broker.broker_id} or empty string, "
+                    f"but received {res.resource_name}",
+                )
+            else:
+                entries = describe_broker(broker.config, keys)
+        elif res.resource_type == ResourceType.BROKER_LOGGER:
+            entries = []
+        else:
+            code, message = (
+                ErrorCode.INVALID_REQUEST,
+                f"Unsupported resource type {res.resource_type}",
+            )
+        results.append(
+            DescribeConfigsResult(
+                error_code=code,
+                error_message=message,
+                resource_type=res.resource_type,
+                resource_name=res.resource_name,
+                configs=[
+                    _entry(e, request.include_synonyms, request.include_documentation)
+                    for e in entries
+                ],
+            )
+        )
+    return DescribeConfigsResponse(throttle_time_ms=0, results=results)
+
+
+@error_response(ApiKey.DESCRIBE_CONFIGS)
+def describe_configs_error(request: Struct, code: ErrorCode, message: str | None) -> Struct:
+    return DescribeConfigsResponse(
+        results=[
+            DescribeConfigsResult(
+                error_code=code,
+                error_message=message,
+                resource_type=r.resource_type,
+                resource_name=r.resource_name,
+                configs=[],
+            )
+            for r in request.resources
+        ]
+    )

@@ -1,0 +1,101 @@
+"""The handler registry: one handler per API key; ApiVersions is derived from it.
+
+A handler module registers with :func:`handler`::
+
+    @handler(ApiKey.LIST_OFFSETS, "0-10")
+    def handle_list_offsets(ctx: RequestContext, request: Struct) -> Struct: ...
+
+and may register an error-response builder for whole-request failures with
+:func:`error_response`. The broker advertises exactly the registered version ranges, so it never
+advertises an API it does not handle.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
+from protocol.messages import SCHEMAS, ApiSchema
+from protocol.schema import Versions
+
+HandlerFn = Callable[..., Any]
+ErrorResponseFn = Callable[[Any, ErrorCode, str | None], Any]
+
+
+@dataclass
+class Handler:
+    api_key: ApiKey
+    versions: Versions
+    fn: HandlerFn
+    schema: ApiSchema
+    is_async: bool
+    error_response: ErrorResponseFn | None = None
+
+
+class HandlerRegistry:
+    def __init__(self) -> None:
+        self._handlers: dict[int, Handler] = {}
+
+    def register(self, api_key: ApiKey, versions: str, fn: HandlerFn) -> Handler:
+        if api_key in self._handlers:
+            raise ValueError(f"a handler for {api_key.name} is already registered")
+        schema = SCHEMAS.get(api_key)
+        if schema is None:
+            raise ValueError(f"no schema for {api_key.name}")
+        vr = Versions.parse(versions)
+        if vr.lo < schema.valid_versions.lo or vr.hi > schema.valid_versions.hi:
+            raise ValueError(
+                f"{api_key.name} handler versions {vr} exceed the schema's {schema.valid_versions}"
+            )
+        h = Handler(api_key, vr, fn, schema, inspect.iscoroutinefunction(fn))
+        self._handlers[api_key] = h
+        return h
+
+    def set_error_response(self, api_key: ApiKey, fn: ErrorResponseFn) -> None:
+        self._handlers[api_key].error_response = fn
+
+    def get(self, api_key: int) -> Handler | None:
+        return self._handlers.get(api_key)
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(sorted(self._handlers.values(), key=lambda h: h.api_key))
+
+    def api_versions(self) -> list[tuple[int, int, int]]:
+        return [(h.api_key, h.versions.lo, h.versions.hi) for h in self]
+
+
+#: The broker's registry; handler modules in broker/handlers register into it on import.
+REGISTRY = HandlerRegistry()
+
+
+def handler(api_key: ApiKey, versions: str) -> Callable[[HandlerFn], HandlerFn]:
+    def register(fn: HandlerFn) -> HandlerFn:
+        REGISTRY.register(api_key, versions, fn)
+        return fn
+
+    return register
+
+
+def error_response(api_key: ApiKey) -> Callable[[ErrorResponseFn], ErrorResponseFn]:
+    """Registers how to answer a whole ``api_key`` request with one error code."""
+
+    def register(fn: ErrorResponseFn) -> ErrorResponseFn:
+        REGISTRY.set_error_response(api_key, fn)
+        return fn
+
+    return register
+
+
+def load_handlers() -> HandlerRegistry:
+    """Imports every module in broker.handlers (each registers itself)."""
+    import broker.handlers as package
+
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+        importlib.import_module(f"{package.__name__}.{info.name}")
+    return REGISTRY

@@ -1,0 +1,312 @@
+"""The embedded metadata store: standalone mode, no ZooKeeper.
+
+On disk: one JSON document, ``<log dir>/odradek-metadata.json``::
+
+    {"version": 1, "cluster_id": "<22 chars>", "next_producer_id": 0,
+     "topics": {"<name>": {"topic_id": "<22 chars>", "internal": false,
+                           "configs": {"retention.ms": "1000"},
+                           "partitions": [{"leader": 0, "leader_epoch": 0,
+                                           "replicas": [0], "isr": [0]}]}}}
+
+Every change writes a new file and renames it over the old one (after fsync), so a crash leaves
+either the old or the new document, never a torn one. Kafka's tools ignore the file: it is not a
+partition directory.
+
+Thread-safety: writers serialise on a lock; readers use the immutable ``view``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from coordination.errors import (
+    InvalidPartitions,
+    InvalidReplicaAssignment,
+    TopicExists,
+    UnknownTopic,
+)
+from coordination.metadata import (
+    BrokerInfo,
+    ClusterView,
+    MetadataStore,
+    PartitionState,
+    TopicMetadata,
+    assign_replicas,
+    random_kafka_uuid,
+    uuid_from_base64,
+    uuid_to_base64,
+    validate_topic_name,
+)
+
+log = logging.getLogger(__name__)
+
+FILE_NAME = "odradek-metadata.json"
+FORMAT_VERSION = 1
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Replaces ``path`` with ``data`` so that a crash leaves the old or the new content."""
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+class EmbeddedMetadataStore(MetadataStore):
+    """Metadata for a single broker, kept in one file beside its logs."""
+
+    def __init__(self, path: Path, broker: BrokerInfo, *, cluster_id: str | None = None) -> None:
+        super().__init__()
+        self.path = path
+        self.broker = broker
+        self._lock = threading.Lock()
+        self._next_producer_id = 0
+        self._view = ClusterView(
+            cluster_id=cluster_id or "",
+            controller_id=broker.broker_id,
+            brokers=MappingProxyType({broker.broker_id: broker}),
+            topics=MappingProxyType({}),
+        )
+        self._wanted_cluster_id = cluster_id
+
+    @property
+    def view(self) -> ClusterView:
+        return self._view
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        with self._lock:
+            if self.path.exists():
+                self._load()
+            else:
+                cluster_id = self._wanted_cluster_id or uuid_to_base64(random_kafka_uuid())
+                self._view = ClusterView(
+                    cluster_id, self.broker.broker_id, self._view.brokers, MappingProxyType({})
+                )
+                self._save()
+            log.info(
+                "metadata: cluster %s, %d topics (%s)",
+                self._view.cluster_id,
+                len(self._view.topics),
+                self.path,
+            )
+
+    def stop(self) -> None:
+        pass
+
+    def _load(self) -> None:
+        doc = json.loads(self.path.read_text())
+        if doc.get("version") != FORMAT_VERSION:
+            raise RuntimeError(f"{self.path}: unsupported metadata format {doc.get('version')}")
+        topics = {}
+        for name, t in doc["topics"].items():
+            parts = tuple(
+                PartitionState(
+                    partition=i,
+                    leader=p["leader"],
+                    leader_epoch=p["leader_epoch"],
+                    replicas=tuple(p["replicas"]),
+                    isr=tuple(p["isr"]),
+                    partition_epoch=p.get("partition_epoch", 0),
+                )
+                for i, p in enumerate(t["partitions"])
+            )
+            topics[name] = TopicMetadata(
+                name=name,
+                topic_id=uuid_from_base64(t["topic_id"]),
+                partitions=parts,
+                configs=MappingProxyType(dict(t.get("configs", {}))),
+                internal=bool(t.get("internal", False)),
+            )
+        self._next_producer_id = int(doc.get("next_producer_id", 0))
+        cluster_id = doc["cluster_id"]
+        if self._wanted_cluster_id and self._wanted_cluster_id != cluster_id:
+            raise RuntimeError(
+                f"{self.path} belongs to cluster {cluster_id}, but cluster.id is "
+                f"{self._wanted_cluster_id}"
+            )
+        self._view = ClusterView(
+            cluster_id, self.broker.broker_id, self._view.brokers, MappingProxyType(topics)
+        )
+
+    def _document(self, view: ClusterView) -> dict[str, Any]:
+        return {
+            "version": FORMAT_VERSION,
+            "cluster_id": view.cluster_id,
+            "next_producer_id": self._next_producer_id,
+            "topics": {
+                name: {
+                    "topic_id": uuid_to_base64(t.topic_id),
+                    "internal": t.internal,
+                    "configs": dict(t.configs),
+                    "partitions": [
+                        {
+                            "leader": p.leader,
+                            "leader_epoch": p.leader_epoch,
+                            "partition_epoch": p.partition_epoch,
+                            "replicas": list(p.replicas),
+                            "isr": list(p.isr),
+                        }
+                        for p in t.partitions
+                    ],
+                }
+                for name, t in sorted(view.topics.items())
+            },
+        }
+
+    def _save(self, view: ClusterView | None = None) -> None:
+        data = json.dumps(self._document(view or self._view), indent=1).encode()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(self.path, data)
+
+    def _publish(self, topics: dict[str, TopicMetadata]) -> None:
+        old = self._view
+        new = ClusterView(old.cluster_id, old.controller_id, old.brokers, MappingProxyType(topics))
+        self._save(new)
+        self._view = new
+        self._notify(old, new)
+
+    # -- changes -----------------------------------------------------------------------------
+
+    def _partitions(
+        self,
+        count: int,
+        first: int,
+        replication_factor: int,
+        assignment: Sequence[Sequence[int]] | None,
+    ) -> list[PartitionState]:
+        brokers = list(self._view.brokers.values())
+        if assignment is not None:
+            if len(assignment) != count:
+                raise InvalidReplicaAssignment(
+                    f"Replica assignment has {len(assignment)} partitions, expected {count}"
+                )
+            for replicas in assignment:
+                if not replicas or len(set(replicas)) != len(replicas):
+                    raise InvalidReplicaAssignment("Duplicate or empty replica assignment")
+                unknown = set(replicas) - set(self._view.brokers)
+                if unknown:
+                    raise InvalidReplicaAssignment(
+                        f"Unknown broker(s) {sorted(unknown)} in assignment"
+                    )
+            layout = [list(r) for r in assignment]
+        else:
+            layout = assign_replicas(brokers, count, replication_factor, first_partition=first)
+        return [
+            PartitionState(
+                partition=first + i, leader=r[0], leader_epoch=0, replicas=tuple(r), isr=tuple(r)
+            )
+            for i, r in enumerate(layout)
+        ]
+
+    def create_topic(
+        self,
+        name: str,
+        num_partitions: int,
+        replication_factor: int,
+        configs: Mapping[str, str],
+        *,
+        assignment: Sequence[Sequence[int]] | None = None,
+        internal: bool = False,
+        validate_only: bool = False,
+    ) -> TopicMetadata:
+        validate_topic_name(name)
+        with self._lock:
+            if name in self._view.topics:
+                raise TopicExists(f"Topic '{name}' already exists.")
+            count = len(assignment) if assignment is not None else num_partitions
+            parts = self._partitions(count, 0, replication_factor, assignment)
+            topic = TopicMetadata(
+                name=name,
+                topic_id=random_kafka_uuid(),
+                partitions=tuple(parts),
+                configs=MappingProxyType(dict(configs)),
+                internal=internal,
+            )
+            if not validate_only:
+                topics = dict(self._view.topics)
+                topics[name] = topic
+                self._publish(topics)
+            return topic
+
+    def delete_topic(self, name: str) -> TopicMetadata:
+        with self._lock:
+            topic = self._view.topics.get(name)
+            if topic is None:
+                raise UnknownTopic(f"Topic '{name}' does not exist.")
+            topics = dict(self._view.topics)
+            del topics[name]
+            self._publish(topics)
+            return topic
+
+    def create_partitions(
+        self,
+        name: str,
+        total_count: int,
+        *,
+        assignment: Sequence[Sequence[int]] | None = None,
+        validate_only: bool = False,
+    ) -> TopicMetadata:
+        with self._lock:
+            topic = self._view.topics.get(name)
+            if topic is None:
+                raise UnknownTopic(f"Topic '{name}' does not exist.")
+            current = len(topic.partitions)
+            if total_count <= current:
+                raise InvalidPartitions(
+                    f"Topic currently has {current} partitions, {total_count} would not be an "
+                    "increase."
+                )
+            rf = len(topic.partitions[0].replicas) if topic.partitions else 1
+            new = self._partitions(total_count - current, current, rf, assignment)
+            updated = TopicMetadata(
+                topic.name,
+                topic.topic_id,
+                topic.partitions + tuple(new),
+                topic.configs,
+                topic.internal,
+            )
+            if not validate_only:
+                topics = dict(self._view.topics)
+                topics[name] = updated
+                self._publish(topics)
+            return updated
+
+    def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> TopicMetadata:
+        with self._lock:
+            topic = self._view.topics.get(name)
+            if topic is None:
+                raise UnknownTopic(f"Topic '{name}' does not exist.")
+            updated = TopicMetadata(
+                topic.name,
+                topic.topic_id,
+                topic.partitions,
+                MappingProxyType(dict(configs)),
+                topic.internal,
+            )
+            topics = dict(self._view.topics)
+            topics[name] = updated
+            self._publish(topics)
+            return updated
+
+    def allocate_producer_id_block(self, size: int) -> tuple[int, int]:
+        with self._lock:
+            start = self._next_producer_id
+            self._next_producer_id = start + size
+            self._save()
+            return start, start + size - 1
