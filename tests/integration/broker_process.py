@@ -1,0 +1,113 @@
+"""Runs the real Odradek daemon as a subprocess for integration tests (port 0, temp data dir)."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+_LISTENING = re.compile(r"started, listening on (\S+?)://([\d.]+):(\d+)")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class BrokerProcess:
+    """``odradek serve`` in a subprocess. ``bootstrap`` is ``host:port`` once started."""
+
+    def __init__(
+        self,
+        data_dir: Path,
+        overrides: dict[str, str] | None = None,
+        *,
+        log_path: Path | None = None,
+    ) -> None:
+        self.data_dir = data_dir
+        self.overrides = dict(overrides or {})
+        self.log_path = log_path or data_dir.parent / f"broker-{uuid.uuid4().hex[:8]}.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.port: int | None = None
+        self.host = "127.0.0.1"
+        self._reader: threading.Thread | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        assert self.port is not None, "broker not started"
+        return f"{self.host}:{self.port}"
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def start(self, timeout: float = 30.0) -> BrokerProcess:
+        settings = {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dir": str(self.data_dir)}
+        settings.update(self.overrides)
+        args = [sys.executable, "-m", "broker", "serve"]
+        for key, value in settings.items():
+            args += ["--override", f"{key}={value}"]
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        self.port = None
+        log_file = open(self.log_path, "ab")  # noqa: SIM115 - closed by the reader thread
+        self.proc = subprocess.Popen(
+            args, cwd=ROOT, env=env, stdout=log_file, stderr=subprocess.PIPE
+        )
+        found = threading.Event()
+
+        def pump() -> None:
+            assert self.proc is not None and self.proc.stderr is not None
+            for line in self.proc.stderr:
+                log_file.write(line)
+                log_file.flush()
+                m = _LISTENING.search(line.decode(errors="replace"))
+                if m and not found.is_set():
+                    self.port = int(m.group(3))
+                    found.set()
+            log_file.close()
+
+        self._reader = threading.Thread(target=pump, daemon=True)
+        self._reader.start()
+        deadline = time.monotonic() + timeout
+        while not found.wait(0.05):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"broker did not start; log:\n{self.log()}")
+        return self
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int:
+        """Stops the broker (SIGTERM: clean shutdown) and returns its exit code."""
+        if self.proc is None:
+            return 0
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            code = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            code = self.proc.wait()
+        if self._reader is not None:
+            self._reader.join(5)
+        self.proc = None
+        return code
+
+    def kill(self) -> int:
+        return self.stop(signal.SIGKILL)
+
+    def restart(self) -> BrokerProcess:
+        self.stop()
+        return self.start()
+
+    def __enter__(self) -> BrokerProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,47 @@
+"""Fixtures that run the real daemon. ``broker`` is shared by a whole test session (tests use
+unique topic names); ``fresh_broker`` is a new broker per test, for restarts and special configs."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.broker_process import BrokerProcess
+
+
+@pytest.fixture(scope="session")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    data = tmp_path_factory.mktemp("broker") / "data"
+    proc = BrokerProcess(
+        data,
+        {
+            "message.max.bytes": str(12 * 1024 * 1024),
+            "socket.request.max.bytes": str(64 * 1024 * 1024),
+        },
+    )
+    proc.start()
+    yield proc
+    proc.stop()
+
+
+@pytest.fixture
+def fresh_broker(tmp_path: Path) -> Iterator[Callable[..., BrokerProcess]]:
+    started: list[BrokerProcess] = []
+
+    def make(**overrides: str) -> BrokerProcess:
+        proc = BrokerProcess(tmp_path / f"data-{len(started)}", overrides)
+        started.append(proc)
+        return proc.start()
+
+    yield make
+    for proc in started:
+        proc.stop()
+
+
+@pytest.fixture
+def topic_name(request: pytest.FixtureRequest) -> str:
+    safe = "".join(c if c.isalnum() else "-" for c in request.node.name)[:60]
+    return f"{safe}-{uuid.uuid4().hex[:6]}"

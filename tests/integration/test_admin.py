@@ -1,0 +1,114 @@
+"""Admin APIs through confluent-kafka's AdminClient and kafka-python's KafkaAdminClient."""
+
+from __future__ import annotations
+
+import pytest
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    NewPartitions,
+    NewTopic,
+)
+from kafka.admin import ConfigResource as KConfigResource
+from kafka.admin import KafkaAdminClient
+from kafka.admin import NewPartitions as KNewPartitions
+from kafka.admin import NewTopic as KNewTopic
+from kafka.errors import TopicAlreadyExistsError
+
+
+@pytest.fixture
+def admin(broker):
+    return AdminClient({"bootstrap.servers": broker.bootstrap})
+
+
+@pytest.fixture
+def kadmin(broker):
+    client = KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=10000)
+    yield client
+    client.close()
+
+
+def test_confluent_create_describe_alter_partitions_delete(admin, topic_name):
+    futures = admin.create_topics([NewTopic(topic_name, 3, 1, config={"retention.ms": "123456"})])
+    futures[topic_name].result(10)
+    md = admin.list_topics(timeout=10)
+    assert len(md.topics[topic_name].partitions) == 3
+    assert md.topics[topic_name].partitions[0].leader == 0
+
+    (cfg,) = admin.describe_configs([ConfigResource("topic", topic_name)]).values()
+    entries = cfg.result(10)
+    assert entries["retention.ms"].value == "123456"
+    assert entries["retention.ms"].source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+    assert entries["segment.bytes"].source == ConfigSource.DEFAULT_CONFIG.value
+    assert entries["cleanup.policy"].value == "delete"
+
+    res = ConfigResource(
+        "topic",
+        topic_name,
+        incremental_configs=[
+            ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.SET),
+            ConfigEntry("retention.ms", None, incremental_operation=AlterConfigOpType.DELETE),
+        ],
+    )
+    for f in admin.incremental_alter_configs([res]).values():
+        f.result(10)
+    (cfg,) = admin.describe_configs([ConfigResource("topic", topic_name)]).values()
+    entries = cfg.result(10)
+    assert entries["cleanup.policy"].value == "compact"
+    assert entries["retention.ms"].value == "604800000"
+
+    admin.create_partitions([NewPartitions(topic_name, 5)])[topic_name].result(10)
+    assert len(admin.list_topics(timeout=10).topics[topic_name].partitions) == 5
+
+    admin.delete_topics([topic_name])[topic_name].result(10)
+    assert topic_name not in admin.list_topics(timeout=10).topics
+
+
+def test_confluent_create_errors(admin, topic_name):
+    admin.create_topics([NewTopic(topic_name, 1, 1)])[topic_name].result(10)
+    with pytest.raises(KafkaException, match="TOPIC_ALREADY_EXISTS"):
+        admin.create_topics([NewTopic(topic_name, 1, 1)])[topic_name].result(10)
+    with pytest.raises(KafkaException, match="INVALID_REPLICATION_FACTOR"):
+        admin.create_topics([NewTopic(topic_name + "-rf", 1, 3)])[topic_name + "-rf"].result(10)
+    with pytest.raises(KafkaException, match="INVALID_CONFIG"):
+        admin.create_topics([NewTopic(topic_name + "-cfg", 1, 1, config={"no.such": "1"})])[
+            topic_name + "-cfg"
+        ].result(10)
+    with pytest.raises(KafkaException, match="INVALID_PARTITIONS"):
+        admin.create_partitions([NewPartitions(topic_name, 1)])[topic_name].result(10)
+    with pytest.raises(KafkaException, match="UNKNOWN_TOPIC"):
+        admin.delete_topics([topic_name + "-missing"])[topic_name + "-missing"].result(10)
+
+
+def test_confluent_describe_cluster_and_broker_configs(admin):
+    cluster = admin.describe_cluster().result(10)
+    assert len(cluster.cluster_id) == 22 and [n.id for n in cluster.nodes] == [0]
+    (cfg,) = admin.describe_configs([ConfigResource("broker", "0")]).values()
+    entries = cfg.result(10)
+    assert entries["num.partitions"].value == "1"
+    assert entries["message.max.bytes"].source == ConfigSource.STATIC_BROKER_CONFIG.value
+
+
+def test_kafka_python_admin(kadmin, topic_name):
+    kadmin.create_topics(
+        [KNewTopic(topic_name, 2, 1, topic_configs={"retention.bytes": "1000000"})]
+    )
+    with pytest.raises(TopicAlreadyExistsError):
+        kadmin.create_topics([KNewTopic(topic_name, 2, 1)], raise_errors=True)
+    assert topic_name in kadmin.list_topics()
+    described = kadmin.describe_configs([KConfigResource("TOPIC", topic_name)])
+    assert described["topic"][topic_name]["retention.bytes"]["value"] == "1000000"
+    kadmin.alter_configs(
+        [KConfigResource("TOPIC", topic_name, configs={"retention.bytes": "2000000"})]
+    )
+    described = kadmin.describe_configs([KConfigResource("TOPIC", topic_name)])
+    assert described["topic"][topic_name]["retention.bytes"]["value"] == "2000000"
+    kadmin.create_partitions({topic_name: KNewPartitions(4)})
+    (desc,) = kadmin.describe_topics([topic_name])
+    assert len(desc["partitions"]) == 4
+    kadmin.delete_topics([topic_name])
+    assert topic_name not in kadmin.list_topics()
