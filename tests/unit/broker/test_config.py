@@ -1,0 +1,85 @@
+import logging
+from pathlib import Path
+
+import pytest
+
+from broker.config import BrokerConfig, ConfigError, read_properties, validate_topic_configs
+from scripts.gen_config_docs import OUT, render
+
+
+def test_defaults_are_a_standalone_broker_on_loopback():
+    config = BrokerConfig.load()
+    assert [str(lst) for lst in config.listeners] == ["PLAINTEXT://127.0.0.1:9092"]
+    assert [str(a) for a in config.advertised_listeners] == ["PLAINTEXT://127.0.0.1:9092"]
+    assert config.log_dirs == [Path("./data")]
+    assert config.broker_id == 0 and config["zookeeper.connect"] is None
+
+
+def test_properties_file_and_overrides(tmp_path):
+    path = tmp_path / "server.properties"
+    path.write_text(
+        "# comment\n! also\nbroker.id = 3\nlog.dirs=/a,/b\nlisteners: PLAINTEXT://0.0.0.0:19099\n"
+        "advertised.listeners=PLAINTEXT://example.org:19099\n"
+        "log.retention.hours=1\nnum.network.threads 2\nlong.key=a\\\n  b\n"
+    )
+    config = BrokerConfig.load(path, ["log.retention.ms=5000"])
+    assert config.broker_id == 3
+    assert config.log_dirs == [Path("/a"), Path("/b")]
+    assert config["num.network.threads"] == 2
+    assert config.log_retention_ms == 5000
+    assert config.unknown == {"long.key": "ab"}
+    assert str(config.advertised_listeners[0]) == "PLAINTEXT://example.org:19099"
+
+
+def test_unknown_keys_are_reported(caplog):
+    with caplog.at_level(logging.WARNING):
+        config = BrokerConfig.from_dict({"no.such.key": "1"})
+    assert "no.such.key" in config.unknown
+    assert "unknown configuration key no.such.key" in caplog.text
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"num.network.threads": "x"},
+        {"num.network.threads": "0"},
+        {"listeners": "nonsense"},
+        {"advertised.listeners": "PLAINTEXT://0.0.0.0:1"},
+        {"auto.create.topics.enable": "maybe"},
+    ],
+)
+def test_bad_values_are_errors(raw):
+    with pytest.raises(ConfigError):
+        BrokerConfig.from_dict(raw)
+
+
+def test_topic_defaults_follow_broker_keys():
+    config = BrokerConfig.from_dict({"log.retention.hours": "2", "log.segment.bytes": "1000"})
+    effective = config.topic_config({"segment.bytes": 50})
+    assert effective["retention.ms"] == 7_200_000
+    assert effective["segment.bytes"] == 50
+    assert effective["cleanup.policy"] == ["delete"]
+
+
+@pytest.mark.parametrize(
+    "configs",
+    [
+        {"nope": "1"},
+        {"retention.ms": "x"},
+        {"cleanup.policy": "shred"},
+        {"compression.type": "brotli"},
+        {"segment.bytes": "5"},
+        {"retention.ms": None},
+    ],
+)
+def test_topic_config_validation(configs):
+    with pytest.raises(ConfigError):
+        validate_topic_configs(configs)
+
+
+def test_read_properties_separators():
+    assert read_properties("a=1\nb:2\nc 3\nd\n") == {"a": "1", "b": "2", "c": "3", "d": ""}
+
+
+def test_configuration_reference_is_up_to_date():
+    assert OUT.read_text() == render(), "run: python scripts/gen_config_docs.py"
