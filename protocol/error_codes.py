@@ -20,10 +20,10 @@ class ErrorCode(IntEnum):
         return obj
 
     @classmethod
-    def of(cls, code: int) -> ErrorCode | int:
-        """The enum member for ``code``, or the bare int when the code is unknown to us."""
-        member: ErrorCode | int = cls._value2member_map_.get(code, code)  # type: ignore[assignment]
-        return member
+    def of(cls, code: int) -> ErrorCode:
+        """The member for ``code``; UNKNOWN_SERVER_ERROR for a code unknown to us."""
+        member = cls._value2member_map_.get(code)
+        return member if isinstance(member, ErrorCode) else cls.UNKNOWN_SERVER_ERROR
 
     # fmt: off
     UNKNOWN_SERVER_ERROR = (-1, False, "The server experienced an unexpected error when processing the request.")

@@ -1,0 +1,115 @@
+"""Produce: validate each partition's batches and append them to the partition's log.
+
+acks=0: no response at all; if any partition fails, the connection is closed so the producer
+notices (Kafka does the same). acks=1 and acks=-1 answer once the batches are in the log (a
+standalone broker is its own whole ISR). v0-2 legacy message sets are converted to magic 2.
+"""
+
+from __future__ import annotations
+
+from broker.dispatch import RequestContext
+from broker.network import CloseConnection
+from broker.registry import error_response, handler
+from broker.validation import RecordError, validate
+from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
+from protocol.messages.produce import (
+    PartitionProduceResponse,
+    ProduceResponse,
+    TopicProduceResponse,
+)
+from protocol.schema import Struct
+from storage.errors import StorageError
+
+
+def _append(
+    ctx: RequestContext, name: str | None, index: int, records: memoryview | None, now_ms: int
+) -> Struct:
+    result = PartitionProduceResponse(index=index, error_code=ErrorCode.NONE, base_offset=-1)
+    part = ctx.broker.replica_manager.get(name, index) if name is not None else None
+    if part is None:
+        result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return result
+    if not part.is_leader:
+        result.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return result
+    try:
+        checked = validate(records, api_version=ctx.api_version, rules=part.rules, now_ms=now_ms)
+        info = part.log.append(checked.buffer, leader_epoch=part.leader_epoch, now_ms=now_ms)
+    except RecordError as e:
+        result.error_code = e.error_code
+        result.error_message = str(e)
+        return result
+    except StorageError as e:
+        result.error_code = ErrorCode.of(e.error_code)
+        result.error_message = str(e)
+        return result
+    part.notify_append(info.valid_bytes)
+    result.base_offset = info.first_offset
+    result.log_append_time_ms = info.log_append_time
+    result.log_start_offset = info.log_start_offset
+    return result
+
+
+@handler(ApiKey.PRODUCE, "0-13")
+def handle_produce(ctx: RequestContext, request: Struct) -> Struct | None:
+    acks = request.acks
+    version = ctx.api_version
+    now_ms = ctx.now_ms()
+    view = ctx.broker.metadata.view if version >= 13 else None
+    responses = []
+    failed = False
+    for topic in request.topic_data:
+        name = topic.name
+        if view is not None:
+            meta = view.topics_by_id.get(topic.topic_id)
+            name = meta.name if meta is not None else None
+        partitions = []
+        for p in topic.partition_data:
+            if acks not in (-1, 0, 1):
+                result = PartitionProduceResponse(
+                    index=p.index, base_offset=-1, error_code=ErrorCode.INVALID_REQUIRED_ACKS
+                )
+            else:
+                result = _append(ctx, name, p.index, p.records, now_ms)
+                if name is None and view is not None:
+                    result.error_code = ErrorCode.UNKNOWN_TOPIC_ID
+            failed = failed or result.error_code != ErrorCode.NONE
+            partitions.append(result)
+        responses.append(
+            TopicProduceResponse(
+                name=topic.name, topic_id=topic.topic_id, partition_responses=partitions
+            )
+        )
+    if acks == 0:
+        if failed:
+            errors = [
+                f"{t.name}-{p.index}: {ErrorCode.of(p.error_code)!r} {p.error_message or ''}"
+                for t in responses
+                for p in t.partition_responses
+                if p.error_code
+            ]
+            raise CloseConnection("acks=0 produce failed: " + "; ".join(errors))
+        return None
+    return ProduceResponse(responses=responses, throttle_time_ms=0)
+
+
+@error_response(ApiKey.PRODUCE)
+def produce_error(request: Struct, code: ErrorCode, message: str | None) -> Struct:
+    if request.acks == 0:
+        raise CloseConnection(f"acks=0 produce failed: {code!r} {message or ''}")
+    return ProduceResponse(
+        responses=[
+            TopicProduceResponse(
+                name=t.name,
+                topic_id=t.topic_id,
+                partition_responses=[
+                    PartitionProduceResponse(
+                        index=p.index, error_code=code, base_offset=-1, error_message=message
+                    )
+                    for p in t.partition_data
+                ],
+            )
+            for t in request.topic_data
+        ]
+    )
