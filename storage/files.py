@@ -1,0 +1,133 @@
+"""File and directory naming, in one place (Kafka's LogFileUtils).
+
+A partition lives in ``<log.dir>/<topic>-<partition>/``; each segment is a set of files named by
+its base offset, zero-padded to 20 digits so ``ls`` sorts them numerically::
+
+    00000000000000000000.log        record batches exactly as on the wire
+    00000000000000000000.index      offset index: (int32 relative offset, int32 position) entries
+    00000000000000000000.timeindex  time index: (int64 timestamp, int32 relative offset) entries
+
+Suffixes mark files in transit: ``.deleted`` (waiting for ``file.delete.delay.ms``), ``.cleaned``
+(a compaction result being written), ``.swap`` (a compaction result about to replace segments).
+A deleted partition directory becomes ``<topic>-<partition>.<uuid hex>-delete``.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+from typing import Final
+
+LOG_FILE_SUFFIX: Final = ".log"
+INDEX_FILE_SUFFIX: Final = ".index"
+TIME_INDEX_FILE_SUFFIX: Final = ".timeindex"
+TXN_INDEX_FILE_SUFFIX: Final = ".txnindex"
+PRODUCER_SNAPSHOT_FILE_SUFFIX: Final = ".snapshot"
+DELETED_FILE_SUFFIX: Final = ".deleted"
+CLEANED_FILE_SUFFIX: Final = ".cleaned"
+SWAP_FILE_SUFFIX: Final = ".swap"
+TMP_FILE_SUFFIX: Final = ".tmp"
+
+DELETE_DIR_SUFFIX: Final = "-delete"
+FUTURE_DIR_SUFFIX: Final = "-future"
+STRAY_DIR_SUFFIX: Final = "-stray"
+
+#: Per-log-dir files.
+RECOVERY_POINT_CHECKPOINT: Final = "recovery-point-offset-checkpoint"
+LOG_START_OFFSET_CHECKPOINT: Final = "log-start-offset-checkpoint"
+CLEANER_OFFSET_CHECKPOINT: Final = "cleaner-offset-checkpoint"
+REPLICATION_OFFSET_CHECKPOINT: Final = "replication-offset-checkpoint"
+META_PROPERTIES: Final = "meta.properties"
+CLEAN_SHUTDOWN_FILE: Final = ".kafka_cleanshutdown"
+LOCK_FILE: Final = ".lock"
+
+#: Per-partition files.
+PARTITION_METADATA_FILE: Final = "partition.metadata"
+LEADER_EPOCH_CHECKPOINT: Final = "leader-epoch-checkpoint"
+
+OFFSET_DIGITS: Final = 20
+
+
+def filename_prefix_from_offset(offset: int) -> str:
+    """``42`` -> ``"00000000000000000042"``."""
+    return f"{offset:0{OFFSET_DIGITS}d}"
+
+
+def offset_from_file_name(name: str) -> int:
+    """The base offset a segment file name starts with (``"...042.log.deleted"`` -> 42)."""
+    prefix = name.split(".", 1)[0]
+    if len(prefix) != OFFSET_DIGITS or not prefix.isdigit():
+        raise ValueError(f"{name!r} is not a segment file name")
+    return int(prefix)
+
+
+def log_file(directory: Path, base_offset: int, suffix: str = "") -> Path:
+    return directory / (filename_prefix_from_offset(base_offset) + LOG_FILE_SUFFIX + suffix)
+
+
+def index_file(directory: Path, base_offset: int, suffix: str = "") -> Path:
+    return directory / (filename_prefix_from_offset(base_offset) + INDEX_FILE_SUFFIX + suffix)
+
+
+def time_index_file(directory: Path, base_offset: int, suffix: str = "") -> Path:
+    return directory / (filename_prefix_from_offset(base_offset) + TIME_INDEX_FILE_SUFFIX + suffix)
+
+
+def txn_index_file(directory: Path, base_offset: int, suffix: str = "") -> Path:
+    return directory / (filename_prefix_from_offset(base_offset) + TXN_INDEX_FILE_SUFFIX + suffix)
+
+
+def log_dir_name(topic: str, partition: int) -> str:
+    return f"{topic}-{partition}"
+
+
+def parse_log_dir_name(name: str) -> tuple[str, int]:
+    """``"my-topic-3"`` -> ``("my-topic", 3)``; also accepts ``-delete``/``-future``/``-stray``
+    names (``"t-0.<uuid>-delete"``). Raises ValueError for anything else."""
+    base = name
+    for suffix in (DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX):
+        if base.endswith(suffix):
+            base = base[: -len(suffix)]
+            dot = base.rfind(".")
+            if dot < 0:
+                raise ValueError(f"{name!r} is not a partition directory name")
+            base = base[:dot]
+            break
+    topic, sep, partition = base.rpartition("-")
+    if not sep or not topic or not partition.isdigit() or not partition.isascii():
+        raise ValueError(f"{name!r} is not a partition directory name")
+    return topic, int(partition)
+
+
+def deleted_log_dir_name(topic: str, partition: int) -> str:
+    """The name a partition directory is renamed to when its log is deleted."""
+    return f"{topic}-{partition}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+
+
+def fsync_dir(directory: Path) -> None:
+    """Makes renames and file creations in ``directory`` durable."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomically(path: Path, data: bytes, *, fsync: bool = True) -> None:
+    """Writes ``path.tmp``, fsyncs it, renames it over ``path`` and fsyncs the directory: a crash
+    leaves either the old or the new content (Kafka's checkpoint files work this way)."""
+    tmp = path.with_name(path.name + TMP_FILE_SUFFIX)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        if fsync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    if fsync:
+        fsync_dir(path.parent)

@@ -1,0 +1,471 @@
+"""OffsetIndex and TimeIndex: a segment's sparse indexes, in Kafka's file formats.
+
+Lookups run on in-memory arrays (``bisect`` over ``array``, in C); the files are written when the
+segment is flushed, rolled or closed. An index of an inactive segment is read from its file on
+first use (Kafka's LazyIndex) and needs no open descriptor afterwards.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import struct
+import sys
+from array import array
+from pathlib import Path
+from typing import Final, NamedTuple
+
+from storage.errors import CorruptIndex
+
+INT32_MAX: Final = 2**31 - 1
+_LITTLE_ENDIAN: Final = sys.byteorder == "little"
+_TIME_ENTRY: Final = struct.Struct(">qi")
+
+NO_TIMESTAMP: Final = -1
+
+
+class OffsetPosition(NamedTuple):
+    offset: int
+    position: int
+
+
+class TimestampOffset(NamedTuple):
+    timestamp: int
+    offset: int
+
+
+def _write_file(path: Path, data: bytes, at: int, *, fsync: bool, length: int | None) -> None:
+    """Writes ``data`` at ``at`` in ``path`` (created if missing), then sets the file length to
+    ``length`` if given."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        view = memoryview(data)
+        pos = at
+        while view:
+            n = os.pwrite(fd, view, pos)
+            view = view[n:]
+            pos += n
+        if length is not None and os.fstat(fd).st_size != length:
+            os.ftruncate(fd, length)
+        if fsync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class _Index:
+    """What both indexes share: the file, its entry size, loading, writing and trimming."""
+
+    entry_size: int = 0
+
+    def __init__(self, path: Path, base_offset: int, max_index_size: int) -> None:
+        self.path = path
+        self.base_offset = base_offset
+        self.max_entries = max(max_index_size // self.entry_size, 1)
+        #: entries already in the file
+        self._written = 0
+        #: whether the file is currently extended to its maximum size (an active segment)
+        self._preallocated = False
+        self._loaded = False
+
+    @property
+    def max_index_size(self) -> int:
+        return self.max_entries * self.entry_size
+
+    def preallocate(self) -> None:
+        """Extends the file to the maximum index size (sparse zeros), as Kafka does for the
+        index of an active segment."""
+        _write_file(self.path, b"", 0, fsync=False, length=self.max_index_size)
+        self._preallocated = True
+
+    def _entries_bytes(self, start: int, stop: int) -> bytes:
+        raise NotImplementedError
+
+    def entry_count(self) -> int:
+        raise NotImplementedError
+
+    def flush(self, *, fsync: bool = True) -> None:
+        """Writes the entries appended since the last flush."""
+        if not self._loaded:
+            return
+        n = self.entry_count()
+        if n > self._written or not self.path.exists():
+            data = self._entries_bytes(self._written, n)
+            _write_file(self.path, data, self._written * self.entry_size, fsync=fsync, length=None)
+            self._written = n
+        elif fsync:
+            self.fsync()
+
+    def fsync(self) -> None:
+        """fsyncs the file if it exists."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            return
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def trim(self, *, fsync: bool = True) -> None:
+        """Writes pending entries and cuts the file to exactly its entries (Kafka's
+        trimToValidSize, done when a segment rolls or closes)."""
+        if not self._loaded:
+            return
+        n = self.entry_count()
+        data = self._entries_bytes(self._written, n)
+        _write_file(
+            self.path,
+            data,
+            self._written * self.entry_size,
+            fsync=fsync,
+            length=n * self.entry_size,
+        )
+        self._written = n
+        self._preallocated = False
+
+    def rewrite(self, *, preallocate: bool, fsync: bool = False) -> None:
+        """Writes the whole index to its file (after a rebuild or a truncation)."""
+        n = self.entry_count()
+        length = self.max_index_size if preallocate else n * self.entry_size
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.close(fd)
+        _write_file(self.path, self._entries_bytes(0, n), 0, fsync=fsync, length=length)
+        self._written = n
+        self._preallocated = preallocate
+
+    def rename_to(self, path: Path) -> None:
+        if self.path.exists():
+            os.replace(self.path, path)
+        self.path = path
+
+    def delete_file(self) -> None:
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+
+    def _read_file(self) -> bytes:
+        try:
+            with open(self.path, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            return b""
+        usable = len(data) - len(data) % self.entry_size
+        return data[:usable]
+
+
+class OffsetIndex(_Index):
+    """Maps offsets to file positions in a segment, sparsely.
+
+    On-disk format (Kafka's ``.index``): 8-byte big-endian entries (int32 offset relative to the
+    segment's base offset, int32 position in the ``.log`` file), offsets strictly increasing. An
+    entry (o, p) says the batch at position p has last offset o; an entry is added when more than
+    ``index.interval.bytes`` were appended since the previous one. The file of an active segment
+    is preallocated to ``segment.index.bytes`` and trimmed to its entries on roll and close.
+
+    Crash: the file may be short (entries not yet written) or long (preallocated zeros, or stale
+    entries). Loading drops trailing zero entries and checks the rest (sizes, monotonic offsets
+    and positions, last position inside the log); a failed check raises CorruptIndex and the
+    segment rebuilds the index from its log. Segments after the recovery point are always
+    rebuilt after an unclean shutdown.
+
+    Thread-safety: :meth:`lookup` and friends read arrays that are only ever appended to (or cut
+    by truncation, under the log's lock); each lookup works on the entry count it read first, so a
+    concurrent append is invisible to it. Mutations must be serialized by the owner.
+    """
+
+    entry_size = 8
+
+    def __init__(self, path: Path, base_offset: int, max_index_size: int) -> None:
+        super().__init__(path, base_offset, max_index_size)
+        self._offsets = array("i")  # relative offsets
+        self._positions = array("i")
+
+    # --- loading ------------------------------------------------------------------------------
+
+    def load(self, log_size: int) -> None:
+        """Reads the file and sanity-checks it against a log of ``log_size`` bytes."""
+        data = self._read_file()
+        arr = array("i")
+        arr.frombytes(data)
+        if _LITTLE_ENDIAN:
+            arr.byteswap()
+        offsets = arr[0::2]
+        positions = arr[1::2]
+        n = len(offsets)
+        # a crash can leave preallocated zeros after the written entries
+        while n > 1 and offsets[n - 1] == 0 and positions[n - 1] == 0:
+            n -= 1
+        del offsets[n:]
+        del positions[n:]
+        if n:
+            if offsets[0] < 0 or positions[0] < 0:
+                raise CorruptIndex(f"{self.path}: negative first entry")
+            if positions[-1] >= max(log_size, 1) and not (n == 1 and positions[0] == 0):
+                raise CorruptIndex(
+                    f"{self.path}: last entry points at {positions[-1]}, log has {log_size} bytes"
+                )
+            if n > 1:
+                po = list(offsets)
+                pp = list(positions)
+                if po != sorted(set(po)) or pp != sorted(set(pp)):
+                    raise CorruptIndex(f"{self.path}: entries are not strictly increasing")
+        self._offsets = offsets
+        self._positions = positions
+        self._written = n
+        self._loaded = True
+
+    def mark_loaded_empty(self) -> None:
+        """A fresh (or reset) index: no entries, nothing to read."""
+        self._offsets = array("i")
+        self._positions = array("i")
+        self._written = 0
+        self._loaded = True
+
+    @property
+    def loaded(self) -> bool:
+        return self._loaded
+
+    # --- queries ------------------------------------------------------------------------------
+
+    def entry_count(self) -> int:
+        return len(self._offsets)
+
+    @property
+    def entries(self) -> int:
+        return len(self._offsets)
+
+    def is_full(self) -> bool:
+        return len(self._offsets) >= self.max_entries
+
+    def can_append_offset(self, offset: int) -> bool:
+        return 0 <= offset - self.base_offset <= INT32_MAX
+
+    def last_offset(self) -> int:
+        offsets = self._offsets
+        return self.base_offset + offsets[-1] if offsets else self.base_offset
+
+    def entry(self, i: int) -> OffsetPosition:
+        return OffsetPosition(self.base_offset + self._offsets[i], self._positions[i])
+
+    def lookup(self, target_offset: int) -> OffsetPosition:
+        """The entry with the largest offset <= ``target_offset``, or (base offset, 0)."""
+        offsets = self._offsets
+        rel = target_offset - self.base_offset
+        if rel < 0 or not offsets:
+            return OffsetPosition(self.base_offset, 0)
+        i = bisect.bisect_right(offsets, rel if rel <= INT32_MAX else INT32_MAX) - 1
+        if i < 0:
+            return OffsetPosition(self.base_offset, 0)
+        try:
+            return OffsetPosition(self.base_offset + offsets[i], self._positions[i])
+        except IndexError:  # truncated under us: start from the top of the segment
+            return OffsetPosition(self.base_offset, 0)
+
+    def last_position_within(self, max_position: int, max_offset: int) -> int:
+        """The largest indexed position p <= ``max_position`` whose entry offset is below
+        ``max_offset`` (so every batch before p is below ``max_offset``), or 0."""
+        positions = self._positions
+        offsets = self._offsets
+        i = bisect.bisect_right(positions, max_position) - 1
+        rel = max_offset - self.base_offset
+        if rel <= INT32_MAX:
+            j = bisect.bisect_left(offsets, rel) - 1
+            i = min(i, j)
+        if i < 0:
+            return 0
+        try:
+            return positions[i]
+        except IndexError:
+            return 0
+
+    # --- mutations (under the log's lock) ------------------------------------------------------
+
+    def append(self, offset: int, position: int) -> None:
+        rel = offset - self.base_offset
+        offsets = self._offsets
+        if offsets and rel <= offsets[-1]:
+            raise ValueError(
+                f"index {self.path}: offset {offset} is not above the last indexed offset "
+                f"{self.base_offset + offsets[-1]}"
+            )
+        if not 0 <= rel <= INT32_MAX:
+            raise ValueError(f"index {self.path}: offset {offset} does not fit the segment")
+        if len(offsets) >= self.max_entries:
+            raise ValueError(f"index {self.path} is full")
+        self._positions.append(position)
+        offsets.append(rel)
+
+    def truncate_to(self, offset: int) -> None:
+        """Removes the entries with offsets >= ``offset``."""
+        rel = offset - self.base_offset
+        keep = bisect.bisect_left(self._offsets, rel) if rel <= INT32_MAX else len(self._offsets)
+        self._truncate_entries(max(keep, 0))
+
+    def reset(self) -> None:
+        self._truncate_entries(0)
+
+    def _truncate_entries(self, n: int) -> None:
+        if n < len(self._offsets):
+            # new arrays: a concurrent lookup keeps the old ones
+            self._offsets = self._offsets[:n]
+            self._positions = self._positions[:n]
+        if self._written > n:
+            self._written = n
+            if self.path.exists():
+                length = self.max_index_size if self._preallocated else n * self.entry_size
+                fd = os.open(self.path, os.O_RDWR)
+                try:
+                    os.ftruncate(fd, n * self.entry_size)
+                    os.ftruncate(fd, length)
+                finally:
+                    os.close(fd)
+
+    def _entries_bytes(self, start: int, stop: int) -> bytes:
+        out = array("i")
+        offsets = self._offsets
+        positions = self._positions
+        for i in range(start, stop):
+            out.append(offsets[i])
+            out.append(positions[i])
+        if _LITTLE_ENDIAN:
+            out.byteswap()
+        return out.tobytes()
+
+
+class TimeIndex(_Index):
+    """Maps timestamps to offsets in a segment, sparsely.
+
+    On-disk format (Kafka's ``.timeindex``): 12-byte big-endian entries (int64 timestamp, int32
+    offset relative to the segment's base offset), both strictly increasing; an entry (t, o) says
+    the largest timestamp seen up to the batch whose last offset is o is t. An entry is added with
+    each offset index entry when the segment's max timestamp grew, and once more when the segment
+    rolls or closes (its max timestamp, which retention reads). Preallocated and trimmed like the
+    offset index; one slot is kept free for the entry written on roll (Kafka's isFull).
+
+    Crash and thread-safety: as :class:`OffsetIndex`.
+    """
+
+    entry_size = 12
+
+    def __init__(self, path: Path, base_offset: int, max_index_size: int) -> None:
+        super().__init__(path, base_offset, max_index_size)
+        self._timestamps = array("q")
+        self._offsets = array("i")
+
+    def load(self, log_size: int) -> None:
+        del log_size  # entries hold no positions
+        data = self._read_file()
+        timestamps = array("q")
+        offsets = array("i")
+        for ts, rel in _TIME_ENTRY.iter_unpack(data):
+            timestamps.append(ts)
+            offsets.append(rel)
+        n = len(timestamps)
+        while n > 1 and timestamps[n - 1] == 0 and offsets[n - 1] == 0:
+            n -= 1
+        del timestamps[n:]
+        del offsets[n:]
+        if n:
+            if offsets[0] < 0:
+                raise CorruptIndex(f"{self.path}: negative relative offset")
+            if n > 1:
+                pt = list(timestamps)
+                po = list(offsets)
+                if pt != sorted(set(pt)) or po != sorted(po):
+                    raise CorruptIndex(f"{self.path}: entries are not increasing")
+        self._timestamps = timestamps
+        self._offsets = offsets
+        self._written = n
+        self._loaded = True
+
+    def mark_loaded_empty(self) -> None:
+        self._timestamps = array("q")
+        self._offsets = array("i")
+        self._written = 0
+        self._loaded = True
+
+    @property
+    def loaded(self) -> bool:
+        return self._loaded
+
+    def entry_count(self) -> int:
+        return len(self._timestamps)
+
+    @property
+    def entries(self) -> int:
+        return len(self._timestamps)
+
+    def is_full(self) -> bool:
+        return len(self._timestamps) >= self.max_entries - 1
+
+    def entry(self, i: int) -> TimestampOffset:
+        return TimestampOffset(self._timestamps[i], self.base_offset + self._offsets[i])
+
+    def last_entry(self) -> TimestampOffset:
+        timestamps = self._timestamps
+        offsets = self._offsets
+        try:
+            return TimestampOffset(timestamps[-1], self.base_offset + offsets[-1])
+        except IndexError:
+            return TimestampOffset(NO_TIMESTAMP, self.base_offset)
+
+    def lookup(self, target_timestamp: int) -> TimestampOffset:
+        """The entry with the largest timestamp <= ``target_timestamp``, or (-1, base offset)."""
+        timestamps = self._timestamps
+        i = bisect.bisect_right(timestamps, target_timestamp) - 1
+        if i < 0:
+            return TimestampOffset(NO_TIMESTAMP, self.base_offset)
+        try:
+            return TimestampOffset(timestamps[i], self.base_offset + self._offsets[i])
+        except IndexError:
+            return TimestampOffset(NO_TIMESTAMP, self.base_offset)
+
+    def maybe_append(self, timestamp: int, offset: int, *, skip_full_check: bool = False) -> None:
+        """Adds (timestamp, offset) if ``timestamp`` is above the last entry's."""
+        timestamps = self._timestamps
+        rel = offset - self.base_offset
+        if timestamps:
+            if timestamp <= timestamps[-1]:
+                return
+            if rel < self._offsets[-1]:
+                raise ValueError(
+                    f"time index {self.path}: offset {offset} is below the last indexed offset"
+                )
+        if not skip_full_check and len(timestamps) >= self.max_entries - 1:
+            raise ValueError(f"time index {self.path} is full")
+        if not 0 <= rel <= INT32_MAX:
+            raise ValueError(f"time index {self.path}: offset {offset} does not fit the segment")
+        self._offsets.append(rel)
+        timestamps.append(timestamp)
+
+    def truncate_to(self, offset: int) -> None:
+        """Removes the entries with offsets >= ``offset``."""
+        rel = offset - self.base_offset
+        keep = bisect.bisect_left(self._offsets, rel) if rel <= INT32_MAX else len(self._offsets)
+        self._truncate_entries(max(keep, 0))
+
+    def reset(self) -> None:
+        self._truncate_entries(0)
+
+    def _truncate_entries(self, n: int) -> None:
+        if n < len(self._timestamps):
+            self._timestamps = self._timestamps[:n]
+            self._offsets = self._offsets[:n]
+        if self._written > n:
+            self._written = n
+            if self.path.exists():
+                length = self.max_index_size if self._preallocated else n * self.entry_size
+                fd = os.open(self.path, os.O_RDWR)
+                try:
+                    os.ftruncate(fd, n * self.entry_size)
+                    os.ftruncate(fd, length)
+                finally:
+                    os.close(fd)
+
+    def _entries_bytes(self, start: int, stop: int) -> bytes:
+        pack = _TIME_ENTRY.pack
+        timestamps = self._timestamps
+        offsets = self._offsets
+        return b"".join(pack(timestamps[i], offsets[i]) for i in range(start, stop))

@@ -1,0 +1,53 @@
+import pytest
+
+from storage import files
+
+
+def test_segment_names_are_20_digit_zero_padded():
+    assert files.filename_prefix_from_offset(42) == "00000000000000000042"
+    assert files.log_file(files.Path("/d"), 7).name == "00000000000000000007.log"
+    assert files.index_file(files.Path("/d"), 7).name == "00000000000000000007.index"
+    assert files.time_index_file(files.Path("/d"), 7, ".deleted").name == (
+        "00000000000000000007.timeindex.deleted"
+    )
+    assert files.offset_from_file_name("00000000000000000042.log.swap") == 42
+
+
+@pytest.mark.parametrize("name", ["42.log", "abc.log", "0000000000000000004x.log"])
+def test_bad_segment_names(name):
+    with pytest.raises(ValueError):
+        files.offset_from_file_name(name)
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("t-0", ("t", 0)),
+        ("my-topic-12", ("my-topic", 12)),
+        ("__consumer_offsets-49", ("__consumer_offsets", 49)),
+        ("a.b_c-3.0123456789abcdef0123456789abcdef-delete", ("a.b_c", 3)),
+        ("t-1.abc-future", ("t", 1)),
+    ],
+)
+def test_parse_log_dir_name(name, expected):
+    assert files.parse_log_dir_name(name) == expected
+
+
+@pytest.mark.parametrize("name", ["t", "t-", "-1", "t-x", "t-1-delete", "t-\u0661"])
+def test_bad_log_dir_names(name):
+    with pytest.raises(ValueError):
+        files.parse_log_dir_name(name)
+
+
+def test_deleted_dir_name_round_trips():
+    name = files.deleted_log_dir_name("my-topic", 5)
+    assert name.endswith("-delete")
+    assert files.parse_log_dir_name(name) == ("my-topic", 5)
+
+
+def test_write_atomically(tmp_path):
+    path = tmp_path / "f"
+    files.write_atomically(path, b"one")
+    files.write_atomically(path, b"two")
+    assert path.read_bytes() == b"two"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f"]
