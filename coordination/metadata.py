@@ -140,9 +140,18 @@ def assign_replicas(
     *,
     first_partition: int = 0,
     start_index: int | None = None,
+    replica_shift: int | None = None,
 ) -> list[list[int]]:
-    """Kafka's assignment: round-robin leaders with shifted followers; rack-alternating when every
-    broker has a rack. Deterministic given ``start_index`` (random-like by default)."""
+    """Kafka's AdminUtils.assignReplicasToBrokers for partitions ``first_partition ...``.
+
+    Leaders go round-robin over the brokers from ``start_index``; each further replica is shifted
+    by ``replica_shift`` (+1 every time the leaders wrap around). When every broker has a rack
+    (and there are several racks), brokers are ordered rack-alternated and a follower is skipped
+    while its rack (or the broker itself) already holds a replica and another rack (broker) does
+    not, so replicas land on as many racks as possible. Kafka draws both numbers at random; the
+    defaults here (``first_partition``) keep the result deterministic. Partition ``i`` of the
+    result is partition ``first_partition + i``.
+    """
     if num_partitions < 1:
         raise InvalidPartitions("Number of partitions must be larger than 0.")
     if replication_factor < 1:
@@ -153,12 +162,15 @@ def assign_replicas(
             f"{len(brokers)}."
         )
     ordered = sorted(brokers, key=lambda b: b.broker_id)
-    if all(b.rack for b in ordered) and len({b.rack for b in ordered}) > 1:
+    rack_of = {b.broker_id: b.rack or "" for b in ordered}
+    num_racks = len(set(rack_of.values()))
+    rack_aware = all(b.rack for b in ordered) and num_racks > 1
+    if rack_aware:
         ordered = _rack_alternated(ordered)
     ids = [b.broker_id for b in ordered]
     n = len(ids)
     start = (first_partition if start_index is None else start_index) % n
-    shift = start
+    shift = start if replica_shift is None else replica_shift % n
     result = []
     for i in range(num_partitions):
         p = first_partition + i
@@ -166,15 +178,35 @@ def assign_replicas(
             shift += 1
         first = (p + start) % n
         replicas = [ids[first]]
-        for j in range(replication_factor - 1):
-            replicas.append(ids[(first + 1 + (shift + j) % (n - 1)) % n] if n > 1 else ids[first])
+        if not rack_aware:
+            for j in range(replication_factor - 1):
+                replicas.append(ids[_replica_index(first, shift, j, n)])
+        else:
+            racks = {rack_of[ids[first]]}
+            k = 0
+            while len(replicas) < replication_factor:
+                broker = ids[_replica_index(first, shift * num_racks, k, n)]
+                rack = rack_of[broker]
+                if (rack not in racks or len(racks) == num_racks) and (
+                    broker not in replicas or len(replicas) == n
+                ):
+                    replicas.append(broker)
+                    racks.add(rack)
+                k += 1
         result.append(replicas)
     return result
 
 
+def _replica_index(first: int, shift: int, j: int, n: int) -> int:
+    if n == 1:
+        return first
+    return (first + 1 + (shift + j) % (n - 1)) % n
+
+
 def _rack_alternated(brokers: Sequence[BrokerInfo]) -> list[BrokerInfo]:
+    """Brokers ordered rack by rack in turn (racks sorted, brokers sorted by id within a rack)."""
     by_rack: dict[str, list[BrokerInfo]] = {}
-    for b in brokers:
+    for b in sorted(brokers, key=lambda b: b.broker_id):
         by_rack.setdefault(b.rack or "", []).append(b)
     racks = sorted(by_rack)
     out: list[BrokerInfo] = []
