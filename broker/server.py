@@ -23,6 +23,7 @@ from broker.registry import load_handlers
 from coordination.embedded import FILE_NAME as EMBEDDED_METADATA_FILE
 from coordination.embedded import EmbeddedMetadataStore
 from coordination.metadata import BrokerInfo, Endpoint, MetadataStore, TopicMetadata
+from coordination.zk_errors import ZooKeeperStartupError
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +85,7 @@ class Broker:
         ]
 
         self.metadata = self._make_metadata_store()
-        self.metadata.start()
+        self._start_metadata_store()
         await self._start_storage()
 
         for p in self.processors:
@@ -113,10 +114,47 @@ class Broker:
         )
 
     def _make_metadata_store(self) -> MetadataStore:
+        connect = self.config["zookeeper.connect"]
+        if connect:
+            from coordination.zk_data import parse_security_protocol_map
+            from coordination.zookeeper import ZkMetadataStore
+
+            timeout = self.config["zookeeper.connection.timeout.ms"]
+            return ZkMetadataStore(
+                str(connect),
+                self._broker_info(),
+                session_timeout_ms=int(self.config["zookeeper.session.timeout.ms"]),
+                connection_timeout_ms=int(timeout) if timeout is not None else None,
+                cluster_id=self.config["cluster.id"],
+                stored_cluster_id=self._stored_cluster_id(),
+                security_protocol_map=parse_security_protocol_map(
+                    self.config["listener.security.protocol.map"]
+                ),
+                unclean_leader_election_enable=bool(self.config["unclean.leader.election.enable"]),
+            )
         path = self.config.log_dirs[0] / EMBEDDED_METADATA_FILE
         return EmbeddedMetadataStore(
             path, self._broker_info(), cluster_id=self.config["cluster.id"]
         )
+
+    def _stored_cluster_id(self) -> str | None:
+        """The cluster id the log dirs' ``meta.properties`` name (the log manager checks that
+        they agree); checked against ZooKeeper's before this broker registers, as Kafka does."""
+        from storage.checkpoint import read_meta_properties
+        from storage.files import META_PROPERTIES
+
+        for d in self.config.log_dirs:
+            meta = read_meta_properties(d / META_PROPERTIES)
+            if meta is not None and meta.cluster_id:
+                return meta.cluster_id
+        return None
+
+    def _start_metadata_store(self) -> None:
+        try:
+            self.metadata.start()
+        except ZooKeeperStartupError as e:
+            log.error("broker %d cannot join the cluster: %s", self.broker_id, e)
+            raise
 
     async def _start_storage(self) -> None:
         from broker.replica_manager import ReplicaManager

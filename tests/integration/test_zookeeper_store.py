@@ -1,0 +1,535 @@
+"""ZkMetadataStore against a real ZooKeeper: several stores in one process play the brokers.
+
+Every znode is read back with a plain kazoo client and compared field by field with what Kafka
+(ZooKeeper mode, 2.8-3.8) writes. Each test gets its own chroot on one shared server.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kazoo.client import KazooClient
+
+from coordination.errors import (
+    InvalidPartitions,
+    InvalidReplicaAssignment,
+    InvalidTopic,
+    TopicExists,
+    UnknownTopic,
+)
+from coordination.metadata import BrokerInfo, ClusterView, Endpoint, uuid_to_base64
+from coordination.zk_data import PERSISTENT_PATHS
+from coordination.zookeeper import (
+    BrokerIdInUse,
+    InconsistentClusterId,
+    Op,
+    ZkMetadataStore,
+)
+from tests.support.zookeeper import ZooKeeperServer, expire_session, require_zookeeper
+
+pytestmark = pytest.mark.zookeeper
+
+B64_UUID = r"^[A-Za-z0-9_-]{22}$"
+
+
+@pytest.fixture(scope="module")
+def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
+    require_zookeeper()
+    server = ZooKeeperServer(tmp_path_factory.mktemp("zookeeper"), tick_time_ms=200)
+    server.start()
+    yield server
+    server.stop()
+
+
+class Cluster:
+    """Stores sharing one chroot, plus a raw kazoo client on that chroot to read znodes."""
+
+    def __init__(self, server: ZooKeeperServer, tmp: Path) -> None:
+        self.server = server
+        self.connect = server.chroot_connect()
+        self.stores: list[ZkMetadataStore] = []
+        self._raw: KazooClient | None = None
+
+    def store(self, broker_id: int, *, rack: str | None = None, **kwargs: Any) -> ZkMetadataStore:
+        info = BrokerInfo(
+            broker_id, (Endpoint("PLAINTEXT", "127.0.0.1", 19000 + broker_id),), rack=rack
+        )
+        kwargs.setdefault("session_timeout_ms", 4000)
+        kwargs.setdefault("admin_timeout_ms", 20000)
+        store = ZkMetadataStore(self.connect, info, **kwargs)
+        self.stores.append(store)
+        return store
+
+    def start(self, broker_id: int, **kwargs: Any) -> ZkMetadataStore:
+        store = self.store(broker_id, **kwargs)
+        store.start()
+        return store
+
+    @property
+    def raw(self) -> KazooClient:
+        if self._raw is None:
+            self._raw = KazooClient(hosts=self.connect)
+            self._raw.start(timeout=10)
+        return self._raw
+
+    def json(self, path: str) -> Any:
+        data, _ = self.raw.get(path)
+        assert b" " not in data, f"{path} is not compact JSON: {data!r}"
+        return json.loads(data)
+
+    def close(self) -> None:
+        for store in self.stores:
+            store.stop()
+        if self._raw is not None:
+            self._raw.stop()
+            self._raw.close()
+
+
+@pytest.fixture
+def cluster(zookeeper: ZooKeeperServer, tmp_path: Path) -> Iterator[Cluster]:
+    c = Cluster(zookeeper, tmp_path)
+    yield c
+    c.close()
+
+
+def wait_for(predicate: Callable[[], Any], what: str = "condition", timeout: float = 30.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        result = predicate()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def converged(stores: list[ZkMetadataStore], check: Callable[[ClusterView], bool]) -> bool:
+    return all(check(s.view) for s in stores)
+
+
+# --- the znodes ------------------------------------------------------------------------------
+
+
+def test_znodes_have_kafkas_shape(cluster: Cluster) -> None:
+    b1 = cluster.start(1)
+    b2 = cluster.start(2, rack="rack-b")
+    b3 = cluster.start(3)
+    stores = [b1, b2, b3]
+    wait_for(lambda: converged(stores, lambda v: sorted(v.brokers) == [1, 2, 3]), "3 brokers")
+
+    for path in PERSISTENT_PATHS:
+        assert cluster.raw.exists(path) is not None, path
+    assert {"consumers", "brokers", "config", "admin", "cluster", "controller"} <= set(
+        cluster.raw.get_children("/")
+    )
+
+    # /cluster/id
+    doc = cluster.json("/cluster/id")
+    assert list(doc) == ["version", "id"]
+    assert doc["version"] == "1"
+    assert doc["id"] == b1.view.cluster_id == b2.view.cluster_id == b3.view.cluster_id
+    assert len(doc["id"]) == 22
+    cluster_id_bytes = cluster.raw.get("/cluster/id")[0]
+    assert cluster_id_bytes == b'{"version":"1","id":"%s"}' % doc["id"].encode()
+
+    # /brokers/ids/<id>: ephemeral, owned by the broker's session, version 5
+    for store in stores:
+        path = f"/brokers/ids/{store.broker_id}"
+        data, stat = cluster.raw.get(path)
+        assert stat.ephemeralOwner == store.session_id
+        assert stat.czxid == store.broker_epoch
+        doc = json.loads(data)
+        expected_keys = {
+            "features",
+            "listener_security_protocol_map",
+            "endpoints",
+            "jmx_port",
+            "port",
+            "host",
+            "timestamp",
+            "version",
+        }
+        if store.broker_id == 2:
+            expected_keys.add("rack")
+            assert doc["rack"] == "rack-b"
+        assert set(doc) == expected_keys
+        port = 19000 + store.broker_id
+        assert doc["version"] == 5
+        assert doc["features"] == {}
+        assert doc["listener_security_protocol_map"] == {"PLAINTEXT": "PLAINTEXT"}
+        assert doc["endpoints"] == [f"PLAINTEXT://127.0.0.1:{port}"]
+        assert doc["host"] == "127.0.0.1"
+        assert doc["port"] == port
+        assert doc["jmx_port"] == -1
+        assert isinstance(doc["timestamp"], str) and doc["timestamp"].isdigit()
+        assert abs(int(doc["timestamp"]) - time.time() * 1000) < 3_600_000
+
+    # /controller and /controller_epoch
+    data, stat = cluster.raw.get("/controller")
+    doc = json.loads(data)
+    assert list(doc) == ["version", "brokerid", "timestamp", "kraftControllerEpoch"]
+    assert doc["version"] == 2
+    assert doc["brokerid"] == 1  # the first broker to start
+    assert doc["kraftControllerEpoch"] == -1
+    assert isinstance(doc["timestamp"], str) and doc["timestamp"].isdigit()
+    assert stat.ephemeralOwner == b1.session_id
+    assert cluster.raw.get("/controller_epoch")[0] == b"1"
+    assert b1.is_controller and not b2.is_controller and not b3.is_controller
+    assert all(s.view.controller_id == 1 for s in stores)
+    assert cluster.json("/feature") == {"version": 2, "status": 1, "features": {}}
+
+    # a topic created through broker 3
+    topic = b3.create_topic("orders", 3, 2, {"retention.ms": "60000"})
+    doc = cluster.json("/brokers/topics/orders")
+    assert list(doc) == [
+        "version",
+        "partitions",
+        "adding_replicas",
+        "removing_replicas",
+        "topic_id",
+    ]
+    assert doc["version"] == 3
+    assert doc["topic_id"] == uuid_to_base64(topic.topic_id)
+    assert doc["adding_replicas"] == {} and doc["removing_replicas"] == {}
+    assert set(doc["partitions"]) == {"0", "1", "2"}
+    assert {r[0] for r in doc["partitions"].values()} == {1, 2, 3}
+    for p, replicas in doc["partitions"].items():
+        assert len(replicas) == 2 and len(set(replicas)) == 2
+        assert cluster.raw.get(f"/brokers/topics/orders/partitions/{p}")[0] == b""
+        data, stat = cluster.raw.get(f"/brokers/topics/orders/partitions/{p}/state")
+        assert data == (
+            b'{"version":1,"leader":%d,"leader_epoch":0,"controller_epoch":1,"isr":[%d,%d]}'
+            % (replicas[0], replicas[0], replicas[1])
+        )
+        assert stat.version == 0
+    assert cluster.raw.get("/brokers/topics/orders/partitions")[0] == b""
+    assert cluster.raw.get("/config/topics/orders")[0] == (
+        b'{"version":1,"config":{"retention.ms":"60000"}}'
+    )
+    assert cluster.raw.get_children("/config/changes") == []
+
+    # configs: the entity node and a change notification
+    b2.set_topic_configs("orders", {"retention.ms": "1000", "cleanup.policy": "compact"})
+    assert cluster.json("/config/topics/orders") == {
+        "version": 1,
+        "config": {"retention.ms": "1000", "cleanup.policy": "compact"},
+    }
+    changes = cluster.raw.get_children("/config/changes")
+    assert changes == ["config_change_0000000000"]
+    assert cluster.raw.get("/config/changes/config_change_0000000000")[0] == (
+        b'{"version":2,"entity_path":"topics/orders"}'
+    )
+    wait_for(
+        lambda: converged(
+            stores, lambda v: v.topics["orders"].configs.get("cleanup.policy") == "compact"
+        ),
+        "configs everywhere",
+    )
+
+    # producer id blocks
+    assert cluster.raw.get("/latest_producer_id_block")[0] == b""
+    assert b2.allocate_producer_id_block(1000) == (0, 999)
+    assert cluster.raw.get("/latest_producer_id_block")[0] == (
+        b'{"version":1,"broker":2,"block_start":"0","block_end":"999"}'
+    )
+    assert b3.allocate_producer_id_block(1000) == (1000, 1999)
+    assert cluster.json("/latest_producer_id_block") == {
+        "version": 1,
+        "broker": 3,
+        "block_start": "1000",
+        "block_end": "1999",
+    }
+
+    # deletion: /admin/delete_topics/<t>, then everything goes
+    b2.delete_topic("orders")
+    assert cluster.raw.exists("/brokers/topics/orders") is None
+    assert cluster.raw.exists("/config/topics/orders") is None
+    assert cluster.raw.get_children("/admin/delete_topics") == []
+    wait_for(lambda: converged(stores, lambda v: "orders" not in v.topics), "deleted everywhere")
+
+
+def test_chroot_is_created_and_used(cluster: Cluster, zookeeper: ZooKeeperServer) -> None:
+    cluster.start(1)
+    chroot = cluster.connect.split("/", 1)[1]
+    root = KazooClient(hosts=zookeeper.connect)
+    root.start(timeout=10)
+    try:
+        assert root.exists(f"/{chroot}/brokers/ids/1") is not None
+        assert "brokers" not in root.get_children("/")
+    finally:
+        root.stop()
+        root.close()
+
+
+# --- topics over the cluster -----------------------------------------------------------------
+
+
+def test_topic_created_anywhere_is_spread_and_seen_everywhere(cluster: Cluster) -> None:
+    stores = [cluster.start(i) for i in (1, 2, 3)]
+    wait_for(lambda: converged(stores, lambda v: len(v.brokers) == 3), "3 brokers")
+    seen: list[ClusterView] = []
+    stores[0].add_listener(lambda old, new: seen.append(new))
+
+    topic = stores[2].create_topic("spread", 6, 1, {})
+    assert [p.partition for p in topic.partitions] == list(range(6))
+    leaders = [p.leader for p in topic.partitions]
+    assert sorted(leaders) == [1, 1, 2, 2, 3, 3]
+    assert all(p.leader_epoch == 0 and p.isr == (p.leader,) for p in topic.partitions)
+
+    def same_everywhere(v: ClusterView) -> bool:
+        t = v.topics.get("spread")
+        return t is not None and t == topic
+
+    wait_for(lambda: converged(stores, same_everywhere), "the topic everywhere")
+    wait_for(lambda: any("spread" in v.topics for v in seen), "listener notified")
+
+    grown = stores[1].create_partitions("spread", 9)
+    assert len(grown.partitions) == 9
+    assert grown.partitions[:6] == topic.partitions
+    assert sorted(p.leader for p in grown.partitions[6:]) == [1, 2, 3]
+    doc = cluster.json("/brokers/topics/spread")
+    assert set(doc["partitions"]) == {str(i) for i in range(9)}
+    assert doc["topic_id"] == uuid_to_base64(topic.topic_id)
+    wait_for(
+        lambda: converged(stores, lambda v: len(v.topics["spread"].partitions) == 9),
+        "9 partitions everywhere",
+    )
+
+
+def test_rack_aware_assignment_puts_replicas_on_distinct_racks(cluster: Cluster) -> None:
+    racks = {1: "a", 2: "a", 3: "b", 4: "b", 5: "c", 6: "c"}
+    stores = [cluster.start(i, rack=r) for i, r in racks.items()]
+    wait_for(lambda: converged(stores, lambda v: len(v.brokers) == 6), "6 brokers")
+    topic = stores[0].create_topic("racks", 12, 3, {})
+    for p in topic.partitions:
+        assert len({racks[r] for r in p.replicas}) == 3, p
+    assert sorted(p.leader for p in topic.partitions) == sorted([1, 2, 3, 4, 5, 6] * 2)
+
+
+def test_admin_errors(cluster: Cluster) -> None:
+    b1 = cluster.start(1)
+    b2 = cluster.start(2)
+    wait_for(lambda: converged([b1, b2], lambda v: len(v.brokers) == 2), "2 brokers")
+    b1.create_topic("a.b", 1, 1, {})
+    with pytest.raises(TopicExists):
+        b2.create_topic("a.b", 1, 1, {})
+    with pytest.raises(InvalidTopic, match="collides"):
+        b1.create_topic("a_b", 1, 1, {})
+    with pytest.raises(InvalidTopic):
+        b1.create_topic("bad/name", 1, 1, {})
+    with pytest.raises(UnknownTopic):
+        b2.delete_topic("nope")
+    with pytest.raises(UnknownTopic):
+        b2.create_partitions("nope", 3)
+    with pytest.raises(UnknownTopic):
+        b2.set_topic_configs("nope", {})
+    with pytest.raises(InvalidPartitions):
+        b2.create_partitions("a.b", 1)
+    with pytest.raises(InvalidReplicaAssignment, match="Unknown broker"):
+        b1.create_topic("manual", -1, -1, {}, assignment=[[1, 7]])
+    with pytest.raises(InvalidReplicaAssignment):
+        b1.create_topic("manual", -1, -1, {}, assignment=[[1, 1]])
+    with pytest.raises(InvalidReplicaAssignment):
+        b1.create_topic("manual", -1, -1, {}, assignment=[[1, 2], [2]])
+
+    checked = b1.create_topic("dry", 4, 2, {"retention.ms": "1"}, validate_only=True)
+    assert len(checked.partitions) == 4
+    assert cluster.raw.exists("/brokers/topics/dry") is None
+    assert cluster.raw.exists("/config/topics/dry") is None
+
+    manual = b2.create_topic("manual", -1, -1, {}, assignment=[[2, 1], [1, 2]])
+    assert [p.replicas for p in manual.partitions] == [(2, 1), (1, 2)]
+    assert [p.leader for p in manual.partitions] == [2, 1]
+    assert cluster.json("/brokers/topics/manual")["partitions"] == {"0": [2, 1], "1": [1, 2]}
+
+
+def test_topic_written_by_kafka_admin_tools(cluster: Cluster) -> None:
+    """Old Kafka tools write /brokers/topics/<t> (version 1/2, no topic id) and
+    /admin/delete_topics/<t>; the controller completes both."""
+    stores = [cluster.start(i) for i in (1, 2)]
+    wait_for(lambda: converged(stores, lambda v: len(v.brokers) == 2), "2 brokers")
+    cluster.raw.create("/brokers/topics/legacy", b'{"version":1,"partitions":{"0":[2],"1":[1]}}')
+
+    def ready(v: ClusterView) -> bool:
+        t = v.topics.get("legacy")
+        return t is not None and t.topic_id.int != 0 and [p.leader for p in t.partitions] == [2, 1]
+
+    wait_for(lambda: converged(stores, ready), "legacy topic with an id and leaders")
+    doc = cluster.json("/brokers/topics/legacy")
+    assert doc["version"] == 3
+    assert doc["topic_id"] == uuid_to_base64(stores[0].view.topics["legacy"].topic_id)
+
+    cluster.raw.create("/admin/delete_topics/legacy", b"")
+    wait_for(lambda: converged(stores, lambda v: "legacy" not in v.topics), "legacy deleted")
+    assert cluster.raw.exists("/brokers/topics/legacy") is None
+    wait_for(lambda: cluster.raw.get_children("/admin/delete_topics") == [], "deletion done")
+
+
+# --- failures --------------------------------------------------------------------------------
+
+
+def test_controller_failover(cluster: Cluster) -> None:
+    b1 = cluster.start(1)
+    b2 = cluster.start(2)
+    b3 = cluster.start(3)
+    assert b1.is_controller
+    b1.stop()
+    wait_for(lambda: b2.is_controller or b3.is_controller, "a new controller")
+    new = b2 if b2.is_controller else b3
+    assert cluster.raw.get("/controller_epoch")[0] == b"2"
+    assert new.controller_epoch == 2
+    assert cluster.json("/controller")["brokerid"] == new.broker_id
+    wait_for(
+        lambda: converged(
+            [b2, b3], lambda v: v.controller_id == new.broker_id and len(v.brokers) == 2
+        ),
+        "controller everywhere",
+    )
+    # the new controller does the controller's work: a new topic gets leaders
+    topic = b2.create_topic("after-failover", 2, 2, {})
+    assert all(p.leader in (2, 3) for p in topic.partitions)
+    state = cluster.json("/brokers/topics/after-failover/partitions/0/state")
+    assert state["controller_epoch"] == 2
+
+
+def test_leader_failover_and_return(cluster: Cluster) -> None:
+    b1 = cluster.start(1)
+    b2 = cluster.start(2)
+    b3 = cluster.start(3)
+    stores = [b1, b2, b3]
+    wait_for(lambda: converged(stores, lambda v: len(v.brokers) == 3), "3 brokers")
+    # replicated: partition 0 led by 3 with follower 2; "solo" has broker 3 alone
+    b1.create_topic("fail", -1, -1, {}, assignment=[[3, 2], [1, 2]])
+    b1.create_topic("solo", -1, -1, {}, assignment=[[3]])
+    b3.stop()
+
+    def moved(v: ClusterView) -> bool:
+        return (
+            3 not in v.brokers
+            and v.topics["fail"].partitions[0].leader == 2
+            and v.topics["solo"].partitions[0].leader == -1
+        )
+
+    wait_for(lambda: converged([b1, b2], moved), "leadership moved")
+    fail = b1.view.topics["fail"].partitions
+    solo = b1.view.topics["solo"].partitions
+    assert (fail[0].leader, fail[0].isr, fail[0].leader_epoch) == (2, (2,), 1)
+    assert (fail[1].leader, fail[1].isr, fail[1].leader_epoch) == (1, (1, 2), 0)
+    # no live replica: no leader, the last ISR member kept (Kafka never empties the ISR)
+    assert (solo[0].leader, solo[0].isr, solo[0].leader_epoch) == (-1, (3,), 1)
+    assert cluster.json("/brokers/topics/fail/partitions/0/state") == {
+        "version": 1,
+        "leader": 2,
+        "leader_epoch": 1,
+        "controller_epoch": 1,
+        "isr": [2],
+    }
+
+    # broker 3 comes back: it is the only ISR member of "solo", so it leads it again
+    b3again = cluster.start(3)
+    wait_for(
+        lambda: converged([b1, b2, b3again], lambda v: v.topics["solo"].partitions[0].leader == 3),
+        "solo back on broker 3",
+    )
+    solo = b3again.view.topics["solo"].partitions
+    assert (solo[0].leader, solo[0].isr, solo[0].leader_epoch) == (3, (3,), 2)
+    # "fail"-0 stays with broker 2 (no preferred-leader election yet)
+    assert b3again.view.topics["fail"].partitions[0].leader == 2
+
+
+def test_unclean_leader_election(cluster: Cluster) -> None:
+    b1 = cluster.start(1)
+    b2 = cluster.start(2)
+    b1.create_topic(
+        "unclean", -1, -1, {"unclean.leader.election.enable": "true"}, assignment=[[2, 1]]
+    )
+    # broker 1 leaves the ISR while 2 leads, then 2 dies: only an unclean election helps
+    path = "/brokers/topics/unclean/partitions/0/state"
+    wait_for(lambda: cluster.raw.exists(path), "state")
+    data, stat = cluster.raw.get(path)
+    doc = json.loads(data)
+    doc["isr"] = [2]
+    cluster.raw.set(path, json.dumps(doc, separators=(",", ":")).encode(), stat.version)
+    wait_for(lambda: b1.view.topics["unclean"].partitions[0].isr == (2,), "isr shrunk")
+    b2.stop()
+    wait_for(lambda: b1.view.topics["unclean"].partitions[0].leader == 1, "unclean leader")
+    assert b1.view.topics["unclean"].partitions[0].isr == (1,)
+
+
+def test_duplicate_broker_id_is_refused(cluster: Cluster) -> None:
+    b1 = cluster.start(1)
+    before = cluster.raw.get("/brokers/ids/1")
+    dup = cluster.store(1)
+    with pytest.raises(BrokerIdInUse, match=r"broker\.id 1 is already registered"):
+        dup.start()
+    after = cluster.raw.get("/brokers/ids/1")
+    assert after == before
+    assert after[1].ephemeralOwner == b1.session_id
+    assert sorted(b1.view.brokers) == [1]
+
+
+def test_session_expiry_reregisters_without_restart(
+    cluster: Cluster, zookeeper: ZooKeeperServer
+) -> None:
+    b1 = cluster.start(1)
+    b2 = cluster.start(2)
+    wait_for(lambda: converged([b1, b2], lambda v: len(v.brokers) == 2), "2 brokers")
+    old_session, old_epoch = b1.session_id, b1.broker_epoch
+    assert b1.is_controller
+
+    expire_session(zookeeper.connect, b1.zk.raw.client_id)
+
+    def registered_again() -> bool:
+        stat = cluster.raw.exists("/brokers/ids/1")
+        return stat is not None and stat.ephemeralOwner not in (0, old_session)
+
+    wait_for(registered_again, "registration under a new session")
+    assert b1.session_id != old_session
+    wait_for(lambda: b1.broker_epoch != old_epoch, "new broker epoch")
+    assert b1.broker_epoch == cluster.raw.exists("/brokers/ids/1").czxid
+    # the controller's ephemeral node went with the old session: someone was elected again
+    wait_for(lambda: b1.is_controller or b2.is_controller, "a controller")
+    wait_for(lambda: int(cluster.raw.get("/controller_epoch")[0]) == 2, "controller epoch 2")
+    wait_for(lambda: converged([b1, b2], lambda v: sorted(v.brokers) == [1, 2]), "both listed")
+    # and the re-registered broker keeps working
+    topic = b1.create_topic("after-expiry", 2, 2, {})
+    assert {p.leader for p in topic.partitions} == {1, 2}
+
+
+def test_stale_controller_cannot_write(cluster: Cluster) -> None:
+    b1 = cluster.start(1)
+    assert b1.is_controller
+    # another controller was elected meanwhile (the epoch moved on)
+    cluster.raw.set("/controller_epoch", b"7")
+    result = b1._controller_multi([Op.create("/fenced", b"")])
+    assert result is None
+    assert cluster.raw.exists("/fenced") is None
+
+
+def test_cluster_id_checks(cluster: Cluster) -> None:
+    b1 = cluster.start(1, cluster_id="AAAAAAAAAAAAAAAAAAAAAQ")
+    assert b1.view.cluster_id == "AAAAAAAAAAAAAAAAAAAAAQ"
+    assert cluster.json("/cluster/id") == {"version": "1", "id": "AAAAAAAAAAAAAAAAAAAAAQ"}
+    other = cluster.store(2, cluster_id="BBBBBBBBBBBBBBBBBBBBBQ")
+    with pytest.raises(InconsistentClusterId, match="wrong cluster"):
+        other.start()
+    stale = cluster.store(3, stored_cluster_id="CCCCCCCCCCCCCCCCCCCCCQ")
+    with pytest.raises(InconsistentClusterId, match=r"meta\.properties"):
+        stale.start()
+    # neither registered
+    assert cluster.raw.get_children("/brokers/ids") == ["1"]
+    ok = cluster.start(4, stored_cluster_id="AAAAAAAAAAAAAAAAAAAAAQ")
+    assert ok.view.cluster_id == "AAAAAAAAAAAAAAAAAAAAAQ"
+
+
+def test_first_broker_creates_a_random_cluster_id(cluster: Cluster) -> None:
+    b1 = cluster.start(1)
+    b2 = cluster.start(2)
+    assert b1.view.cluster_id == b2.view.cluster_id
+    assert len(b1.view.cluster_id) == 22
+    assert not b1.view.cluster_id.startswith("-")
