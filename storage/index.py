@@ -426,13 +426,12 @@ class TimeIndex(_Index):
         """Adds (timestamp, offset) if ``timestamp`` is above the last entry's."""
         timestamps = self._timestamps
         rel = offset - self.base_offset
-        if timestamps:
-            if timestamp <= timestamps[-1]:
-                return
-            if rel < self._offsets[-1]:
-                raise ValueError(
-                    f"time index {self.path}: offset {offset} is below the last indexed offset"
-                )
+        if timestamp <= (timestamps[-1] if timestamps else NO_TIMESTAMP):
+            return
+        if timestamps and rel < self._offsets[-1]:
+            raise ValueError(
+                f"time index {self.path}: offset {offset} is below the last indexed offset"
+            )
         if not skip_full_check and len(timestamps) >= self.max_entries - 1:
             raise ValueError(f"time index {self.path} is full")
         if not 0 <= rel <= INT32_MAX:

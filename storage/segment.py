@@ -167,9 +167,19 @@ class LogSegment:
                 raise CorruptIndex(f"{index.path}: last entry {entry} points at no batch")
             if info.base_offset > entry.offset:
                 raise CorruptIndex(f"{index.path}: last entry {entry} but the batch is {info}")
+        # the time index ends with the segment's max timestamp (written on roll and close)
         last_time = self._time_index.last_entry()
-        if self._time_index.entries and last_time.offset > self.base_offset + INT32_MAX:
-            raise CorruptIndex(f"{self._time_index.path}: bad last entry {last_time}")
+        last_batch = self.last_batch()
+        if last_batch is not None:
+            if last_time.timestamp < last_batch.max_timestamp:
+                raise CorruptIndex(
+                    f"{self._time_index.path}: last entry {last_time} is below the last batch's "
+                    f"max timestamp {last_batch.max_timestamp}"
+                )
+            if last_time.offset > last_batch.last_offset:
+                raise CorruptIndex(
+                    f"{self._time_index.path}: last entry {last_time} is past the log"
+                )
 
     def _rebuild_indexes(self) -> None:
         """Rebuilds both indexes from batch headers (no CRC checks: an inactive segment already

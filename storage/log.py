@@ -1,0 +1,878 @@
+"""PartitionLog (Kafka's UnifiedLog): one partition's log, made of LogSegments."""
+
+from __future__ import annotations
+
+import logging
+import struct
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Final, NamedTuple, Protocol
+
+from protocol.records import batch as rb
+from storage import files
+from storage.checkpoint import (
+    read_partition_metadata,
+    write_partition_metadata,
+)
+from storage.config import LogConfig
+from storage.epoch import LeaderEpochFileCache
+from storage.errors import (
+    InconsistentTopicId,
+    KafkaStorageError,
+    OffsetOutOfRange,
+    RecordBatchTooLarge,
+    RecordTooLarge,
+)
+from storage.file_records import BatchInfo, FetchRegion
+from storage.segment import LogSegment
+from storage.segments import LogSegments
+
+log = logging.getLogger(__name__)
+
+#: ListOffsets special timestamps.
+LATEST_TIMESTAMP: Final = -1
+EARLIEST_TIMESTAMP: Final = -2
+MAX_TIMESTAMP: Final = -3
+EARLIEST_LOCAL_TIMESTAMP: Final = -4
+LATEST_TIERED_TIMESTAMP: Final = -5
+
+NO_TIMESTAMP: Final = -1
+UNKNOWN_OFFSET: Final = -1
+_LONG_MAX: Final = 2**63 - 1
+
+# baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta,
+# baseTimestamp, maxTimestamp: what append needs from each header
+_APPEND_SCAN: Final = struct.Struct(">qiibIhiqq")
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class AppendInfo(NamedTuple):
+    """What an append did (Kafka's LogAppendInfo)."""
+
+    first_offset: int
+    last_offset: int
+    #: largest batch maxTimestamp appended (-1 if none carried one)
+    max_timestamp: int
+    #: last offset of the batch that carries ``max_timestamp``
+    offset_of_max_timestamp: int
+    #: the broker time stamped into LogAppendTime batches, else -1
+    log_append_time: int
+    log_start_offset: int
+    record_count: int
+    valid_bytes: int
+    #: every appended batch's header, with its assigned offsets and leader epoch (producer id,
+    #: epoch and sequences for a ProducerStateManager)
+    batches: tuple[rb.BatchHeader, ...]
+
+
+class LogOffsetMetadata(NamedTuple):
+    """An offset and where it sits on disk."""
+
+    message_offset: int
+    segment_base_offset: int
+    relative_position: int
+
+
+class OffsetAndTimestamp(NamedTuple):
+    """A ListOffsets answer: the offset, the timestamp of the record found (-1 for the special
+    queries) and the leader epoch that wrote it (-1 if unknown)."""
+
+    offset: int
+    timestamp: int
+    leader_epoch: int = -1
+
+
+class ProducerStateHook(Protocol):
+    """Where a ProducerStateManager (idempotent producer, a later issue) plugs into appends.
+
+    Both methods run under the log's lock, so they see appends in offset order and can reject a
+    batch before it takes offsets."""
+
+    def before_append(
+        self, log: PartitionLog, batches: Sequence[tuple[int, rb.BatchHeader]]
+    ) -> AppendInfo | None:
+        """Called with (position in the appended buffer, header before offset assignment) for
+        each batch. Raise a StorageError to reject the append; return an AppendInfo to answer a
+        duplicate without appending anything."""
+
+    def after_append(self, log: PartitionLog, info: AppendInfo) -> None:
+        """Called once the batches are written, with their final headers."""
+
+
+class PartitionLog:
+    """A partition's log: segments, offsets, high watermark, retention and recovery.
+
+    On-disk format: the directory ``<log.dir>/<topic>-<partition>/`` with the segments'
+    ``.log``/``.index``/``.timeindex`` files (see :class:`~storage.segment.LogSegment`),
+    ``leader-epoch-checkpoint`` and, when the topic id is known, ``partition.metadata``. The
+    recovery point and log start offset live in the log dir's checkpoint files (written by the
+    :class:`~storage.manager.LogManager`).
+
+    Crash: appends after the last flush may be lost or cut; on the next start the loader
+    (:func:`storage.loader.load_log`) re-validates everything after the recovery point and
+    truncates at the first bad byte. Segments being deleted are ``.deleted`` files, removed on
+    the next start.
+
+    Thread-safety: :meth:`append`, :meth:`roll`, :meth:`truncate_to`, :meth:`delete_records_before`
+    and retention take the log's lock, which is held only for the offset assignment, the write
+    and the bookkeeping (never for an fsync). :meth:`read`, :meth:`fetch_offset_by_timestamp` and
+    the offset properties are lock-free: they read the copy-on-write segment snapshot and the
+    published log end, so they never wait for an append, a roll or retention.
+    """
+
+    def __init__(
+        self,
+        directory: Path,
+        topic: str,
+        partition: int,
+        config: LogConfig,
+        *,
+        segments: LogSegments,
+        next_offset: int,
+        log_start_offset: int,
+        recovery_point: int,
+        leader_epoch_cache: LeaderEpochFileCache,
+        topic_id: uuid.UUID | None = None,
+        clock: Callable[[], int] = _now_ms,
+    ) -> None:
+        self.directory = directory
+        self.topic = topic
+        self.partition = partition
+        self.config = config
+        self.topic_id = topic_id
+        self.clock = clock
+        self.leader_epoch_cache = leader_epoch_cache
+        #: whether appends advance the high watermark to the log end (standalone broker); set
+        #: False when replication manages it through :meth:`update_high_watermark`
+        self.high_watermark_follows_log_end = True
+        self.producer_state: ProducerStateHook | None = None
+        self._lock = threading.Lock()
+        self._segments = segments
+        active = segments.active
+        self._end = LogOffsetMetadata(next_offset, active.base_offset, active.size)
+        self._log_start_offset = log_start_offset
+        self._high_watermark = next_offset
+        self._recovery_point = min(recovery_point, next_offset)
+        self._last_flush_ms = clock()
+        #: segments renamed to .deleted, with the time their files may be removed
+        self._pending_deletes: list[tuple[int, LogSegment]] = []
+        self._rolled_up_to = self._recovery_point
+        self._closed = False
+        self._deleted = False
+
+    # --- offsets (lock-free reads) --------------------------------------------------------------
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._end.message_offset
+
+    @property
+    def log_end_offset_metadata(self) -> LogOffsetMetadata:
+        return self._end
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self._high_watermark
+
+    @property
+    def recovery_point(self) -> int:
+        return self._recovery_point
+
+    @property
+    def last_flush_ms(self) -> int:
+        return self._last_flush_ms
+
+    @property
+    def segments(self) -> LogSegments:
+        """The current segment snapshot (immutable)."""
+        return self._segments
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments.active
+
+    @property
+    def num_segments(self) -> int:
+        return len(self._segments)
+
+    @property
+    def size_in_bytes(self) -> int:
+        return self._segments.size_in_bytes()
+
+    @property
+    def latest_epoch(self) -> int | None:
+        return self.leader_epoch_cache.latest_epoch()
+
+    @property
+    def name(self) -> str:
+        return files.log_dir_name(self.topic, self.partition)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __repr__(self) -> str:
+        return (
+            f"PartitionLog({self.name}, start={self._log_start_offset}, "
+            f"end={self.log_end_offset}, hw={self._high_watermark}, segments={len(self._segments)})"
+        )
+
+    # --- append ---------------------------------------------------------------------------------
+
+    def append(
+        self,
+        records: bytearray | memoryview | bytes,
+        *,
+        leader_epoch: int = rb.NO_PARTITION_LEADER_EPOCH,
+        now_ms: int | None = None,
+        assign_offsets: bool = True,
+    ) -> AppendInfo:
+        """Appends already-validated magic-2 batches (the broker ran
+        :func:`protocol.records.batch.validate_batches` on them).
+
+        With ``assign_offsets`` (a leader's append) each batch's baseOffset is rewritten in place
+        to the next offsets and its partitionLeaderEpoch set to ``leader_epoch`` (both outside the
+        CRC); with ``message.timestamp.type=LogAppendTime`` maxTimestamp is set to ``now_ms`` (and
+        the CRC recomputed). ``records`` must then be writable (a ``bytes`` object is copied).
+        Without ``assign_offsets`` (replication, tools) the batches keep their offsets, which must
+        start at or after the log end.
+
+        Raises RecordTooLarge (a batch above ``max.message.bytes``), RecordBatchTooLarge (more
+        than ``segment.bytes``), KafkaStorageError (I/O error; the log is unchanged), ValueError
+        (offsets out of order without ``assign_offsets``).
+        """
+        if self._closed:
+            raise KafkaStorageError(f"log {self.name} is closed")
+        if isinstance(records, bytes):
+            records = bytearray(records)
+        buf = records if isinstance(records, memoryview) else memoryview(records)
+        total = len(buf)
+        if total == 0:
+            raise ValueError("nothing to append")
+        config = self.config
+        if total > config.segment_bytes:
+            raise RecordBatchTooLarge(
+                f"{total} bytes of batches exceed segment.bytes={config.segment_bytes}"
+            )
+        now = self.clock() if now_ms is None else now_ms
+        # scan the headers once: (position, size, lastOffsetDelta, maxTimestamp, baseOffset)
+        scan: list[tuple[int, int, int, int, int]] = []
+        unpack = _APPEND_SCAN.unpack_from
+        max_bytes = config.max_message_bytes
+        pos = 0
+        while pos < total:
+            if total - pos < rb.HEADER_SIZE:
+                raise ValueError(f"{total - pos} trailing bytes are not a record batch")
+            base, length, _epoch, magic, _crc, _attrs, delta, _bts, max_ts = unpack(buf, pos)
+            size = length + rb.LOG_OVERHEAD
+            if magic != rb.MAGIC_V2 or length < rb.HEADER_SIZE - rb.LOG_OVERHEAD:
+                raise ValueError(f"not a magic-2 batch at position {pos}")
+            if size > max_bytes:
+                raise RecordTooLarge(
+                    f"a batch of {size} bytes exceeds max.message.bytes={max_bytes}"
+                )
+            if pos + size > total or delta < 0:
+                raise ValueError(f"batch at position {pos} is cut short or malformed")
+            scan.append((pos, size, delta, max_ts, base))
+            pos += size
+        log_append_time = now if config.log_append_time else NO_TIMESTAMP
+
+        flush_needed = False
+        with self._lock:
+            hook = self.producer_state
+            if hook is not None:
+                answer = hook.before_append(self, [(p, rb.read_header(buf, p)) for p, *_ in scan])
+                if answer is not None:
+                    return answer
+            next_offset = self._end.message_offset
+            first_offset = next_offset if assign_offsets else scan[0][4]
+            offset = next_offset
+            max_timestamp = NO_TIMESTAMP
+            offset_of_max = first_offset
+            headers = []
+            for pos, _size, delta, max_ts, base in scan:
+                if assign_offsets:
+                    rb.set_base_offset(buf, pos, offset)
+                    rb.set_partition_leader_epoch(buf, pos, leader_epoch)
+                    base = offset
+                elif base < offset:
+                    raise ValueError(
+                        f"batch offset {base} is below the log end offset {next_offset} "
+                        f"(or the previous batch)"
+                    )
+                header = rb.read_header(buf, pos)
+                if log_append_time != NO_TIMESTAMP:
+                    rb.set_max_timestamp_and_type(buf, pos, header, log_append_time, True)
+                    header = rb.read_header(buf, pos)
+                    max_ts = log_append_time
+                headers.append(header)
+                if max_ts > max_timestamp:
+                    max_timestamp = max_ts
+                    offset_of_max = base + delta
+                offset = base + delta + 1
+            last_offset = offset - 1
+            segment = self._maybe_roll(total, max_timestamp, last_offset, first_offset, now)
+            try:
+                segment.append(
+                    buf,
+                    largest_offset=last_offset,
+                    largest_timestamp=max_timestamp,
+                    offset_of_max_timestamp=offset_of_max,
+                )
+            except OSError as e:
+                raise KafkaStorageError(f"append to {segment.log.path} failed: {e}") from e
+            if leader_epoch >= 0 and assign_offsets:
+                latest = self.leader_epoch_cache.latest_epoch()
+                if latest is None or leader_epoch > latest:
+                    self.leader_epoch_cache.assign(leader_epoch, first_offset)
+            elif not assign_offsets:
+                for header in headers:
+                    epoch = header.partition_leader_epoch
+                    if epoch >= 0:
+                        latest = self.leader_epoch_cache.latest_epoch()
+                        if latest is None or epoch > latest:
+                            self.leader_epoch_cache.assign(epoch, header.base_offset)
+            self._end = LogOffsetMetadata(offset, segment.base_offset, segment.size)
+            if self.high_watermark_follows_log_end:
+                self._high_watermark = offset
+            info = AppendInfo(
+                first_offset=first_offset,
+                last_offset=last_offset,
+                max_timestamp=max_timestamp,
+                offset_of_max_timestamp=offset_of_max,
+                log_append_time=log_append_time,
+                log_start_offset=self._log_start_offset,
+                record_count=sum(h.record_count for h in headers),
+                valid_bytes=total,
+                batches=tuple(headers),
+            )
+            if hook is not None:
+                hook.after_append(self, info)
+            if offset - self._recovery_point >= config.flush_messages:
+                flush_needed = True
+        if flush_needed:
+            self.flush()
+        return info
+
+    def _maybe_roll(
+        self, size: int, max_timestamp: int, last_offset: int, first_offset: int, now_ms: int
+    ) -> LogSegment:
+        segment = self._segments.active
+        if segment.should_roll(
+            messages_size=size,
+            max_timestamp_in_messages=max_timestamp,
+            max_offset_in_messages=last_offset,
+            now_ms=now_ms,
+            config=self.config,
+        ):
+            segment = self._roll_locked(now_ms, first_offset)
+        return segment
+
+    def roll(self, now_ms: int | None = None) -> LogSegment:
+        """Starts a new active segment at the log end offset (no-op if the active one is empty)."""
+        with self._lock:
+            return self._roll_locked(self.clock() if now_ms is None else now_ms, None)
+
+    def _roll_locked(self, now_ms: int, expected_next_offset: int | None) -> LogSegment:
+        new_base = self._end.message_offset
+        if expected_next_offset is not None:
+            new_base = max(new_base, expected_next_offset)
+        active = self._segments.active
+        if active.size == 0 and active.base_offset == new_base:
+            return active
+        if active.size == 0:
+            # an empty active segment at another base offset (after a truncation): replace it
+            self._segments = self._segments.without([active])
+            active.delete_files()  # its descriptor closes with the last reference
+        else:
+            active.on_become_inactive()
+        if self._segments.get(new_base) is not None:
+            raise KafkaStorageError(f"{self.name}: a segment with base offset {new_base} exists")
+        segment = LogSegment.create(self.directory, new_base, self.config, created_ms=now_ms)
+        self._segments = self._segments.with_added(segment)
+        self._end = LogOffsetMetadata(self._end.message_offset, new_base, 0)
+        self._rolled_up_to = max(self._rolled_up_to, new_base)
+        log.info("%s: rolled a new segment at offset %d", self.name, new_base)
+        return segment
+
+    # --- read (lock-free) -----------------------------------------------------------------------
+
+    def read(
+        self,
+        offset: int,
+        max_bytes: int,
+        *,
+        max_offset: int | None = None,
+        min_one_batch: bool = True,
+    ) -> FetchRegion | None:
+        """A file region of whole batches starting with the batch that contains ``offset``.
+
+        At most ``max_bytes`` unless the first batch alone is bigger (then exactly that batch,
+        with ``min_one_batch``; None without). No batch at or after ``max_offset`` (exclusive; the
+        high watermark for consumers). None when there is nothing to read (``offset`` at the log
+        end or at/above ``max_offset``). Raises OffsetOutOfRange below the log start offset or
+        above the log end offset. Never takes the log's lock.
+        """
+        end = self._end
+        log_start = self._log_start_offset
+        log_end = end.message_offset
+        if offset < log_start or offset > log_end:
+            raise OffsetOutOfRange(offset, log_start, log_end)
+        upper = log_end if max_offset is None else min(max_offset, log_end)
+        if offset >= upper:
+            return None
+        snapshot = self._segments
+        log_start = self._log_start_offset  # again: it moves before segments go away
+        if offset < log_start:
+            raise OffsetOutOfRange(offset, log_start, log_end)
+        i = max(snapshot.floor_index(offset), 0)
+        count = len(snapshot)
+        while i < count:
+            segment = snapshot[i]
+            if segment.base_offset >= upper:
+                return None
+            region = segment.read(offset, max_bytes, max_offset=upper, min_one_batch=min_one_batch)
+            if region is not None:
+                return region
+            i += 1
+        return None
+
+    def read_batches(self, offset: int, max_bytes: int = _LONG_MAX) -> bytes:
+        """Whole batches from the one holding ``offset`` to the log end (or ``max_bytes``),
+        across segments, as bytes (tests and tools; the broker sends regions instead)."""
+        parts: list[bytes] = []
+        total = 0
+        while offset < self.log_end_offset and total < max_bytes:
+            region = self.read(offset, min(max_bytes - total, 2**31 - 1), min_one_batch=not parts)
+            if region is None:
+                break
+            data = region.read()
+            parts.append(data)
+            total += len(data)
+            last = None
+            for _, header in rb.iter_batches(data, verify_crc=False):
+                last = header
+            if last is None:
+                break
+            offset = last.next_offset
+        return b"".join(parts)
+
+    # --- offsets by timestamp (ListOffsets) -----------------------------------------------------
+
+    def fetch_offset_by_timestamp(
+        self, timestamp: int, *, max_offset: int | None = None
+    ) -> OffsetAndTimestamp | None:
+        """ListOffsets: ``-2`` earliest (log start offset), ``-4`` earliest local (the same here),
+        ``-1`` latest (log end offset, capped at ``max_offset``), ``-3`` the record with the
+        largest timestamp, ``T >= 0`` the first record with timestamp >= T. None when no record
+        qualifies (or the one found is at/after ``max_offset``, e.g. the high watermark)."""
+        from storage import records as stored_records
+
+        epochs = self.leader_epoch_cache
+        if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+            start = self._log_start_offset
+            return OffsetAndTimestamp(start, NO_TIMESTAMP, _epoch_or_unknown(epochs, start))
+        if timestamp == LATEST_TIMESTAMP:
+            end = self.log_end_offset
+            if max_offset is not None:
+                end = min(end, max_offset)
+            latest = epochs.latest_epoch()
+            return OffsetAndTimestamp(end, NO_TIMESTAMP, -1 if latest is None else latest)
+        if timestamp == LATEST_TIERED_TIMESTAMP:
+            return None
+        upper = self.log_end_offset if max_offset is None else min(max_offset, self.log_end_offset)
+        snapshot = self._segments
+        log_start = self._log_start_offset
+        if timestamp == MAX_TIMESTAMP:
+            best_segment = None
+            best = NO_TIMESTAMP
+            for segment in snapshot:
+                ts = segment.max_timestamp_so_far.timestamp
+                if ts > best:
+                    best, best_segment = ts, segment
+            if best_segment is None:
+                return None
+            shallow = best_segment.max_timestamp_so_far.offset
+            info = best_segment.translate_offset(shallow)
+            if info is None:
+                return None
+            data = best_segment.log.pread(info.size, info.position)
+            for record_offset, record_ts in stored_records.offsets_and_timestamps(data):
+                if record_ts == best and record_offset >= log_start:
+                    if record_offset >= upper:
+                        return None
+                    return OffsetAndTimestamp(
+                        record_offset, record_ts, _epoch_or_unknown(epochs, record_offset)
+                    )
+            return None
+        if timestamp < 0:
+            raise ValueError(f"unknown ListOffsets timestamp {timestamp}")
+        for segment in snapshot:
+            if segment.max_timestamp_so_far.timestamp < timestamp:
+                continue
+            found = self._search_segment_for_timestamp(segment, timestamp, log_start)
+            if found is not None:
+                if found.offset >= upper:
+                    return None
+                return OffsetAndTimestamp(
+                    found.offset, found.timestamp, _epoch_or_unknown(epochs, found.offset)
+                )
+        return None
+
+    @staticmethod
+    def _search_segment_for_timestamp(
+        segment: LogSegment, timestamp: int, starting_offset: int
+    ) -> OffsetAndTimestamp | None:
+        from storage import records as stored_records
+
+        info: BatchInfo | None = segment.find_batch_by_timestamp(timestamp, starting_offset)
+        while info is not None:
+            data = segment.log.pread(info.size, info.position)
+            for record_offset, record_ts in stored_records.offsets_and_timestamps(data):
+                if record_ts >= timestamp and record_offset >= starting_offset:
+                    return OffsetAndTimestamp(record_offset, record_ts)
+            # the batch's max timestamp came from records below the starting offset
+            nxt = None
+            for candidate in segment.log.batches_from(info.position + info.size):
+                if (
+                    candidate.max_timestamp >= timestamp
+                    and candidate.last_offset >= starting_offset
+                ):
+                    nxt = candidate
+                    break
+            info = nxt
+        return None
+
+    def epoch_for_offset(self, offset: int) -> int | None:
+        return self.leader_epoch_cache.epoch_for_offset(offset)
+
+    def end_offset_for_epoch(self, leader_epoch: int) -> tuple[int, int]:
+        """OffsetForLeaderEpoch: (epoch, end offset), or (-1, -1)."""
+        return self.leader_epoch_cache.end_offset_for(leader_epoch, self.log_end_offset)
+
+    # --- high watermark, log start, truncation --------------------------------------------------
+
+    def update_high_watermark(self, offset: int) -> int:
+        """Sets the high watermark, clamped to [log start offset, log end offset]."""
+        with self._lock:
+            hw = min(max(offset, self._log_start_offset), self._end.message_offset)
+            self._high_watermark = hw
+            return hw
+
+    def maybe_increment_high_watermark(self, offset: int) -> bool:
+        with self._lock:
+            hw = min(offset, self._end.message_offset)
+            if hw > self._high_watermark:
+                self._high_watermark = hw
+                return True
+            return False
+
+    def delete_records_before(self, offset: int) -> int:
+        """DeleteRecords: moves the log start offset up to ``offset`` and deletes the segments
+        wholly below it. Raises OffsetOutOfRange above the high watermark. Returns the new log
+        start offset (the partition's low watermark)."""
+        with self._lock:
+            if offset > self._high_watermark:
+                raise OffsetOutOfRange(offset, self._log_start_offset, self._high_watermark)
+            if offset > self._log_start_offset:
+                self._log_start_offset = offset
+                self.leader_epoch_cache.truncate_from_start(offset)
+                log.info("%s: log start offset moved to %d", self.name, offset)
+        self._delete_log_start_offset_breached()
+        return self._log_start_offset
+
+    def truncate_to(self, target_offset: int) -> bool:
+        """Removes everything at and after ``target_offset`` (replication). A batch containing it
+        goes whole; the log end offset becomes ``target_offset``. Returns whether anything was
+        removed."""
+        if target_offset < 0:
+            raise ValueError(f"cannot truncate to a negative offset ({target_offset})")
+        with self._lock:
+            if target_offset >= self._end.message_offset:
+                return False
+            now = self.clock()
+            snapshot = self._segments
+            if snapshot.first.base_offset > target_offset:
+                self._truncate_fully_locked(target_offset, now)
+                return True
+            doomed = [s for s in snapshot if s.base_offset > target_offset]
+            if doomed:
+                self._segments = snapshot.without(doomed)
+                for segment in doomed:
+                    self._schedule_delete_locked(segment, now)
+            active = self._segments.active
+            active.truncate_to(target_offset, now_ms=now)
+            active.make_active(self.config)
+            self._end = LogOffsetMetadata(target_offset, active.base_offset, active.size)
+            self._high_watermark = min(self._high_watermark, target_offset)
+            self._recovery_point = min(self._recovery_point, target_offset)
+            self._rolled_up_to = min(self._rolled_up_to, target_offset)
+            if self._log_start_offset > target_offset:
+                self._log_start_offset = target_offset
+            self.leader_epoch_cache.truncate_from_end(target_offset)
+            log.info("%s: truncated to offset %d", self.name, target_offset)
+            return True
+
+    def truncate_fully_and_start_at(self, new_offset: int) -> None:
+        """Deletes every segment and starts an empty log at ``new_offset``."""
+        with self._lock:
+            self._truncate_fully_locked(new_offset, self.clock())
+
+    def _truncate_fully_locked(self, new_offset: int, now_ms: int) -> None:
+        old = list(self._segments)
+        for segment in old:
+            self._schedule_delete_locked(segment, now_ms)
+        segment = LogSegment.create(self.directory, new_offset, self.config, created_ms=now_ms)
+        self._log_start_offset = new_offset
+        self._segments = LogSegments([segment])
+        self._end = LogOffsetMetadata(new_offset, new_offset, 0)
+        self._high_watermark = new_offset
+        self._recovery_point = new_offset
+        self._rolled_up_to = new_offset
+        self.leader_epoch_cache.clear()
+        log.info("%s: truncated fully, starting at offset %d", self.name, new_offset)
+
+    # --- flush ----------------------------------------------------------------------------------
+
+    def flush(self, up_to_offset: int | None = None, *, now_ms: int | None = None) -> None:
+        """fsyncs the segments holding offsets in [recovery point, ``up_to_offset``) (default: the
+        log end) and advances the recovery point. The log's lock is not held during fsync."""
+        target = self.log_end_offset if up_to_offset is None else up_to_offset
+        target = min(target, self.log_end_offset)
+        if target <= self._recovery_point:
+            return
+        with self._lock:
+            segments = self._segments.between(self._recovery_point, target)
+            for segment in segments:
+                segment.write_indexes()
+        for segment in segments:
+            if not segment.log.closed:
+                segment.fsync()
+        with self._lock:
+            if target > self._recovery_point:
+                self._recovery_point = target
+            self._last_flush_ms = self.clock() if now_ms is None else now_ms
+
+    def flush_rolled_segments(self) -> None:
+        """Flushes the segments that rolled since the last flush (Kafka flushes them
+        asynchronously after a roll; the log manager calls this from its periodic work)."""
+        if self._rolled_up_to > self._recovery_point:
+            self.flush(self._rolled_up_to)
+
+    def unflushed_messages(self) -> int:
+        return self.log_end_offset - self._recovery_point
+
+    # --- retention ------------------------------------------------------------------------------
+
+    def delete_old_segments(self, now_ms: int | None = None) -> int:
+        """Retention: deletes whole segments past ``retention.ms`` (by their largest timestamp),
+        beyond ``retention.bytes``, or below the log start offset. With ``cleanup.policy``
+        without ``delete`` only the last rule applies. Returns the number of segments deleted."""
+        now = self.clock() if now_ms is None else now_ms
+        deleted = self._delete_log_start_offset_breached()
+        config = self.config
+        if config.delete:
+            deleted += self._delete_retention_ms_breached(now)
+            deleted += self._delete_retention_size_breached(now)
+        return deleted
+
+    def _delete_retention_ms_breached(self, now_ms: int) -> int:
+        retention_ms = self.config.retention_ms
+        if retention_ms < 0:
+            return 0
+
+        def predicate(segment: LogSegment, _next: LogSegment | None) -> bool:
+            return now_ms - segment.largest_timestamp() > retention_ms
+
+        return self._delete_segments_matching(predicate, "retention.ms", now_ms)
+
+    def _delete_retention_size_breached(self, now_ms: int) -> int:
+        retention_bytes = self.config.retention_bytes
+        if retention_bytes < 0:
+            return 0
+        excess = self._segments.size_in_bytes() - retention_bytes
+        if excess <= 0:
+            return 0
+
+        def predicate(segment: LogSegment, _next: LogSegment | None) -> bool:
+            nonlocal excess
+            if excess - segment.size >= 0:
+                excess -= segment.size
+                return True
+            return False
+
+        return self._delete_segments_matching(predicate, "retention.bytes", now_ms)
+
+    def _delete_log_start_offset_breached(self) -> int:
+        log_start = self._log_start_offset
+
+        def predicate(_segment: LogSegment, nxt: LogSegment | None) -> bool:
+            return nxt is not None and nxt.base_offset <= log_start
+
+        return self._delete_segments_matching(predicate, "log start offset", self.clock())
+
+    def _delete_segments_matching(
+        self,
+        predicate: Callable[[LogSegment, LogSegment | None], bool],
+        reason: str,
+        now_ms: int,
+    ) -> int:
+        # choose on a snapshot, without the lock (largest_timestamp may read a time index)
+        snapshot = self._segments
+        high_watermark = self._high_watermark
+        chosen: list[LogSegment] = []
+        for i, segment in enumerate(snapshot):
+            nxt = snapshot[i + 1] if i + 1 < len(snapshot) else None
+            upper = nxt.base_offset if nxt is not None else self.log_end_offset
+            if nxt is None and segment.size == 0:
+                break
+            if upper > high_watermark or not predicate(segment, nxt):
+                break
+            chosen.append(segment)
+        if not chosen:
+            return 0
+        with self._lock:
+            current = self._segments
+            if current.segments[: len(chosen)] != tuple(chosen):
+                return 0  # the log changed meanwhile; the next pass decides again
+            if len(chosen) == len(current):
+                # never delete the active segment: roll first (Kafka does the same)
+                self._roll_locked(now_ms, None)
+                current = self._segments
+            remaining = current.without(chosen)
+            first_base = remaining.first.base_offset
+            # publish the new log start before the shorter segment list: a lock-free reader
+            # then sees the old list or OffsetOutOfRange, never a hole
+            if first_base > self._log_start_offset:
+                self._log_start_offset = first_base
+                self.leader_epoch_cache.truncate_from_start(first_base)
+            if self._recovery_point < first_base:
+                self._recovery_point = first_base
+            self._segments = remaining
+            for segment in chosen:
+                self._schedule_delete_locked(segment, now_ms)
+        log.info(
+            "%s: deleted %d segment(s) by %s: base offsets %s",
+            self.name,
+            len(chosen),
+            reason,
+            [s.base_offset for s in chosen],
+        )
+        return len(chosen)
+
+    def _schedule_delete_locked(self, segment: LogSegment, now_ms: int) -> None:
+        """Renames the segment's files to ``.deleted``; they are removed after
+        ``file.delete.delay.ms`` by :meth:`delete_pending_files`. Open regions keep reading."""
+        try:
+            segment.change_file_suffixes("", files.DELETED_FILE_SUFFIX)
+        except OSError as e:
+            log.warning("%s: could not rename %s for deletion: %s", self.name, segment, e)
+        segment.deleted = True
+        self._pending_deletes.append((now_ms + self.config.file_delete_delay_ms, segment))
+
+    def delete_pending_files(self, now_ms: int | None = None, *, force: bool = False) -> int:
+        """Removes the ``.deleted`` files whose delay has passed (all of them with ``force``).
+        The descriptors close once no region uses them."""
+        now = self.clock() if now_ms is None else now_ms
+        with self._lock:
+            due = [s for t, s in self._pending_deletes if force or t <= now]
+            self._pending_deletes = [
+                (t, s) for t, s in self._pending_deletes if not (force or t <= now)
+            ]
+        for segment in due:
+            segment.delete_files()
+        return len(due)
+
+    @property
+    def pending_deletes(self) -> int:
+        return len(self._pending_deletes)
+
+    # --- compaction support ---------------------------------------------------------------------
+
+    def replace_segments(
+        self, old: Sequence[LogSegment], new: Sequence[LogSegment], *, now_ms: int | None = None
+    ) -> bool:
+        """Swaps cleaned segments in for ``old`` (compaction). ``new`` segments carry the
+        ``.cleaned`` suffix; they are renamed ``.swap`` (the commit point a crash recovers from),
+        the old ones go to ``.deleted``, then the swap files lose their suffix. Returns False (and
+        changes nothing) if ``old`` is no longer part of the log."""
+        now = self.clock() if now_ms is None else now_ms
+        with self._lock:
+            current = self._segments
+            ids = {id(s) for s in current}
+            if not all(id(s) in ids for s in old) or current.active in old:
+                return False
+            for segment in new:
+                segment.change_file_suffixes(files.CLEANED_FILE_SUFFIX, files.SWAP_FILE_SUFFIX)
+            files.fsync_dir(self.directory)
+            self._segments = current.replaced(old, new)
+            for segment in old:
+                self._schedule_delete_locked(segment, now)
+            for segment in new:
+                segment.change_file_suffixes(files.SWAP_FILE_SUFFIX, "")
+            files.fsync_dir(self.directory)
+            return True
+
+    # --- lifecycle ------------------------------------------------------------------------------
+
+    def write_partition_metadata(self, topic_id: uuid.UUID) -> None:
+        """Writes ``partition.metadata``; raises InconsistentTopicId if it names another id."""
+        path = self.directory / files.PARTITION_METADATA_FILE
+        existing = read_partition_metadata(path)
+        if existing is not None and existing != topic_id:
+            raise InconsistentTopicId(
+                f"{self.name}: partition.metadata has topic id {existing}, not {topic_id}"
+            )
+        if existing is None:
+            write_partition_metadata(path, topic_id)
+        self.topic_id = topic_id
+
+    def close(self) -> None:
+        """Flushes and closes every segment (shutdown). Pending ``.deleted`` files stay for the
+        next start to remove."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            segments = list(self._segments)
+        for segment in segments:
+            segment.write_indexes()
+            if not segment.log.closed:
+                segment.fsync()
+        with self._lock:
+            self._recovery_point = self._end.message_offset
+            for segment in segments:
+                segment.close()
+
+    def mark_deleted(self) -> None:
+        """The log is being deleted: no more appends. Descriptors are not closed here, so
+        regions already handed out stay readable; they close when the last one is dropped."""
+        with self._lock:
+            self._closed = True
+            self._deleted = True
+
+    def rename_directory(self, new_directory: Path) -> None:
+        with self._lock:
+            self.directory.rename(new_directory)
+            self.directory = new_directory
+            for segment in self._segments:
+                segment.update_directory(new_directory)
+            for _, segment in self._pending_deletes:
+                segment.update_directory(new_directory)
+            if self.leader_epoch_cache.path is not None:
+                self.leader_epoch_cache.path = new_directory / files.LEADER_EPOCH_CHECKPOINT
+
+
+def _epoch_or_unknown(cache: LeaderEpochFileCache, offset: int) -> int:
+    epoch = cache.epoch_for_offset(offset)
+    return -1 if epoch is None else epoch

@@ -1,0 +1,474 @@
+"""LogManager: every partition log of the broker, across its log directories."""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import shutil
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from storage import files
+from storage.checkpoint import (
+    CorruptCheckpoint,
+    MetaProperties,
+    read_meta_properties,
+    read_offsets_checkpoint,
+    write_clean_shutdown_file,
+    write_meta_properties,
+    write_offsets_checkpoint,
+)
+from storage.config import LogConfig, LogManagerConfig
+from storage.errors import InconsistentBrokerMetadata, LogDirInUse
+from storage.loader import RecoveryReport, load_log
+from storage.log import PartitionLog
+
+log = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class LogManager:
+    """All partition logs of a broker.
+
+    On-disk format, per log dir: ``<topic>-<partition>/`` directories, ``meta.properties``,
+    ``recovery-point-offset-checkpoint``, ``log-start-offset-checkpoint``,
+    ``cleaner-offset-checkpoint``, ``replication-offset-checkpoint`` (high watermarks), the
+    ``.lock`` file (flock'ed while the broker runs) and, after a clean shutdown,
+    ``.kafka_cleanshutdown``. Deleted partitions are renamed ``<topic>-<partition>.<id>-delete``
+    and removed after ``file.delete.delay.ms``.
+
+    Crash: the marker is missing, so :meth:`startup` recovers every log from its checkpointed
+    recovery point; checkpoints are replaced atomically, so they are old or new, never torn.
+
+    Thread-safety: no threads of its own. :meth:`get_log` is lock-free; creating, deleting and
+    reconfiguring logs take the manager's lock. The periodic methods (:meth:`run_periodic` or
+    the individual ones) are meant for one broker thread at a time; they may run while network
+    threads append and read.
+    """
+
+    def __init__(
+        self,
+        log_dirs: Sequence[str | Path],
+        config: LogConfig | None = None,
+        clock: Callable[[], int] = _now_ms,
+        *,
+        manager_config: LogManagerConfig | None = None,
+        broker_id: int | None = None,
+        cluster_id: str | None = None,
+        topic_overrides: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> None:
+        if not log_dirs:
+            raise ValueError("at least one log dir is needed")
+        self.log_dirs = [Path(d).absolute() for d in log_dirs]
+        self.default_config = config if config is not None else LogConfig()
+        self.clock = clock
+        self.manager_config = manager_config if manager_config is not None else LogManagerConfig()
+        self.broker_id = broker_id
+        self.cluster_id = cluster_id
+        self._overrides: dict[str, dict[str, Any]] = {
+            t: dict(o) for t, o in (topic_overrides or {}).items()
+        }
+        self._lock = threading.RLock()
+        self._logs: dict[TopicPartition, PartitionLog] = {}
+        self._log_dir_of: dict[TopicPartition, Path] = {}
+        self._lock_fds: list[int] = []
+        self._dirs_to_delete: list[tuple[int, Path, PartitionLog | None]] = []
+        self._started = False
+        self._next_retention_ms = 0
+        self._next_recovery_checkpoint_ms = 0
+        self._next_start_checkpoint_ms = 0
+        self._next_hw_checkpoint_ms = 0
+        self._next_clean_ms = 0
+        self.cleaner: Any = None  # storage.cleaner.LogCleaner, created in startup()
+        #: recovery reports by partition from the last startup()
+        self.recovery_reports: dict[TopicPartition, RecoveryReport] = {}
+
+    # --- startup / shutdown ---------------------------------------------------------------------
+
+    def startup(self) -> dict[TopicPartition, RecoveryReport]:
+        """Locks the log dirs, checks ``meta.properties`` and loads every partition directory
+        (recovering those of a dir that was not shut down cleanly). Returns what recovery did."""
+        from storage.cleaner import LogCleaner
+
+        with self._lock:
+            if self._started:
+                raise RuntimeError("LogManager.startup() called twice")
+            now = self.clock()
+            for log_dir in self.log_dirs:
+                log_dir.mkdir(parents=True, exist_ok=True)
+                self._lock_dir(log_dir)
+                self._check_meta(log_dir)
+            self.cleaner = LogCleaner(self)
+            for log_dir in self.log_dirs:
+                self._load_dir(log_dir, now)
+            self._started = True
+            mc = self.manager_config
+            self._next_retention_ms = now + mc.retention_check_interval_ms
+            self._next_recovery_checkpoint_ms = now + mc.recovery_point_checkpoint_interval_ms
+            self._next_start_checkpoint_ms = now + mc.log_start_offset_checkpoint_interval_ms
+            self._next_hw_checkpoint_ms = now + mc.high_watermark_checkpoint_interval_ms
+            self._next_clean_ms = now
+            return dict(self.recovery_reports)
+
+    def _lock_dir(self, log_dir: Path) -> None:
+        fd = os.open(log_dir / files.LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            os.close(fd)
+            raise LogDirInUse(f"{log_dir} is locked by another process") from e
+        self._lock_fds.append(fd)
+
+    def _check_meta(self, log_dir: Path) -> None:
+        path = log_dir / files.META_PROPERTIES
+        meta = read_meta_properties(path)
+        if meta is not None:
+            if self.broker_id is not None and meta.broker_id not in (None, self.broker_id):
+                raise InconsistentBrokerMetadata(
+                    f"{path} says broker.id={meta.broker_id}, configured {self.broker_id}"
+                )
+            if self.cluster_id is not None and meta.cluster_id not in (None, self.cluster_id):
+                raise InconsistentBrokerMetadata(
+                    f"{path} says cluster.id={meta.cluster_id}, configured {self.cluster_id}"
+                )
+            if self.broker_id is None:
+                self.broker_id = meta.broker_id
+            if self.cluster_id is None:
+                self.cluster_id = meta.cluster_id
+            if meta.broker_id == self.broker_id and meta.cluster_id == self.cluster_id:
+                return
+        if self.broker_id is not None or self.cluster_id is not None:
+            write_meta_properties(path, MetaProperties(self.broker_id, self.cluster_id))
+
+    def _read_checkpoint(self, path: Path) -> dict[TopicPartition, int]:
+        try:
+            return read_offsets_checkpoint(path)
+        except CorruptCheckpoint as e:
+            log.warning("ignoring %s: %s", path, e)
+            return {}
+
+    def _load_dir(self, log_dir: Path, now: int) -> None:
+        marker = log_dir / files.CLEAN_SHUTDOWN_FILE
+        clean = marker.exists()
+        recovery_points = self._read_checkpoint(log_dir / files.RECOVERY_POINT_CHECKPOINT)
+        start_offsets = self._read_checkpoint(log_dir / files.LOG_START_OFFSET_CHECKPOINT)
+        high_watermarks = self._read_checkpoint(log_dir / files.REPLICATION_OFFSET_CHECKPOINT)
+        log.info("loading logs from %s (%s shutdown)", log_dir, "clean" if clean else "unclean")
+        for name in sorted(os.listdir(log_dir)):
+            path = log_dir / name
+            if not path.is_dir():
+                continue
+            if name.endswith(files.DELETE_DIR_SUFFIX):
+                shutil.rmtree(path, ignore_errors=True)
+                continue
+            if name.endswith((files.FUTURE_DIR_SUFFIX, files.STRAY_DIR_SUFFIX)):
+                continue
+            try:
+                tp = files.parse_log_dir_name(name)
+            except ValueError:
+                continue
+            if tp in self._logs:
+                raise InconsistentBrokerMetadata(
+                    f"{name} exists in {log_dir} and {self._log_dir_of[tp]}"
+                )
+            report = RecoveryReport()
+            partition_log = load_log(
+                path,
+                self._config_for(tp[0]),
+                recovery_point=recovery_points.get(tp, 0),
+                log_start_offset=start_offsets.get(tp),
+                had_clean_shutdown=clean,
+                clock=self.clock,
+                report=report,
+            )
+            hw = high_watermarks.get(tp)
+            if hw is not None:
+                partition_log.update_high_watermark(max(hw, partition_log.log_end_offset))
+            self._logs[tp] = partition_log
+            self._log_dir_of[tp] = log_dir
+            self.recovery_reports[tp] = report
+        if self.cleaner is not None:
+            self.cleaner.load_checkpoint(log_dir)
+        # from now on a crash is an unclean shutdown
+        if clean:
+            marker.unlink()
+            files.fsync_dir(log_dir)
+
+    def shutdown(self) -> None:
+        """Flushes and closes every log, writes the checkpoints and the clean-shutdown marker,
+        and releases the dir locks. Closes descriptors: stop fetches first."""
+        with self._lock:
+            if not self._started:
+                return
+            for partition_log in list(self._logs.values()):
+                partition_log.close()
+            self.checkpoint_recovery_points()
+            self.checkpoint_log_start_offsets()
+            self.checkpoint_high_watermarks()
+            if self.cleaner is not None:
+                self.cleaner.write_checkpoints()
+            for log_dir in self.log_dirs:
+                write_clean_shutdown_file(log_dir / files.CLEAN_SHUTDOWN_FILE)
+            for fd in self._lock_fds:
+                os.close(fd)
+            self._lock_fds.clear()
+            self._logs.clear()
+            self._log_dir_of.clear()
+            self._started = False
+
+    # --- logs -----------------------------------------------------------------------------------
+
+    def get_log(self, topic: str, partition: int) -> PartitionLog | None:
+        return self._logs.get((topic, partition))
+
+    def all_logs(self) -> list[PartitionLog]:
+        return list(self._logs.values())
+
+    def log_dir_of(self, topic: str, partition: int) -> Path | None:
+        return self._log_dir_of.get((topic, partition))
+
+    def get_or_create_log(
+        self,
+        topic: str,
+        partition: int,
+        *,
+        topic_id: uuid.UUID | None = None,
+        config_overrides: Mapping[str, Any] | None = None,
+    ) -> PartitionLog:
+        """The log of (topic, partition), created if missing. ``config_overrides`` (Kafka topic
+        keys) become the topic's overrides when given. ``topic_id`` is written to
+        ``partition.metadata`` (InconsistentTopicId if it names another id)."""
+        existing = self._logs.get((topic, partition))
+        if existing is not None and config_overrides is None:
+            if topic_id is not None and existing.topic_id != topic_id:
+                existing.write_partition_metadata(topic_id)
+            return existing
+        with self._lock:
+            self._require_started()
+            if config_overrides is not None:
+                self._overrides[topic] = dict(config_overrides)
+                self._apply_topic_config(topic)
+            existing = self._logs.get((topic, partition))
+            if existing is not None:
+                if topic_id is not None and existing.topic_id != topic_id:
+                    existing.write_partition_metadata(topic_id)
+                return existing
+            log_dir = self._choose_log_dir()
+            directory = log_dir / files.log_dir_name(topic, partition)
+            partition_log = load_log(
+                directory,
+                self._config_for(topic),
+                had_clean_shutdown=True,
+                topic_id=topic_id,
+                clock=self.clock,
+            )
+            self._logs[(topic, partition)] = partition_log
+            self._log_dir_of[(topic, partition)] = log_dir
+            log.info("created log %s in %s", directory.name, log_dir)
+            return partition_log
+
+    def create_log(
+        self,
+        topic: str,
+        partition: int,
+        *,
+        topic_id: uuid.UUID | None = None,
+        config_overrides: Mapping[str, Any] | None = None,
+    ) -> PartitionLog:
+        return self.get_or_create_log(
+            topic, partition, topic_id=topic_id, config_overrides=config_overrides
+        )
+
+    def delete_log(self, topic: str, partition: int) -> bool:
+        """Removes the log from the broker: its directory is renamed ``...-delete`` at once and
+        removed after ``file.delete.delay.ms``; regions already handed out stay readable."""
+        with self._lock:
+            tp = (topic, partition)
+            partition_log = self._logs.pop(tp, None)
+            log_dir = self._log_dir_of.pop(tp, None)
+            if partition_log is None or log_dir is None:
+                return False
+            partition_log.mark_deleted()
+            target = log_dir / files.deleted_log_dir_name(topic, partition)
+            partition_log.rename_directory(target)
+            files.fsync_dir(log_dir)
+            due = self.clock() + partition_log.config.file_delete_delay_ms
+            self._dirs_to_delete.append((due, target, partition_log))
+            if self.cleaner is not None:
+                self.cleaner.forget(tp)
+            if not any(t == topic for t, _ in self._logs):
+                self._overrides.pop(topic, None)
+            log.info("deleted log %s (directory %s)", files.log_dir_name(topic, partition), target)
+            return True
+
+    def _choose_log_dir(self) -> Path:
+        counts = dict.fromkeys(self.log_dirs, 0)
+        for d in self._log_dir_of.values():
+            counts[d] = counts.get(d, 0) + 1
+        return min(self.log_dirs, key=lambda d: counts[d])
+
+    def _require_started(self) -> None:
+        if not self._started:
+            raise RuntimeError("LogManager is not started")
+
+    # --- configuration --------------------------------------------------------------------------
+
+    def _config_for(self, topic: str) -> LogConfig:
+        overrides = self._overrides.get(topic)
+        return self.default_config.with_overrides(overrides) if overrides else self.default_config
+
+    def topic_config(self, topic: str) -> LogConfig:
+        return self._config_for(topic)
+
+    def update_config(self, topic: str, overrides: Mapping[str, Any] | None) -> LogConfig:
+        """Replaces the topic's overrides (Kafka topic keys; None or {} for the defaults) and
+        applies the new config to its logs at once."""
+        with self._lock:
+            if overrides:
+                self._overrides[topic] = dict(overrides)
+            else:
+                self._overrides.pop(topic, None)
+            return self._apply_topic_config(topic)
+
+    def update_default_config(self, config: LogConfig) -> None:
+        """New broker-level defaults (dynamic broker config); every log picks them up."""
+        with self._lock:
+            self.default_config = config
+            for topic in {t for t, _ in self._logs}:
+                self._apply_topic_config(topic)
+
+    def _apply_topic_config(self, topic: str) -> LogConfig:
+        config = self._config_for(topic)
+        for (t, _), partition_log in self._logs.items():
+            if t == topic:
+                partition_log.config = config
+        return config
+
+    # --- periodic work --------------------------------------------------------------------------
+
+    def run_periodic(self, now_ms: int | None = None, *, include_cleaner: bool = True) -> None:
+        """Everything due now: flushes of rolled segments and by ``flush.ms``, retention every
+        ``log.retention.check.interval.ms``, checkpoints on their intervals, removal of
+        ``.deleted`` files, and (``include_cleaner``) one compaction pass. The broker calls this
+        from one background thread, e.g. every second."""
+        now = self.clock() if now_ms is None else now_ms
+        mc = self.manager_config
+        self.flush_dirty_logs(now)
+        if now >= self._next_retention_ms:
+            self.cleanup_logs(now)
+            self._next_retention_ms = now + mc.retention_check_interval_ms
+        if now >= self._next_recovery_checkpoint_ms:
+            self.checkpoint_recovery_points()
+            self._next_recovery_checkpoint_ms = now + mc.recovery_point_checkpoint_interval_ms
+        if now >= self._next_start_checkpoint_ms:
+            self.checkpoint_log_start_offsets()
+            self._next_start_checkpoint_ms = now + mc.log_start_offset_checkpoint_interval_ms
+        if now >= self._next_hw_checkpoint_ms:
+            self.checkpoint_high_watermarks()
+            self._next_hw_checkpoint_ms = now + mc.high_watermark_checkpoint_interval_ms
+        self.delete_pending_files(now)
+        if include_cleaner and mc.cleaner_enable and now >= self._next_clean_ms:
+            cleaned = self.clean_logs(now)
+            self._next_clean_ms = now if cleaned else now + mc.cleaner_backoff_ms
+
+    def cleanup_logs(self, now_ms: int | None = None) -> int:
+        """Retention for every log (Kafka's cleanupLogs). Returns segments deleted."""
+        now = self.clock() if now_ms is None else now_ms
+        total = 0
+        for partition_log in self.all_logs():
+            if partition_log.closed:
+                continue
+            try:
+                total += partition_log.delete_old_segments(now)
+            except OSError as e:
+                log.error("retention of %s failed: %s", partition_log.name, e)
+        return total
+
+    def flush_dirty_logs(self, now_ms: int | None = None) -> int:
+        """Flushes logs whose ``flush.ms`` elapsed, and segments that rolled since their log's
+        last flush. Returns the number of logs flushed."""
+        now = self.clock() if now_ms is None else now_ms
+        flushed = 0
+        for partition_log in self.all_logs():
+            if partition_log.closed:
+                continue
+            try:
+                if now - partition_log.last_flush_ms >= partition_log.config.flush_ms:
+                    partition_log.flush(now_ms=now)
+                    flushed += 1
+                else:
+                    partition_log.flush_rolled_segments()
+            except OSError as e:
+                log.error("flush of %s failed: %s", partition_log.name, e)
+        return flushed
+
+    def _logs_by_dir(self) -> dict[Path, list[tuple[TopicPartition, PartitionLog]]]:
+        out: dict[Path, list[tuple[TopicPartition, PartitionLog]]] = {d: [] for d in self.log_dirs}
+        for tp, partition_log in list(self._logs.items()):
+            log_dir = self._log_dir_of.get(tp)
+            if log_dir is not None:
+                out.setdefault(log_dir, []).append((tp, partition_log))
+        return out
+
+    def checkpoint_recovery_points(self) -> None:
+        """Writes ``recovery-point-offset-checkpoint`` in every log dir."""
+        for log_dir, logs in self._logs_by_dir().items():
+            write_offsets_checkpoint(
+                log_dir / files.RECOVERY_POINT_CHECKPOINT,
+                {tp: pl.recovery_point for tp, pl in logs},
+            )
+
+    def checkpoint_log_start_offsets(self) -> None:
+        """Writes ``log-start-offset-checkpoint`` (logs whose start is inside their first
+        segment, as Kafka does)."""
+        for log_dir, logs in self._logs_by_dir().items():
+            write_offsets_checkpoint(
+                log_dir / files.LOG_START_OFFSET_CHECKPOINT,
+                {
+                    tp: pl.log_start_offset
+                    for tp, pl in logs
+                    if pl.log_start_offset > pl.segments.first.base_offset
+                },
+            )
+
+    def checkpoint_high_watermarks(self) -> None:
+        """Writes ``replication-offset-checkpoint`` (high watermarks)."""
+        for log_dir, logs in self._logs_by_dir().items():
+            write_offsets_checkpoint(
+                log_dir / files.REPLICATION_OFFSET_CHECKPOINT,
+                {tp: pl.high_watermark for tp, pl in logs},
+            )
+
+    def delete_pending_files(self, now_ms: int | None = None, *, force: bool = False) -> int:
+        """Removes ``.deleted`` segment files and ``-delete`` directories whose delay passed."""
+        now = self.clock() if now_ms is None else now_ms
+        removed = 0
+        for partition_log in self.all_logs():
+            removed += partition_log.delete_pending_files(now, force=force)
+        with self._lock:
+            due = [(t, d, pl) for t, d, pl in self._dirs_to_delete if force or t <= now]
+            self._dirs_to_delete = [
+                (t, d, pl) for t, d, pl in self._dirs_to_delete if not (force or t <= now)
+            ]
+        for _, directory, _partition_log in due:
+            shutil.rmtree(directory, ignore_errors=True)
+            removed += 1
+        return removed
+
+    def clean_logs(self, now_ms: int | None = None) -> int:
+        """One compaction pass over the dirtiest compacted log (Kafka's cleaner thread body).
+        Returns the number of logs cleaned (0 when none was cleanable)."""
+        if self.cleaner is None:
+            return 0
+        now = self.clock() if now_ms is None else now_ms
+        return int(self.cleaner.clean_one(now))

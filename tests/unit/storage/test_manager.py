@@ -1,0 +1,157 @@
+import os
+import uuid
+
+import pytest
+
+from storage import files
+from storage.checkpoint import read_offsets_checkpoint, read_partition_metadata
+from storage.config import LogConfig, LogManagerConfig
+from storage.errors import InconsistentBrokerMetadata, InconsistentTopicId, LogDirInUse
+from storage.manager import LogManager
+from tests.unit.storage.util import FakeClock, make_batch, parse_kafka_python
+
+CONFIG = LogConfig(segment_bytes=1000, index_interval_bytes=100)
+
+
+def manager(dirs, clock=None, **kw) -> LogManager:
+    m = LogManager([str(d) for d in dirs], CONFIG, clock or FakeClock(), **kw)
+    m.startup()
+    return m
+
+
+def test_create_append_shutdown_restart(tmp_path):
+    topic_id = uuid.uuid4()
+    m = manager([tmp_path], broker_id=1, cluster_id="c1")
+    log = m.get_or_create_log("orders", 0, topic_id=topic_id)
+    assert m.get_or_create_log("orders", 0) is log
+    for _ in range(20):
+        log.append(make_batch(3), leader_epoch=0)
+    log.delete_records_before(4)
+    m.shutdown()
+    assert (tmp_path / ".kafka_cleanshutdown").exists()
+    assert read_offsets_checkpoint(tmp_path / "recovery-point-offset-checkpoint") == {
+        ("orders", 0): 60
+    }
+    assert read_offsets_checkpoint(tmp_path / "log-start-offset-checkpoint") == {("orders", 0): 4}
+    assert read_offsets_checkpoint(tmp_path / "replication-offset-checkpoint") == {
+        ("orders", 0): 60
+    }
+    assert read_partition_metadata(tmp_path / "orders-0" / "partition.metadata") == topic_id
+    assert "broker.id=1" in (tmp_path / "meta.properties").read_text()
+    # every index file is trimmed to its entries after a clean shutdown
+    for name in os.listdir(tmp_path / "orders-0"):
+        if name.endswith(".index"):
+            assert (tmp_path / "orders-0" / name).stat().st_size < CONFIG.segment_index_bytes
+
+    m = manager([tmp_path], broker_id=1)
+    assert not (tmp_path / ".kafka_cleanshutdown").exists()  # a crash now is unclean
+    log = m.get_log("orders", 0)
+    assert (log.log_start_offset, log.log_end_offset, log.high_watermark) == (4, 60, 60)
+    assert m.recovery_reports[("orders", 0)].segments_recovered == 0
+    assert log.topic_id == topic_id
+    region = log.read(59, 100)
+    assert parse_kafka_python(region.read())[0][1] == [57, 58, 59]
+    with pytest.raises(InconsistentTopicId):
+        m.get_or_create_log("orders", 0, topic_id=uuid.uuid4())
+    m.shutdown()
+
+
+def test_meta_properties_mismatch_and_dir_lock(tmp_path):
+    m = manager([tmp_path], broker_id=1, cluster_id="c1")
+    with pytest.raises(LogDirInUse):
+        manager([tmp_path])
+    m.shutdown()
+    with pytest.raises(InconsistentBrokerMetadata):
+        manager([tmp_path], broker_id=2)
+
+
+def test_logs_spread_over_dirs(tmp_path):
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    m = manager(dirs)
+    for p in range(4):
+        m.get_or_create_log("t", p).append(make_batch(1))
+    assert sorted(len([n for n in os.listdir(d) if n.startswith("t-")]) for d in dirs) == [2, 2]
+    m.shutdown()
+    m = manager(dirs)
+    assert sorted(pl.partition for pl in m.all_logs()) == [0, 1, 2, 3]
+    m.shutdown()
+
+
+def test_topic_config_overrides_and_updates(tmp_path):
+    m = manager([tmp_path], topic_overrides={"big": {"segment.bytes": 10**6}})
+    big = m.get_or_create_log("big", 0)
+    small = m.get_or_create_log("small", 0)
+    assert big.config.segment_bytes == 10**6 and small.config.segment_bytes == 1000
+    m.update_config("small", {"segment.bytes": "2000", "cleanup.policy": "compact"})
+    assert small.config.segment_bytes == 2000 and small.config.compact
+    m.update_config("small", None)
+    assert small.config == CONFIG
+    created = m.get_or_create_log("new", 0, config_overrides={"retention.ms": 5})
+    assert created.config.retention_ms == 5
+    m.update_default_config(LogConfig(segment_bytes=3000))
+    assert small.config.segment_bytes == 3000 and big.config.segment_bytes == 10**6
+    m.shutdown()
+
+
+def test_delete_log_keeps_regions_readable(tmp_path):
+    clock = FakeClock()
+    m = manager([tmp_path], clock)
+    log = m.get_or_create_log("gone", 0)
+    for _ in range(5):
+        log.append(make_batch(2))
+    region = log.read(0, 10**6)
+    expected = region.read()
+    assert m.delete_log("gone", 0)
+    assert m.get_log("gone", 0) is None
+    deleted = [n for n in os.listdir(tmp_path) if n.endswith("-delete")]
+    assert len(deleted) == 1
+    assert m.delete_pending_files(clock.now_ms) == 0  # file.delete.delay.ms not over
+    clock.advance(60_000)
+    assert m.delete_pending_files(clock.now_ms) == 1
+    assert not [n for n in os.listdir(tmp_path) if n.endswith("-delete")]
+    assert region.read() == expected
+    assert not m.delete_log("gone", 0)
+    m.shutdown()
+
+
+def test_run_periodic_retention_flush_and_checkpoints(tmp_path):
+    clock = FakeClock()
+    config = LogConfig(segment_bytes=400, retention_ms=60_000, flush_ms=1000)
+    mc = LogManagerConfig(retention_check_interval_ms=5000, recovery_point_checkpoint_interval_ms=0)
+    m = LogManager([tmp_path], config, clock, manager_config=mc)
+    m.startup()
+    log = m.get_or_create_log("t", 0)
+    for _ in range(10):
+        log.append(make_batch(3, timestamp=clock.now_ms))
+    m.run_periodic()
+    assert log.recovery_point < log.log_end_offset  # flush.ms not elapsed
+    clock.advance(1000)
+    m.run_periodic()
+    assert log.recovery_point == log.log_end_offset == 30
+    assert read_offsets_checkpoint(tmp_path / files.RECOVERY_POINT_CHECKPOINT) == {("t", 0): 30}
+    segments = log.num_segments
+    clock.advance(120_000)
+    m.run_periodic()
+    assert log.num_segments == 1 and segments > 1
+    assert log.log_start_offset == 30
+    assert log.pending_deletes > 0
+    clock.advance(60_000)
+    m.run_periodic()
+    assert log.pending_deletes == 0
+    assert not [n for n in os.listdir(tmp_path / "t-0") if n.endswith(".deleted")]
+    m.shutdown()
+
+
+def test_deleted_files_and_dirs_are_removed_at_startup(tmp_path):
+    m = manager([tmp_path])
+    log = m.get_or_create_log("t", 0)
+    for _ in range(20):
+        log.append(make_batch(3))
+    log.delete_records_before(30)
+    m.delete_log("t", 0)
+    m.get_or_create_log("t", 0).append(make_batch(1))
+    m.shutdown()
+    m = manager([tmp_path])
+    assert not [n for n in os.listdir(tmp_path) if n.endswith("-delete")]
+    assert m.get_log("t", 0).log_end_offset == 1
+    m.shutdown()
