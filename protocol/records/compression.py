@@ -331,6 +331,7 @@ def lz4_compress(
 
 #: LZ4 cannot expand data more than about 255 times (one length byte per 255 bytes of match).
 _LZ4_MAX_RATIO = 256
+_LZ4_FIRST_GUESS = 8
 
 
 def lz4_decompress(data: Buffer, *, max_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> bytes:
@@ -353,8 +354,13 @@ def lz4_decompress(data: Buffer, *, max_bytes: int = DEFAULT_MAX_DECOMPRESSED_BY
             if content_size > max_bytes - total:
                 raise _exceeded(max_bytes)
         decompressor = lz4.frame.LZ4FrameDecompressor()
-        # A bounded output buffer: never more than the frame could expand to, nor the budget.
-        step = min(max_bytes - total + 1, max(len(rest) * _LZ4_MAX_RATIO, 1 << 16))
+        # The output buffer is allocated up front: guess a typical ratio, then grow, never past
+        # the budget (nor past what the frame could expand to).
+        step = min(
+            max_bytes - total + 1,
+            len(rest) * _LZ4_MAX_RATIO,
+            max(len(rest) * _LZ4_FIRST_GUESS, 1 << 16),
+        )
         try:
             out = decompressor.decompress(rest, max_length=step)
             while True:
@@ -366,7 +372,8 @@ def lz4_decompress(data: Buffer, *, max_bytes: int = DEFAULT_MAX_DECOMPRESSED_BY
                     break
                 if decompressor.needs_input:
                     raise CorruptRecord("LZ4 frame is truncated")
-                out = decompressor.decompress(b"", max_length=min(max_bytes - total + 1, step))
+                step = min(max_bytes - total + 1, step * 2)
+                out = decompressor.decompress(b"", max_length=step)
         except RuntimeError as e:  # lz4.frame reports every decoding failure this way
             raise CorruptRecord(f"invalid LZ4 data: {e}") from None
         unused = decompressor.unused_data

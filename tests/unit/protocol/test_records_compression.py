@@ -253,7 +253,7 @@ def test_truncated_and_garbage_are_corrupt(codec):
     for junk in (b"", b"\0", b"garbage data " * 10, os.urandom(100)):
         try:
             c.decompress(codec, junk)
-        except CorruptRecord:
+        except (CorruptRecord, DecompressionLimitExceeded):  # a raw snappy length may be huge
             pass
 
 
