@@ -99,12 +99,13 @@ class FileRecords:
         data starts at. On an I/O error the file is cut back to the old size and the error is
         re-raised."""
         position = self.size
-        view = memoryview(data)
-        total = len(view)
-        done = 0
+        total = len(data)
         try:
-            while done < total:
-                done += os.pwrite(self.fd, view[done:], position + done)
+            done = os.pwrite(self.fd, data, position)
+            if done < total:
+                view = memoryview(data)
+                while done < total:
+                    done += os.pwrite(self.fd, view[done:], position + done)
         except OSError:
             try:
                 os.ftruncate(self.fd, position)

@@ -297,6 +297,11 @@ class OffsetIndex(_Index):
         self._positions.append(position)
         offsets.append(rel)
 
+    def append_unchecked(self, offset: int, position: int) -> None:
+        """:meth:`append` for a caller that already knows the entry is in order and fits."""
+        self._positions.append(position)
+        self._offsets.append(offset - self.base_offset)
+
     def truncate_to(self, offset: int) -> None:
         """Removes the entries with offsets >= ``offset``."""
         rel = offset - self.base_offset

@@ -17,6 +17,7 @@ from storage.checkpoint import (
     read_partition_metadata,
     write_partition_metadata,
 )
+from storage.config import LOG_APPEND_TIME as LOG_APPEND_TIME_TYPE
 from storage.config import LogConfig
 from storage.epoch import LeaderEpochFileCache
 from storage.errors import (
@@ -43,9 +44,10 @@ NO_TIMESTAMP: Final = -1
 UNKNOWN_OFFSET: Final = -1
 _LONG_MAX: Final = 2**63 - 1
 
-# baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta,
-# baseTimestamp, maxTimestamp: what append needs from each header
-_APPEND_SCAN: Final = struct.Struct(">qiibIhiqq")
+_HEADER_UNPACK: Final = rb.HEADER.unpack_from
+#: baseOffset (int64), then batchLength (int32, rewritten unchanged), then partitionLeaderEpoch
+_OFFSET_AND_EPOCH: Final = struct.Struct(">qii")
+_pack_offset_and_epoch: Final = _OFFSET_AND_EPOCH.pack_into
 
 
 def _now_ms() -> int:
@@ -105,6 +107,14 @@ class ProducerStateHook(Protocol):
         """Called once the batches are written, with their final headers."""
 
 
+def _new_header(fields: tuple[int, ...]) -> rb.BatchHeader:
+    return tuple.__new__(rb.BatchHeader, fields)
+
+
+#: builds a NamedTuple from a tuple without its __new__'s argument parsing (hot path)
+_tuple_new: Final = tuple.__new__
+
+
 class PartitionLog:
     """A partition's log: segments, offsets, high watermark, retention and recovery.
 
@@ -148,6 +158,9 @@ class PartitionLog:
         self.topic_id = topic_id
         self.clock = clock
         self.leader_epoch_cache = leader_epoch_cache
+        latest_epoch = leader_epoch_cache.latest_epoch()
+        #: the cache's latest epoch, kept here so appends need not take the cache's lock
+        self._latest_epoch = -1 if latest_epoch is None else latest_epoch
         #: whether appends advance the high watermark to the log end (standalone broker); set
         #: False when replication manages it through :meth:`update_high_watermark`
         self.high_watermark_follows_log_end = True
@@ -253,9 +266,7 @@ class PartitionLog:
         """
         if self._closed:
             raise KafkaStorageError(f"log {self.name} is closed")
-        if isinstance(records, bytes):
-            records = bytearray(records)
-        buf = records if isinstance(records, memoryview) else memoryview(records)
+        buf: bytearray | memoryview = bytearray(records) if isinstance(records, bytes) else records
         total = len(buf)
         if total == 0:
             raise ValueError("nothing to append")
@@ -265,96 +276,111 @@ class PartitionLog:
                 f"{total} bytes of batches exceed segment.bytes={config.segment_bytes}"
             )
         now = self.clock() if now_ms is None else now_ms
-        # scan the headers once: (position, size, lastOffsetDelta, maxTimestamp, baseOffset)
-        scan: list[tuple[int, int, int, int, int]] = []
-        unpack = _APPEND_SCAN.unpack_from
+        # one header unpack per batch: (position, header fields)
+        scan: list[tuple[int, tuple[int, ...]]] = []
+        unpack = _HEADER_UNPACK
         max_bytes = config.max_message_bytes
         pos = 0
         while pos < total:
             if total - pos < rb.HEADER_SIZE:
                 raise ValueError(f"{total - pos} trailing bytes are not a record batch")
-            base, length, _epoch, magic, _crc, _attrs, delta, _bts, max_ts = unpack(buf, pos)
+            fields = unpack(buf, pos)
+            length = fields[1]
             size = length + rb.LOG_OVERHEAD
-            if magic != rb.MAGIC_V2 or length < rb.HEADER_SIZE - rb.LOG_OVERHEAD:
+            if fields[3] != rb.MAGIC_V2 or length < rb.HEADER_SIZE - rb.LOG_OVERHEAD:
                 raise ValueError(f"not a magic-2 batch at position {pos}")
             if size > max_bytes:
                 raise RecordTooLarge(
                     f"a batch of {size} bytes exceeds max.message.bytes={max_bytes}"
                 )
-            if pos + size > total or delta < 0:
+            if pos + size > total or fields[6] < 0:
                 raise ValueError(f"batch at position {pos} is cut short or malformed")
-            scan.append((pos, size, delta, max_ts, base))
+            scan.append((pos, fields))
             pos += size
-        log_append_time = now if config.log_append_time else NO_TIMESTAMP
+        log_append_time = (
+            now if config.message_timestamp_type == LOG_APPEND_TIME_TYPE else NO_TIMESTAMP
+        )
+        new_header = _tuple_new
+        header_type = rb.BatchHeader
 
         flush_needed = False
         with self._lock:
             hook = self.producer_state
             if hook is not None:
-                answer = hook.before_append(self, [(p, rb.read_header(buf, p)) for p, *_ in scan])
+                answer = hook.before_append(self, [(p, _new_header(f)) for p, f in scan])
                 if answer is not None:
                     return answer
             next_offset = self._end.message_offset
-            first_offset = next_offset if assign_offsets else scan[0][4]
+            first_offset = next_offset if assign_offsets else scan[0][1][0]
             offset = next_offset
             max_timestamp = NO_TIMESTAMP
             offset_of_max = first_offset
+            record_count = 0
             headers = []
-            for pos, _size, delta, max_ts, base in scan:
+            for pos, fields in scan:
+                base = fields[0]
+                delta = fields[6]
                 if assign_offsets:
-                    rb.set_base_offset(buf, pos, offset)
-                    rb.set_partition_leader_epoch(buf, pos, leader_epoch)
+                    _pack_offset_and_epoch(buf, pos, offset, fields[1], leader_epoch)
                     base = offset
-                elif base < offset:
-                    raise ValueError(
-                        f"batch offset {base} is below the log end offset {next_offset} "
-                        f"(or the previous batch)"
-                    )
-                header = rb.read_header(buf, pos)
+                    epoch = leader_epoch
+                else:
+                    if base < offset:
+                        raise ValueError(
+                            f"batch offset {base} is below the log end offset {next_offset} "
+                            f"(or the previous batch)"
+                        )
+                    epoch = fields[2]
                 if log_append_time != NO_TIMESTAMP:
+                    header = rb.read_header(buf, pos)
                     rb.set_max_timestamp_and_type(buf, pos, header, log_append_time, True)
                     header = rb.read_header(buf, pos)
-                    max_ts = log_append_time
+                else:
+                    header = new_header(header_type, (base, fields[1], epoch, *fields[3:]))
                 headers.append(header)
+                max_ts = header.max_timestamp
                 if max_ts > max_timestamp:
                     max_timestamp = max_ts
                     offset_of_max = base + delta
+                record_count += header.record_count
                 offset = base + delta + 1
             last_offset = offset - 1
-            segment = self._maybe_roll(total, max_timestamp, last_offset, first_offset, now)
+            segment = self._segments.segments[-1]
+            if segment.should_roll(total, max_timestamp, last_offset, now, config):
+                segment = self._roll_locked(now, first_offset)
             try:
-                segment.append(
-                    buf,
-                    largest_offset=last_offset,
-                    largest_timestamp=max_timestamp,
-                    offset_of_max_timestamp=offset_of_max,
-                )
+                segment.append(buf, last_offset, max_timestamp, offset_of_max)
             except OSError as e:
                 raise KafkaStorageError(f"append to {segment.log.path} failed: {e}") from e
-            if leader_epoch >= 0 and assign_offsets:
-                latest = self.leader_epoch_cache.latest_epoch()
-                if latest is None or leader_epoch > latest:
+            if assign_offsets:
+                if leader_epoch > self._latest_epoch:
                     self.leader_epoch_cache.assign(leader_epoch, first_offset)
-            elif not assign_offsets:
+                    self._latest_epoch = leader_epoch
+            else:
                 for header in headers:
-                    epoch = header.partition_leader_epoch
-                    if epoch >= 0:
-                        latest = self.leader_epoch_cache.latest_epoch()
-                        if latest is None or epoch > latest:
-                            self.leader_epoch_cache.assign(epoch, header.base_offset)
-            self._end = LogOffsetMetadata(offset, segment.base_offset, segment.size)
+                    if header.partition_leader_epoch > self._latest_epoch:
+                        self.leader_epoch_cache.assign(
+                            header.partition_leader_epoch, header.base_offset
+                        )
+                        self._latest_epoch = header.partition_leader_epoch
+            self._end = _tuple_new(
+                LogOffsetMetadata, (offset, segment.base_offset, segment.log.size)
+            )
             if self.high_watermark_follows_log_end:
                 self._high_watermark = offset
-            info = AppendInfo(
-                first_offset=first_offset,
-                last_offset=last_offset,
-                max_timestamp=max_timestamp,
-                offset_of_max_timestamp=offset_of_max,
-                log_append_time=log_append_time,
-                log_start_offset=self._log_start_offset,
-                record_count=sum(h.record_count for h in headers),
-                valid_bytes=total,
-                batches=tuple(headers),
+            info = _tuple_new(
+                AppendInfo,
+                (
+                    first_offset,
+                    last_offset,
+                    max_timestamp,
+                    offset_of_max,
+                    log_append_time,
+                    self._log_start_offset,
+                    record_count,
+                    total,
+                    tuple(headers),
+                ),
             )
             if hook is not None:
                 hook.after_append(self, info)
@@ -363,20 +389,6 @@ class PartitionLog:
         if flush_needed:
             self.flush()
         return info
-
-    def _maybe_roll(
-        self, size: int, max_timestamp: int, last_offset: int, first_offset: int, now_ms: int
-    ) -> LogSegment:
-        segment = self._segments.active
-        if segment.should_roll(
-            messages_size=size,
-            max_timestamp_in_messages=max_timestamp,
-            max_offset_in_messages=last_offset,
-            now_ms=now_ms,
-            config=self.config,
-        ):
-            segment = self._roll_locked(now_ms, first_offset)
-        return segment
 
     def roll(self, now_ms: int | None = None) -> LogSegment:
         """Starts a new active segment at the log end offset (no-op if the active one is empty)."""
@@ -404,6 +416,10 @@ class PartitionLog:
         self._rolled_up_to = max(self._rolled_up_to, new_base)
         log.info("%s: rolled a new segment at offset %d", self.name, new_base)
         return segment
+
+    def _refresh_latest_epoch(self) -> None:
+        latest = self.leader_epoch_cache.latest_epoch()
+        self._latest_epoch = -1 if latest is None else latest
 
     # --- read (lock-free) -----------------------------------------------------------------------
 
@@ -620,6 +636,7 @@ class PartitionLog:
             if self._log_start_offset > target_offset:
                 self._log_start_offset = target_offset
             self.leader_epoch_cache.truncate_from_end(target_offset)
+            self._refresh_latest_epoch()
             log.info("%s: truncated to offset %d", self.name, target_offset)
             return True
 
@@ -640,6 +657,7 @@ class PartitionLog:
         self._recovery_point = new_offset
         self._rolled_up_to = new_offset
         self.leader_epoch_cache.clear()
+        self._refresh_latest_epoch()
         log.info("%s: truncated fully, starting at offset %d", self.name, new_offset)
 
     # --- flush ----------------------------------------------------------------------------------

@@ -253,24 +253,36 @@ class LogSegment:
 
     def should_roll(
         self,
-        *,
         messages_size: int,
         max_timestamp_in_messages: int,
         max_offset_in_messages: int,
         now_ms: int,
         config: LogConfig,
     ) -> bool:
+        """Kafka's shouldRoll: the append would pass ``segment.bytes``, the segment is older than
+        ``segment.ms`` (minus jitter), an index is full, or the offsets no longer fit. Called
+        for every append of the active segment (whose indexes are loaded)."""
         size = self.log.size
         if size > config.segment_bytes - messages_size:
             return True
         if size > 0:
-            waited = self.time_waited_for_roll(now_ms, max_timestamp_in_messages)
+            ts = self._rolling_based_timestamp
+            if ts is None:
+                ts = self.first_batch_timestamp()
+            if ts is not None and ts >= 0:
+                waited = max_timestamp_in_messages - ts
+            else:
+                waited = now_ms - self.created_ms
             if waited > config.segment_ms - self.roll_jitter_ms:
                 return True
+        offset_index = self._offset_index
+        time_index = self._time_index
+        if not (offset_index.loaded and time_index.loaded):
+            self._load_indexes()
         return (
-            self.offset_index.is_full()
-            or self.time_index.is_full()
-            or not self.offset_index.can_append_offset(max_offset_in_messages)
+            len(offset_index._offsets) >= offset_index.max_entries
+            or len(time_index._timestamps) >= time_index.max_entries - 1
+            or not 0 <= max_offset_in_messages - self.base_offset <= INT32_MAX
         )
 
     # --- append -----------------------------------------------------------------------------------
@@ -278,7 +290,6 @@ class LogSegment:
     def append(
         self,
         records: rb.Buffer,
-        *,
         largest_offset: int,
         largest_timestamp: int,
         offset_of_max_timestamp: int,
@@ -294,15 +305,19 @@ class LogSegment:
         position = self.log.append(records)
         if position == 0:
             self._rolling_based_timestamp = largest_timestamp
-        current = self.max_timestamp_so_far
+        current = self._max_timestamp_so_far
+        if current is None:
+            current = self.max_timestamp_so_far
         if largest_timestamp > current.timestamp:
             current = TimestampOffset(largest_timestamp, offset_of_max_timestamp)
             self._max_timestamp_so_far = current
         if self.bytes_since_last_index_entry > self.index_interval_bytes:
-            self._offset_index.append(largest_offset, position)
-            self._time_index.maybe_append(current.timestamp, current.offset)
-            self.bytes_since_last_index_entry = 0
-        self.bytes_since_last_index_entry += size
+            # the log checked order, room (should_roll) and range above: no re-checks here
+            self._offset_index.append_unchecked(largest_offset, position)
+            self._time_index.maybe_append(current.timestamp, current.offset, skip_full_check=True)
+            self.bytes_since_last_index_entry = size
+        else:
+            self.bytes_since_last_index_entry += size
         return position
 
     # --- reads ------------------------------------------------------------------------------------
