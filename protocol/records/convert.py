@@ -18,7 +18,7 @@ from protocol.errors import InvalidRecord
 from protocol.records import compression as _compression
 from protocol.records.batch import Buffer
 from protocol.records.compression import DEFAULT_MAX_DECOMPRESSED_BYTES
-from protocol.records.legacy import MAGIC_V1, build_message_set, iter_legacy_batches
+from protocol.records.legacy import MAGIC_V1, build_message_set, expand_message, iter_messages
 from protocol.records.memory import iter_any_batches
 from protocol.records.record import CREATE_TIME, LOG_APPEND_TIME, RecordBatchBuilder
 
@@ -34,16 +34,19 @@ def legacy_to_batch(
     """A producer's v0/v1 message set as one magic-2 batch with offsets 0..n-1.
 
     ``compression`` None keeps the source codec (the last compressed wrapper's, as Kafka's
-    LogValidator picks it). Raises CorruptRecord, InvalidRecord (no messages) or the
-    compression errors.
+    LogValidator picks it). ``max_decompressed_bytes`` bounds all wrappers together, since
+    every record is held until the batch is built. Raises CorruptRecord, InvalidRecord (no
+    messages) or the compression errors.
     """
     source_codec = _compression.NONE
     records = []
-    for batch in iter_legacy_batches(
-        buf, verify_crc=verify_crc, max_decompressed_bytes=max_decompressed_bytes
-    ):
+    budget = max_decompressed_bytes
+    for _, message in iter_messages(buf, verify_crc=verify_crc):
+        batch = expand_message(message, max_decompressed_bytes=max(budget, 0))
         if batch.compression:
             source_codec = batch.compression
+            for record in batch.records:
+                budget -= 34 + len(record.key or b"") + len(record.value or b"")
         records.extend(batch.records)
     if not records:
         raise InvalidRecord("no messages in the message set")

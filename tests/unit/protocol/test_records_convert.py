@@ -8,7 +8,12 @@ from aiokafka.record import memory_records as aio_memory
 from kafka.record import legacy_records as kp_legacy
 from kafka.record import memory_records as kp_memory
 
-from protocol.errors import CorruptRecord, InvalidRecord, UnsupportedCompression
+from protocol.errors import (
+    CorruptRecord,
+    DecompressionLimitExceeded,
+    InvalidRecord,
+    UnsupportedCompression,
+)
 from protocol.records import batch as rb
 from protocol.records import compression as c
 from protocol.records.control import ControlRecordType, build_control_batch
@@ -82,6 +87,15 @@ def test_several_wrappers_and_plain_messages():
     batch = decode_batch(legacy_to_batch(raw))
     assert batch.compression == c.SNAPPY
     assert [r.value for r in batch.records] == [r.value for r in SAMPLE]
+
+
+def test_up_conversion_bounds_all_wrappers_together():
+    wrapper = build_message_set([SimpleRecord(b"\0" * 100_000)], magic=1, compression=c.GZIP)
+    assert (
+        len(decode_batch(legacy_to_batch(wrapper * 5, max_decompressed_bytes=10**6)).records) == 5
+    )
+    with pytest.raises(DecompressionLimitExceeded):
+        legacy_to_batch(wrapper * 20, max_decompressed_bytes=10**6)
 
 
 def test_up_conversion_errors():
