@@ -32,7 +32,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from protocol.schema import ArrayOf, Struct
+from protocol.codegen import INLINE_RECORDS_MAX
+from protocol.schema import BYTES, RECORDS, STRING, ArrayOf, Primitive, Struct
 from tests.property.kio_worker import KioWorker, OracleRejected
 from tests.property.strategies import Overrides
 
@@ -55,6 +56,45 @@ class OracleCodec:
 
 class OracleMismatch(OracleRejected):
     """The oracle did not consume exactly the bytes it was given."""
+
+
+# --- long values -----------------------------------------------------------------------------
+
+# strategies.py draws short strings and blobs. Now and then take long ones instead, so lengths
+# need two varint bytes (compact lengths >= 127) and record blobs leave our encoder as separate
+# buffers (longer than protocol.codegen.INLINE_RECORDS_MAX).
+_LONG: dict[Primitive, st.SearchStrategy[Any]] = {
+    STRING: st.text(min_size=127, max_size=160),
+    BYTES: st.binary(min_size=127, max_size=300),
+    RECORDS: st.binary(min_size=INLINE_RECORDS_MAX + 1, max_size=INLINE_RECORDS_MAX + 200),
+}
+_SHORT: dict[Primitive, st.SearchStrategy[Any]] = {
+    STRING: st.text(max_size=12),
+    BYTES: st.binary(max_size=12),
+    RECORDS: st.binary(max_size=40),
+}
+
+
+def long_value_overrides(cls: type[Struct], version: int) -> Overrides:
+    """For every string, bytes and records field of ``cls`` at ``version``: mostly short values,
+    one draw in four a long one."""
+    out: dict[tuple[type[Struct], str], st.SearchStrategy[Any]] = {}
+    seen: set[type[Struct]] = set()
+
+    def walk(cls: type[Struct]) -> None:
+        seen.add(cls)
+        for fl in cls.__fields__:
+            if version not in fl.versions:
+                continue
+            t = fl.type.element if isinstance(fl.type, ArrayOf) else fl.type
+            if isinstance(t, type) and issubclass(t, Struct):
+                if t not in seen:
+                    walk(t)
+            elif isinstance(t, Primitive) and t in _LONG:
+                out[(cls, fl.name)] = st.one_of(_SHORT[t], _SHORT[t], _SHORT[t], _LONG[t])
+
+    walk(cls)
+    return out
 
 
 # --- kio ---------------------------------------------------------------------------------------

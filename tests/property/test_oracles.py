@@ -19,7 +19,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from protocol.messages import SCHEMAS, ApiSchema
-from tests.property.oracles import KAFKA_PYTHON_OLD, ORACLES, OracleCodec, oracle_codec
+from tests.property.oracles import (
+    KAFKA_PYTHON_OLD,
+    ORACLES,
+    OracleCodec,
+    long_value_overrides,
+    oracle_codec,
+)
 from tests.property.strategies import struct_of
 
 EXAMPLES = int(os.environ.get("ODRADEK_ORACLE_EXAMPLES", "15"))
@@ -108,7 +114,9 @@ def _prepared(
     if key not in _CODECS:
         codec = _codec_or_none(oracle, schema, version, kind)
         assert codec is not None
-        strategy = struct_of(_message(schema, kind), version, overrides=codec.overrides)
+        cls = _message(schema, kind)
+        overrides = {**long_value_overrides(cls, version), **codec.overrides}
+        strategy = struct_of(cls, version, overrides=overrides)
         _CODECS[key] = (codec, strategy)
     return _CODECS[key]
 
