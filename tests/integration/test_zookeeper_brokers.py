@@ -1,0 +1,319 @@
+"""Real ``odradek serve`` processes forming a cluster through a real ZooKeeper, used by real
+clients: every broker registers, partitions spread over them, any broker bootstraps a client
+that produces and consumes every partition; SIGKILL, restarts, stalls (session expiry),
+duplicate ids and a log dir from another cluster."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from kafka import KafkaConsumer
+from kafka import TopicPartition as KTP
+from kazoo.client import KazooClient
+
+from tests.integration.broker_process import BrokerProcess
+from tests.support.zookeeper import ZooKeeperServer, require_zookeeper
+
+pytestmark = pytest.mark.zookeeper
+
+SESSION_TIMEOUT_MS = 2000
+
+
+@pytest.fixture(scope="module")
+def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
+    require_zookeeper()
+    server = ZooKeeperServer(tmp_path_factory.mktemp("zookeeper"), tick_time_ms=200)
+    server.start()
+    yield server
+    server.stop()
+
+
+class ProcessCluster:
+    def __init__(self, zookeeper: ZooKeeperServer, tmp: Path) -> None:
+        self.connect = zookeeper.chroot_connect()
+        self.tmp = tmp
+        self.brokers: dict[int, BrokerProcess] = {}
+        self.extra: list[BrokerProcess] = []
+        self._zk: KazooClient | None = None
+
+    def process(
+        self, broker_id: int, *, name: str | None = None, **overrides: str
+    ) -> BrokerProcess:
+        home = self.tmp / (name or f"broker-{broker_id}")
+        home.mkdir(exist_ok=True)
+        settings = {
+            "broker.id": str(broker_id),
+            "zookeeper.connect": self.connect,
+            "zookeeper.session.timeout.ms": str(SESSION_TIMEOUT_MS),
+            "num.partitions": "3",
+        }
+        settings.update(overrides)
+        return BrokerProcess(home / "data", settings, log_path=home / "broker.log")
+
+    def start(self, *ids: int) -> list[BrokerProcess]:
+        started = []
+        for broker_id in ids:
+            proc = self.brokers.get(broker_id) or self.process(broker_id)
+            self.brokers[broker_id] = proc
+            started.append(proc.start())
+        return started
+
+    @property
+    def zk(self) -> KazooClient:
+        if self._zk is None:
+            self._zk = KazooClient(hosts=self.connect)
+            self._zk.start(timeout=10)
+        return self._zk
+
+    def registered(self) -> list[int]:
+        return sorted(int(c) for c in self.zk.get_children("/brokers/ids"))
+
+    def controller(self) -> int | None:
+        if self.zk.exists("/controller") is None:
+            return None
+        return int(json.loads(self.zk.get("/controller")[0])["brokerid"])
+
+    def close(self) -> None:
+        for proc in [*self.brokers.values(), *self.extra]:
+            if proc.proc is not None and proc.proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(proc.pid, signal.SIGCONT)
+            proc.stop()
+        if self._zk is not None:
+            self._zk.stop()
+            self._zk.close()
+
+
+@pytest.fixture
+def cluster(zookeeper: ZooKeeperServer, tmp_path: Path) -> Iterator[ProcessCluster]:
+    c = ProcessCluster(zookeeper, tmp_path)
+    yield c
+    c.close()
+
+
+def wait_for(predicate: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        result = predicate()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def metadata(bootstrap: str) -> Any:
+    return AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=15)
+
+
+def leaders(bootstrap: str, topic: str) -> dict[int, int]:
+    md = metadata(bootstrap)
+    t = md.topics.get(topic)
+    if t is None or t.error is not None:
+        return {}
+    return {p.id: p.leader for p in t.partitions.values()}
+
+
+def wait_leaders(bootstrap: str, topic: str, count: int) -> dict[int, int]:
+    """The partitions' leaders, once this broker knows a leader for each of them."""
+
+    def ready() -> dict[int, int] | None:
+        found = leaders(bootstrap, topic)
+        if len(found) == count and all(leader >= 0 for leader in found.values()):
+            return found
+        return None
+
+    result: dict[int, int] = wait_for(ready, f"leaders of {topic} on {bootstrap}")
+    return result
+
+
+def produce(
+    bootstrap: str, topic: str, partitions: list[int], per_partition: int, tag: str
+) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    errors: list[Any] = []
+    for p in partitions:
+        for i in range(per_partition):
+            producer.produce(
+                topic,
+                value=f"{tag}-{p}-{i}".encode(),
+                partition=p,
+                on_delivery=lambda err, msg: errors.append(err) if err else None,
+            )
+    assert producer.flush(30) == 0
+    assert errors == []
+
+
+def consume(bootstrap: str, topic: str, partitions: list[int], expected: int) -> list[bytes]:
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        group_id=None,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=10000,
+    )
+    consumer.assign([KTP(topic, p) for p in partitions])
+    consumer.seek_to_beginning()
+    got: list[bytes] = []
+    deadline = time.monotonic() + 60
+    try:
+        while len(got) < expected and time.monotonic() < deadline:
+            for records in consumer.poll(timeout_ms=500).values():
+                got.extend(r.value for r in records)
+    finally:
+        consumer.close()
+    return got
+
+
+def create_topic(bootstrap: str, name: str, partitions: int, replication: int = 1) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(name, partitions, replication)])[name].result(30)
+
+
+# --- tests -----------------------------------------------------------------------------------
+
+
+def test_three_brokers_serve_every_partition_from_any_bootstrap(cluster: ProcessCluster) -> None:
+    b1, b2, b3 = cluster.start(1, 2, 3)
+    assert cluster.registered() == [1, 2, 3]
+    for b in (b1, b2, b3):
+        md = wait_for(lambda b=b: (m := metadata(b.bootstrap)) and len(m.brokers) == 3 and m, "3")
+        assert sorted(md.brokers) == [1, 2, 3]
+        assert {i: f"{x.host}:{x.port}" for i, x in md.brokers.items()} == {
+            1: b1.bootstrap,
+            2: b2.bootstrap,
+            3: b3.bootstrap,
+        }
+        assert md.controller_id == 1
+    cluster_ids = {metadata(b.bootstrap).cluster_id for b in (b1, b2, b3)}
+    assert len(cluster_ids) == 1
+
+    create_topic(b2.bootstrap, "pageviews", 6)
+    layout = wait_leaders(b3.bootstrap, "pageviews", 6)
+    assert sorted(layout.values()) == [1, 1, 2, 2, 3, 3]
+    for b in (b1, b2):
+        wait_for(lambda b=b: leaders(b.bootstrap, "pageviews") == layout, "same leaders")
+    # every partition has its state znode, and its log only on its leader
+    for p, leader in layout.items():
+        state = json.loads(cluster.zk.get(f"/brokers/topics/pageviews/partitions/{p}/state")[0])
+        assert state["leader"] == leader and state["isr"] == [leader]
+        for broker_id, proc in cluster.brokers.items():
+            assert (proc.data_dir / f"pageviews-{p}").is_dir() == (broker_id == leader)
+
+    produce(b2.bootstrap, "pageviews", list(range(6)), 20, "a")
+    got = consume(b3.bootstrap, "pageviews", list(range(6)), 120)
+    assert sorted(got) == sorted(f"a-{p}-{i}".encode() for p in range(6) for i in range(20))
+    got = consume(b1.bootstrap, "pageviews", [0], 20)
+    assert got == [f"a-0-{i}".encode() for i in range(20)]
+
+    # auto-creation through a non-controller broker
+    produce(b3.bootstrap, "auto-created", [0, 1, 2], 1, "x")
+    assert sorted(wait_leaders(b1.bootstrap, "auto-created", 3).values()) == [1, 2, 3]
+
+
+def test_sigkill_failover_and_restart(cluster: ProcessCluster) -> None:
+    b1, b2, b3 = cluster.start(1, 2, 3)
+    create_topic(b2.bootstrap, "survive", 3)
+    layout = wait_leaders(b2.bootstrap, "survive", 3)
+    produce(b2.bootstrap, "survive", [0, 1, 2], 10, "before")
+    on_1 = [p for p, leader in layout.items() if leader == 1]
+    others = [p for p, leader in layout.items() if leader != 1]
+    assert cluster.controller() == 1
+
+    b1.kill()  # SIGKILL: no clean shutdown, the session lives until ZooKeeper expires it
+    wait_for(
+        lambda: cluster.registered() == [2, 3], "/brokers/ids/1 gone after the session timeout"
+    )
+    wait_for(lambda: cluster.controller() in (2, 3), "a new controller")
+    wait_for(lambda: sorted(metadata(b2.bootstrap).brokers) == [2, 3], "Metadata without 1")
+    wait_for(lambda: sorted(metadata(b3.bootstrap).brokers) == [2, 3], "Metadata without 1")
+    assert int(cluster.zk.get("/controller_epoch")[0]) == 2
+    # broker 1's partitions have no other replica: no leader; the others keep serving
+    wait_for(
+        lambda: all(leaders(b3.bootstrap, "survive")[p] == -1 for p in on_1), "offline partitions"
+    )
+    produce(b3.bootstrap, "survive", others, 10, "during")
+    got = consume(b2.bootstrap, "survive", others, 20 * len(others))
+    assert sorted(got) == sorted(
+        f"{tag}-{p}-{i}".encode() for tag in ("before", "during") for p in others for i in range(10)
+    )
+
+    b1.start()  # same id, same data: registers again and leads its partitions again
+    wait_for(lambda: cluster.registered() == [1, 2, 3], "broker 1 registered again")
+    wait_for(lambda: sorted(metadata(b2.bootstrap).brokers) == [1, 2, 3], "Metadata with 1")
+    wait_for(lambda: all(leaders(b2.bootstrap, "survive")[p] == 1 for p in on_1), "back on 1")
+    produce(b2.bootstrap, "survive", on_1, 10, "after")
+    got = consume(b3.bootstrap, "survive", on_1, 20 * len(on_1))
+    assert sorted(got) == sorted(
+        f"{tag}-{p}-{i}".encode() for tag in ("before", "after") for p in on_1 for i in range(10)
+    )
+
+
+def test_duplicate_broker_id_fails_to_start(cluster: ProcessCluster) -> None:
+    cluster.start(1)
+    dup = cluster.process(1, name="duplicate")
+    cluster.extra.append(dup)
+    with pytest.raises(RuntimeError, match="did not start"):
+        dup.start(timeout=60)
+    assert dup.proc is not None
+    assert dup.proc.wait(30) != 0
+    assert "broker.id 1 is already registered in ZooKeeper" in dup.log()
+    assert cluster.registered() == [1]
+
+
+def test_stalled_broker_is_expired_and_registers_again_without_restart(
+    cluster: ProcessCluster,
+) -> None:
+    b1, b2 = cluster.start(1, 2)
+    create_topic(b1.bootstrap, "stall", 2)
+    before = cluster.zk.exists("/brokers/ids/2")
+    assert before is not None
+    os.kill(b2.pid, signal.SIGSTOP)  # as a long GC pause or a frozen VM would
+    try:
+        wait_for(lambda: cluster.registered() == [1], "the stalled broker's session expired")
+    finally:
+        os.kill(b2.pid, signal.SIGCONT)
+
+    def registered_again() -> bool:
+        stat = cluster.zk.exists("/brokers/ids/2")
+        return stat is not None and stat.ephemeralOwner != before.ephemeralOwner
+
+    wait_for(registered_again, "broker 2 registered under a new session")
+    assert b2.proc is not None and b2.proc.poll() is None  # the same process
+    assert "registering broker 2 again" in b2.log()
+    wait_for(lambda: sorted(metadata(b1.bootstrap).brokers) == [1, 2], "listed again")
+    wait_for(lambda: sorted(leaders(b2.bootstrap, "stall").values()) == [1, 2], "serving again")
+    produce(b1.bootstrap, "stall", [0, 1], 5, "s")
+    assert len(consume(b2.bootstrap, "stall", [0, 1], 10)) == 10
+
+
+def test_log_dir_of_another_cluster_is_refused(
+    cluster: ProcessCluster, zookeeper: ZooKeeperServer
+) -> None:
+    (b1,) = cluster.start(1)
+    first_cluster = metadata(b1.bootstrap).cluster_id
+    b1.stop()
+    meta = (b1.data_dir / "meta.properties").read_text()
+    assert f"cluster.id={first_cluster}" in meta
+
+    # the same log dir, pointed at another cluster (another chroot)
+    other = ProcessCluster(zookeeper, cluster.tmp)
+    try:
+        b1.overrides["zookeeper.connect"] = other.connect
+        with pytest.raises(RuntimeError, match="did not start"):
+            b1.start()
+        assert b1.proc is not None and b1.proc.wait(30) != 0
+        assert f"doesn't match stored clusterId {first_cluster} in meta.properties" in b1.log()
+        assert other.registered() == []
+    finally:
+        other.close()
