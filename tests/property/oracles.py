@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import atexit
 import dataclasses
+import datetime
+import enum
 import importlib
 import io
 import pkgutil
@@ -33,7 +35,8 @@ from typing import Any
 from hypothesis import strategies as st
 
 from protocol.codegen import INLINE_RECORDS_MAX
-from protocol.schema import BYTES, RECORDS, STRING, ArrayOf, Primitive, Struct
+from protocol.primitives import ZERO_UUID
+from protocol.schema import BYTES, RECORDS, STRING, UUID, ArrayOf, Field, Primitive, Struct
 from tests.property.kio_worker import KioWorker, OracleRejected
 from tests.property.strategies import Overrides
 
@@ -131,44 +134,92 @@ def _kio_leaf(kafka_type: str, optional: bool) -> st.SearchStrategy[Any] | None:
     return None
 
 
-def kio_overrides(ours: type[Struct], theirs: type, version: int, flexible: bool) -> Overrides:
-    """Pair our fields with kio's (untagged ones by position, tagged ones by tag) and collect
-    the value constraints kio's typed fields need."""
-    from kio.serial._introspect import (
-        EntityField,
-        EntityTupleField,
-        classify_field,
-        is_optional,
+def _kio_pairs(
+    ours: type[Struct], theirs: type, version: int, flexible: bool
+) -> Iterator[tuple[type[Struct], Field, dataclasses.Field[Any]]]:
+    """Our fields with kio's, recursively: untagged ones by position, tagged ones by tag.
+    Yields (our struct class, our field, kio's field)."""
+    from kio.serial._introspect import EntityField, EntityTupleField, classify_field
+
+    our_fields = [fl for fl in ours.__fields__ if version in fl.versions]
+    their_fields = dataclasses.fields(theirs)
+    pairs = list(
+        zip(
+            [fl for fl in our_fields if not fl.is_tagged(version, flexible)],
+            [tf for tf in their_fields if "tag" not in tf.metadata],
+            strict=False,
+        )
     )
+    their_tagged = {tf.metadata["tag"]: tf for tf in their_fields if "tag" in tf.metadata}
+    for fl in our_fields:
+        if fl.is_tagged(version, flexible) and fl.tag in their_tagged:
+            pairs.append((fl, their_tagged[fl.tag]))
+    for fl, tf in pairs:
+        yield ours, fl, tf
+        t = fl.type.element if isinstance(fl.type, ArrayOf) else fl.type
+        kind = classify_field(tf)
+        if isinstance(t, type) and isinstance(kind, EntityField | EntityTupleField):
+            yield from _kio_pairs(t, kind.type_, version, flexible)
+
+
+def kio_overrides(ours: type[Struct], theirs: type, version: int, flexible: bool) -> Overrides:
+    """The value constraints kio's typed fields need, for our fields."""
+    from kio.serial._introspect import is_optional
 
     out: dict[tuple[type[Struct], str], st.SearchStrategy[Any]] = {}
-
-    def walk(ours: type[Struct], theirs: type) -> None:
-        our_fields = [fl for fl in ours.__fields__ if version in fl.versions]
-        their_fields = dataclasses.fields(theirs)
-        pairs = list(
-            zip(
-                [fl for fl in our_fields if not fl.is_tagged(version, flexible)],
-                [tf for tf in their_fields if "tag" not in tf.metadata],
-                strict=False,
-            )
-        )
-        their_tagged = {tf.metadata["tag"]: tf for tf in their_fields if "tag" in tf.metadata}
-        for fl in our_fields:
-            if fl.is_tagged(version, flexible) and fl.tag in their_tagged:
-                pairs.append((fl, their_tagged[fl.tag]))
-        for fl, tf in pairs:
-            t = fl.type.element if isinstance(fl.type, ArrayOf) else fl.type
-            kind = classify_field(tf)
-            if isinstance(t, type) and issubclass(t, Struct):
-                if isinstance(kind, EntityField | EntityTupleField):
-                    walk(t, kind.type_)
-                continue
+    for cls, fl, tf in _kio_pairs(ours, theirs, version, flexible):
+        t = fl.type.element if isinstance(fl.type, ArrayOf) else fl.type
+        if isinstance(t, Primitive):
             leaf = _kio_leaf(tf.metadata.get("kafka_type", ""), is_optional(tf))
             if leaf is not None:
-                out[(ours, fl.name)] = leaf
+                out[(cls, fl.name)] = leaf
+    return out
 
-    walk(ours, theirs)
+
+def _plain_kio_value(value: Any) -> Any:
+    """kio's typed value as the plain value our schemas use."""
+    if isinstance(value, datetime.timedelta):
+        return value // datetime.timedelta(milliseconds=1)
+    if isinstance(value, datetime.datetime):
+        return (value - _EPOCH) // datetime.timedelta(milliseconds=1)
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, tuple):
+        return [_plain_kio_value(v) for v in value]
+    return value
+
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+
+
+def kio_default_mismatches(
+    ours: type[Struct], theirs: type, version: int, flexible: bool
+) -> list[str]:
+    """Fields of primitive types (or arrays of them) whose default differs from kio's explicit
+    default (or, for tagged fields, kio's implicit one). A tagged field's default decides
+    whether it is written at all, so a different default changes the bytes."""
+    from kio.serial._implicit_defaults import get_tagged_field_default
+
+    out = []
+    for cls, fl, tf in _kio_pairs(ours, theirs, version, flexible):
+        if isinstance(fl.type, type):  # a struct: its fields are compared one by one
+            continue
+        if tf.default is not dataclasses.MISSING:
+            theirs_default = tf.default
+        elif "tag" in tf.metadata:
+            theirs_default = get_tagged_field_default(tf)
+        else:
+            continue
+        ours_default = fl.make_default()
+        theirs_plain = _plain_kio_value(theirs_default)
+        if theirs_plain is None and fl.type is UUID:
+            theirs_plain = ZERO_UUID  # kio reads the all-zero UUID as None
+        if theirs_plain is None and tf.metadata.get("kafka_type") == "datetime_i64":
+            theirs_plain = -1  # kio reads a -1 timestamp as None
+        if ours_default != theirs_plain:
+            out.append(
+                f"{cls.__name__}.{fl.name}: ours {ours_default!r}, kio's {tf.name} {theirs_plain!r}"
+            )
     return out
 
 

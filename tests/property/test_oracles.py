@@ -21,8 +21,11 @@ from hypothesis import strategies as st
 from protocol.messages import SCHEMAS, ApiSchema
 from tests.property.oracles import (
     KAFKA_PYTHON_OLD,
+    KIO,
     ORACLES,
     OracleCodec,
+    kio_codec,
+    kio_default_mismatches,
     long_value_overrides,
     oracle_codec,
 )
@@ -176,3 +179,22 @@ def test_every_version_has_an_oracle() -> None:
     )
     stale = sorted(NO_ORACLE.keys() - missing)
     assert not stale, f"NO_ORACLE lists cases that an oracle now checks: {stale}"
+
+
+KIO_CASES = [
+    pytest.param(schema, version, kind, id=f"{schema.name}{kind.capitalize()}-v{version}")
+    for schema in SCHEMAS.values()
+    for version in _versions(schema)
+    for kind in ("request", "response")
+    if KIO in COVERAGE[(schema.name, version, kind)]
+]
+
+
+@pytest.mark.parametrize(("schema", "version", "kind"), KIO_CASES)
+def test_defaults_agree_with_kio(schema: ApiSchema, version: int, kind: str) -> None:
+    """Our defaults are Kafka's: a tagged field is written only when it differs from its
+    default, and a field absent from a version decodes to its default. Random values seldom hit
+    a default, so the defaults are compared directly."""
+    ours = _message(schema, kind)
+    theirs, _ = kio_codec(schema.key, version, kind)
+    assert kio_default_mismatches(ours, theirs, version, schema.is_flexible(version)) == []
