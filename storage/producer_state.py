@@ -1,0 +1,528 @@
+"""ProducerStateManager: idempotent producers' sequence state per partition (Kafka's
+ProducerStateManager, ProducerStateEntry and ProducerAppendInfo), plugged into
+:class:`storage.log.PartitionLog` as its ``producer_state`` hook.
+
+For every producer id that wrote to the partition it keeps the epoch and the metadata of its last
+5 batches (first/last sequence, last offset, timestamp). On append (under the log's lock):
+
+* a batch whose epoch and sequence range equal one of those 5 is a retry: nothing is appended and
+  the producer gets the original offsets back;
+* an epoch below the producer's is INVALID_PRODUCER_EPOCH;
+* with the same epoch the first sequence must follow the last one (``last + 1``, or 0 after
+  ``Integer.MAX_VALUE``), else OUT_OF_ORDER_SEQUENCE_NUMBER; a new (higher) epoch must start at
+  sequence 0 (an idempotent producer bumps its epoch itself after an error, KIP-360);
+* a producer the partition does not know (new, expired, or its batches removed by retention) may
+  start at any sequence: Kafka 2.5+ no longer answers UNKNOWN_PRODUCER_ID there, which both
+  librdkafka and the Java/kafka-python clients handle.
+
+Transactions (a later issue) will add the ongoing transaction's first offset (already kept in the
+snapshot format), control batches and the last stable offset here.
+
+On-disk format: ``<20-digit offset>.snapshot`` files in the partition directory, Kafka's own:
+int16 version (1), uint32 CRC-32C of everything after the CRC, int32 count, then per producer:
+int64 producer id, int16 epoch, int32 last sequence, int64 last offset, int32 offset delta (last
+offset - first offset of its last batch), int64 timestamp, int32 coordinator epoch, int64 first
+offset of its ongoing transaction (-1). A snapshot named N holds the state after every batch
+below offset N. One is written when a segment rolls and at clean shutdown.
+
+Recovery: the latest snapshot not beyond the log end is read (a corrupt one is deleted and the
+previous tried), then the batches from its offset to the log end are replayed (headers only,
+without validation), so the state is the same whether or not the broker shut down cleanly.
+Snapshots beyond the log end (after a truncation) are deleted.
+
+Crash: a snapshot is written to ``.tmp`` and renamed; a torn one fails its CRC and is ignored.
+
+Thread-safety: :meth:`before_append`/:meth:`after_append` run under the log's lock (so appends
+are seen in offset order) and take this manager's own (re-entrant) lock, as do snapshots, loading
+and expiry.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import struct
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+from crc32c import crc32c
+
+from protocol.errors import ProtocolError
+from protocol.records import batch as rb
+from storage import files
+from storage.errors import StorageError
+
+if TYPE_CHECKING:
+    from storage.log import AppendInfo, PartitionLog
+
+log = logging.getLogger(__name__)
+
+#: how many batches per producer are remembered for de-duplication (Kafka's constant)
+NUM_BATCHES_TO_RETAIN: Final = 5
+SNAPSHOT_VERSION: Final = 1
+#: snapshots kept per partition (the newest ones)
+SNAPSHOTS_TO_KEEP: Final = 2
+INT32_MAX: Final = 2**31 - 1
+#: Kafka's producer.id.expiration.ms default
+DEFAULT_PRODUCER_ID_EXPIRATION_MS: Final = 86_400_000
+#: how much of the log is read at a time when replaying batches
+REPLAY_CHUNK_BYTES: Final = 4 * 1024 * 1024
+
+_HEAD = struct.Struct(">hIi")  # version, crc, entry count
+_ENTRY = struct.Struct(">qhiqiqiq")
+
+
+class OutOfOrderSequence(StorageError):
+    """A sequence that does not follow the producer's last one (OUT_OF_ORDER_SEQUENCE_NUMBER)."""
+
+    error_code = 45
+
+
+class InvalidProducerEpoch(StorageError):
+    """An epoch older than the producer's current one (INVALID_PRODUCER_EPOCH)."""
+
+    error_code = 47
+
+
+class CorruptSnapshot(StorageError):
+    """A producer snapshot file that fails its version, size or CRC check."""
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _decrement_sequence(sequence: int, decrement: int) -> int:
+    if sequence < decrement:
+        return INT32_MAX - (decrement - sequence) + 1
+    return sequence - decrement
+
+
+def _in_sequence(last_seq: int, next_seq: int) -> bool:
+    return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == INT32_MAX)
+
+
+@dataclass(frozen=True, slots=True)
+class BatchMetadata:
+    """One remembered batch of a producer."""
+
+    last_seq: int
+    last_offset: int
+    offset_delta: int
+    timestamp: int
+
+    @property
+    def first_seq(self) -> int:
+        return _decrement_sequence(self.last_seq, self.offset_delta)
+
+    @property
+    def first_offset(self) -> int:
+        return self.last_offset - self.offset_delta
+
+
+@dataclass(slots=True)
+class ProducerStateEntry:
+    """A producer's state in one partition."""
+
+    producer_id: int
+    producer_epoch: int = rb.NO_PRODUCER_EPOCH
+    batches: deque[BatchMetadata] = field(
+        default_factory=lambda: deque(maxlen=NUM_BATCHES_TO_RETAIN)
+    )
+    coordinator_epoch: int = -1
+    last_timestamp: int = rb.NO_TIMESTAMP
+    current_txn_first_offset: int = -1
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.batches
+
+    @property
+    def last_seq(self) -> int:
+        return self.batches[-1].last_seq if self.batches else rb.NO_SEQUENCE
+
+    @property
+    def last_data_offset(self) -> int:
+        return self.batches[-1].last_offset if self.batches else -1
+
+    @property
+    def last_offset_delta(self) -> int:
+        return self.batches[-1].offset_delta if self.batches else 0
+
+    def add_batch(
+        self, epoch: int, last_seq: int, last_offset: int, offset_delta: int, timestamp: int
+    ) -> None:
+        if epoch != self.producer_epoch:
+            self.batches.clear()
+            self.producer_epoch = epoch
+        self.batches.append(BatchMetadata(last_seq, last_offset, offset_delta, timestamp))
+        self.last_timestamp = timestamp
+
+    def find_duplicate_batch(self, header: rb.BatchHeader) -> BatchMetadata | None:
+        if header.producer_epoch != self.producer_epoch:
+            return None
+        first, last = header.base_sequence, header.last_sequence
+        for batch in self.batches:
+            if batch.first_seq == first and batch.last_seq == last:
+                return batch
+        return None
+
+    def copy(self) -> ProducerStateEntry:
+        return ProducerStateEntry(
+            self.producer_id,
+            self.producer_epoch,
+            deque(self.batches, maxlen=NUM_BATCHES_TO_RETAIN),
+            self.coordinator_epoch,
+            self.last_timestamp,
+            self.current_txn_first_offset,
+        )
+
+
+def snapshot_path(directory: Path, offset: int) -> Path:
+    return directory / (
+        files.filename_prefix_from_offset(offset) + files.PRODUCER_SNAPSHOT_FILE_SUFFIX
+    )
+
+
+def encode_snapshot(entries: Sequence[ProducerStateEntry]) -> bytes:
+    body = bytearray(struct.pack(">i", len(entries)))
+    for e in entries:
+        body += _ENTRY.pack(
+            e.producer_id,
+            e.producer_epoch,
+            e.last_seq,
+            e.last_data_offset,
+            e.last_offset_delta,
+            e.last_timestamp,
+            e.coordinator_epoch,
+            e.current_txn_first_offset,
+        )
+    crc = crc32c(bytes(body))
+    return struct.pack(">hI", SNAPSHOT_VERSION, crc) + bytes(body)
+
+
+def decode_snapshot(data: bytes) -> list[ProducerStateEntry]:
+    """Raises CorruptSnapshot."""
+    if len(data) < _HEAD.size:
+        raise CorruptSnapshot(f"{len(data)} bytes are too few for a producer snapshot")
+    version, crc, count = _HEAD.unpack_from(data, 0)
+    if version != SNAPSHOT_VERSION:
+        raise CorruptSnapshot(f"unknown producer snapshot version {version}")
+    if crc32c(data[6:]) != crc:
+        raise CorruptSnapshot("producer snapshot CRC mismatch")
+    if count < 0 or len(data) != _HEAD.size + count * _ENTRY.size:
+        raise CorruptSnapshot(f"producer snapshot of {len(data)} bytes claims {count} entries")
+    entries = []
+    for i in range(count):
+        pid, epoch, seq, offset, delta, ts, coordinator_epoch, txn_first = _ENTRY.unpack_from(
+            data, _HEAD.size + i * _ENTRY.size
+        )
+        entry = ProducerStateEntry(
+            pid,
+            epoch,
+            coordinator_epoch=coordinator_epoch,
+            last_timestamp=ts,
+            current_txn_first_offset=txn_first,
+        )
+        if offset >= 0:
+            entry.batches.append(BatchMetadata(seq, offset, delta, ts))
+        entries.append(entry)
+    return entries
+
+
+def list_snapshots(directory: Path) -> list[int]:
+    """Offsets of the snapshot files in ``directory``, ascending."""
+    out = []
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return []
+    for name in names:
+        if name.endswith(files.PRODUCER_SNAPSHOT_FILE_SUFFIX):
+            try:
+                out.append(files.offset_from_file_name(name))
+            except ValueError:
+                continue
+    return sorted(out)
+
+
+class ProducerStateManager:
+    """See the module docstring. Attach with :meth:`attach` (loads, then hooks into the log)."""
+
+    def __init__(
+        self,
+        directory: Path,
+        name: str,
+        *,
+        producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+        clock: Callable[[], int] = _now_ms,
+    ) -> None:
+        self.directory = directory
+        self.name = name
+        self.producer_id_expiration_ms = producer_id_expiration_ms
+        self.clock = clock
+        self.producers: dict[int, ProducerStateEntry] = {}
+        #: the offset up to which the state is complete (exclusive)
+        self.map_end_offset = 0
+        self._lock = threading.RLock()
+        self._active_base: int | None = None
+        self._log: PartitionLog | None = None
+
+    # -- loading -----------------------------------------------------------------------------------
+
+    @classmethod
+    def attach(
+        cls,
+        partition_log: PartitionLog,
+        *,
+        producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+        clock: Callable[[], int] = _now_ms,
+    ) -> ProducerStateManager:
+        """Rebuilds the state of ``partition_log`` (snapshot + replay) and becomes its hook."""
+        manager = cls(
+            partition_log.directory,
+            partition_log.name,
+            producer_id_expiration_ms=producer_id_expiration_ms,
+            clock=clock,
+        )
+        manager.load(partition_log)
+        partition_log.producer_state = manager
+        return manager
+
+    def load(self, partition_log: PartitionLog) -> None:
+        started = time.monotonic()
+        end = partition_log.log_end_offset
+        start = partition_log.log_start_offset
+        with self._lock:
+            self._log = partition_log
+            self.directory = partition_log.directory
+            self.producers.clear()
+            self.map_end_offset = start
+            for offset in reversed(list_snapshots(self.directory)):
+                path = snapshot_path(self.directory, offset)
+                if offset > end:
+                    log.info("%s: deleting %s, beyond the log end %d", self.name, path.name, end)
+                    _unlink(path)
+                    continue
+                try:
+                    entries = decode_snapshot(path.read_bytes())
+                except (CorruptSnapshot, OSError) as e:
+                    log.warning("%s: ignoring producer snapshot %s: %s", self.name, path.name, e)
+                    _unlink(path)
+                    continue
+                for entry in entries:
+                    self.producers[entry.producer_id] = entry
+                self.map_end_offset = max(offset, start)
+                break
+            replayed = self._replay(partition_log, self.map_end_offset, end)
+            self.map_end_offset = end
+            self._remove_expired_locked(self.clock())
+            self._active_base = partition_log.active_segment.base_offset
+        if replayed or self.producers:
+            log.info(
+                "%s: producer state loaded (%d producer(s), %d batch(es) replayed) in %.0f ms",
+                self.name,
+                len(self.producers),
+                replayed,
+                (time.monotonic() - started) * 1000,
+            )
+
+    def _replay(self, partition_log: PartitionLog, offset: int, end: int) -> int:
+        replayed = 0
+        while offset < end:
+            try:
+                region = partition_log.read(offset, REPLAY_CHUNK_BYTES, max_offset=end)
+            except StorageError as e:
+                log.warning("%s: cannot replay producer state from %d: %s", self.name, offset, e)
+                return replayed
+            if region is None:
+                break
+            data = region.read()
+            advanced = False
+            try:
+                for _pos, header in rb.iter_batches(data, verify_crc=False):
+                    if header.next_offset <= offset:
+                        continue
+                    if header.has_producer_id and not header.is_control:
+                        self._apply(header)
+                        replayed += 1
+                    offset = header.next_offset
+                    advanced = True
+            except ProtocolError as e:
+                log.warning("%s: stopped replaying producer state at %d: %s", self.name, offset, e)
+                return replayed
+            if not advanced:
+                break
+        return replayed
+
+    def _apply(self, header: rb.BatchHeader) -> None:
+        entry = self.producers.get(header.producer_id)
+        if entry is None:
+            entry = ProducerStateEntry(header.producer_id)
+            self.producers[header.producer_id] = entry
+        entry.add_batch(
+            header.producer_epoch,
+            header.last_sequence,
+            header.last_offset,
+            header.last_offset_delta,
+            header.max_timestamp,
+        )
+
+    # -- the append hook ---------------------------------------------------------------------------
+
+    def before_append(
+        self, partition_log: PartitionLog, batches: Sequence[tuple[int, rb.BatchHeader]]
+    ) -> AppendInfo | None:
+        with self._lock:
+            return self._validate(partition_log, batches)
+
+    def _validate(
+        self, partition_log: PartitionLog, batches: Sequence[tuple[int, rb.BatchHeader]]
+    ) -> AppendInfo | None:
+        updated: dict[int, ProducerStateEntry] = {}
+        for _pos, header in batches:
+            if not header.has_producer_id or header.is_control:
+                continue
+            pid = header.producer_id
+            current = self.producers.get(pid)
+            entry = updated.get(pid)
+            if entry is None:
+                # a retried batch gets its original offsets back
+                if current is not None:
+                    duplicate = current.find_duplicate_batch(header)
+                    if duplicate is not None:
+                        return self._duplicate_answer(partition_log, duplicate)
+                entry = (
+                    ProducerStateEntry(pid, current.producer_epoch)
+                    if current is not None
+                    else ProducerStateEntry(pid)
+                )
+                updated[pid] = entry
+            self._check(pid, current, entry, header)
+            entry.add_batch(
+                header.producer_epoch,
+                header.last_sequence,
+                -1,
+                header.last_offset_delta,
+                header.max_timestamp,
+            )
+        return None
+
+    def _check(
+        self,
+        pid: int,
+        current: ProducerStateEntry | None,
+        updated: ProducerStateEntry,
+        header: rb.BatchHeader,
+    ) -> None:
+        epoch = header.producer_epoch
+        first_seq = header.base_sequence
+        if epoch < updated.producer_epoch:
+            raise InvalidProducerEpoch(
+                f"Epoch of producer {pid} in {self.name} is {epoch}, which is smaller than the "
+                f"last seen epoch {updated.producer_epoch}"
+            )
+        if epoch != updated.producer_epoch:
+            if first_seq != 0 and updated.producer_epoch != rb.NO_PRODUCER_EPOCH:
+                raise OutOfOrderSequence(
+                    f"Invalid sequence number for new epoch of producer {pid} in {self.name}: "
+                    f"{epoch} (request epoch), {first_seq} (seq. number), "
+                    f"{updated.producer_epoch} (current producer epoch)"
+                )
+            return
+        if not updated.is_empty:
+            last_seq = updated.last_seq
+        elif current is not None and epoch == current.producer_epoch:
+            last_seq = current.last_seq
+        else:
+            last_seq = rb.NO_SEQUENCE
+        known = current is not None and current.producer_epoch != rb.NO_PRODUCER_EPOCH
+        if known and not _in_sequence(last_seq, first_seq):
+            raise OutOfOrderSequence(
+                f"Out of order sequence number for producer {pid} in {self.name}: {first_seq} "
+                f"(incoming seq. number), {last_seq} (current end sequence number)"
+            )
+
+    @staticmethod
+    def _duplicate_answer(partition_log: PartitionLog, batch: BatchMetadata) -> AppendInfo:
+        from storage.log import AppendInfo
+
+        return AppendInfo(
+            first_offset=batch.first_offset,
+            last_offset=batch.last_offset,
+            max_timestamp=batch.timestamp,
+            offset_of_max_timestamp=batch.last_offset,
+            log_append_time=batch.timestamp if partition_log.config.log_append_time else -1,
+            log_start_offset=partition_log.log_start_offset,
+            record_count=0,
+            valid_bytes=0,
+            batches=(),
+        )
+
+    def after_append(self, partition_log: PartitionLog, info: AppendInfo) -> None:
+        with self._lock:
+            self._record(partition_log, info)
+
+    def _record(self, partition_log: PartitionLog, info: AppendInfo) -> None:
+        for header in info.batches:
+            if header.has_producer_id and not header.is_control:
+                self._apply(header)
+        self.map_end_offset = info.last_offset + 1
+        active = partition_log.active_segment.base_offset
+        if self._active_base is not None and active != self._active_base:
+            # a segment rolled: snapshot (Kafka writes one per roll)
+            try:
+                self.take_snapshot(fsync=False)
+            except OSError as e:
+                log.warning("%s: writing a producer snapshot failed: %s", self.name, e)
+        self._active_base = active
+
+    # -- snapshots and expiry ----------------------------------------------------------------------
+
+    def take_snapshot(self, *, fsync: bool = True) -> Path | None:
+        """Writes ``<map end offset>.snapshot`` (if not there yet) and deletes old snapshots."""
+        with self._lock:
+            if self._log is not None:
+                self.directory = self._log.directory
+            offset = self.map_end_offset
+            path = snapshot_path(self.directory, offset)
+            if path.exists():
+                return path
+            data = encode_snapshot(list(self.producers.values()))
+            files.write_atomically(path, data, fsync=fsync)
+            for old in list_snapshots(self.directory)[:-SNAPSHOTS_TO_KEEP]:
+                _unlink(snapshot_path(self.directory, old))
+            return path
+
+    def remove_expired_producers(self, now_ms: int | None = None) -> int:
+        """Forgets producers idle for ``producer.id.expiration.ms`` (by their last batch's
+        timestamp)."""
+        now = self.clock() if now_ms is None else now_ms
+        with self._lock:
+            return self._remove_expired_locked(now)
+
+    def _remove_expired_locked(self, now_ms: int) -> int:
+        expired = [
+            pid
+            for pid, e in self.producers.items()
+            if e.current_txn_first_offset < 0
+            and now_ms - e.last_timestamp >= self.producer_id_expiration_ms
+        ]
+        for pid in expired:
+            del self.producers[pid]
+        return len(expired)
+
+    def last_entry(self, producer_id: int) -> ProducerStateEntry | None:
+        return self.producers.get(producer_id)
+
+
+def _unlink(path: Path) -> None:
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass

@@ -1,0 +1,188 @@
+"""ProducerStateManager on a real PartitionLog: de-duplication, sequence and epoch checks,
+snapshots in Kafka's format, rebuild from the log after a crash."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from crc32c import crc32c
+
+from storage.config import LogConfig
+from storage.loader import load_log
+from storage.log import PartitionLog
+from storage.producer_state import (
+    InvalidProducerEpoch,
+    OutOfOrderSequence,
+    ProducerStateEntry,
+    ProducerStateManager,
+    decode_snapshot,
+    encode_snapshot,
+    list_snapshots,
+)
+from tests.unit.storage.util import FakeClock, make_batch
+
+SMALL = LogConfig(segment_bytes=600, index_interval_bytes=100, segment_index_bytes=4096)
+
+
+def open_log(tmp_path, config=SMALL, clock=None, *, clean=True) -> PartitionLog:
+    return load_log(
+        tmp_path / "t-0", config, clock=clock or FakeClock(now_ms=5_000), had_clean_shutdown=clean
+    )
+
+
+def attach(plog: PartitionLog, clock=None, **kw) -> ProducerStateManager:
+    return ProducerStateManager.attach(plog, clock=clock or FakeClock(now_ms=5_000), **kw)
+
+
+def send(plog: PartitionLog, pid: int, epoch: int, seq: int, count: int = 2):
+    return plog.append(
+        make_batch(count, producer_id=pid, producer_epoch=epoch, base_sequence=seq),
+        leader_epoch=0,
+    )
+
+
+def test_retried_batch_gets_its_original_offsets_and_is_not_appended(tmp_path):
+    plog = open_log(tmp_path)
+    attach(plog)
+    first = send(plog, 7, 0, 0)
+    second = send(plog, 7, 0, 2)
+    end = plog.log_end_offset
+    again = send(plog, 7, 0, 0)
+    assert (again.first_offset, again.last_offset) == (first.first_offset, first.last_offset)
+    assert plog.log_end_offset == end
+    assert send(plog, 7, 0, 2).first_offset == second.first_offset
+    assert send(plog, 7, 0, 4).first_offset == end
+
+
+def test_only_the_last_five_batches_are_deduplicated(tmp_path):
+    plog = open_log(tmp_path, LogConfig())
+    attach(plog)
+    for i in range(7):
+        send(plog, 1, 0, 2 * i)
+    assert send(plog, 1, 0, 4).first_offset == 4  # batch 3 of 7: still remembered
+    with pytest.raises(OutOfOrderSequence):
+        send(plog, 1, 0, 0)  # batch 1 of 7: forgotten, and behind the last sequence
+
+
+def test_sequence_gap_and_old_epoch_are_rejected(tmp_path):
+    plog = open_log(tmp_path)
+    attach(plog)
+    send(plog, 3, 1, 0)
+    with pytest.raises(OutOfOrderSequence) as gap:
+        send(plog, 3, 1, 5)
+    assert gap.value.error_code == 45
+    with pytest.raises(InvalidProducerEpoch) as old:
+        send(plog, 3, 0, 2)
+    assert old.value.error_code == 47
+    # a new epoch must start at 0 ...
+    with pytest.raises(OutOfOrderSequence):
+        send(plog, 3, 2, 2)
+    send(plog, 3, 2, 0)
+    # ... and the old one is fenced from then on
+    with pytest.raises(InvalidProducerEpoch):
+        send(plog, 3, 1, 2)
+    assert plog.log_end_offset == 4
+
+
+def test_unknown_producer_may_start_anywhere_and_plain_batches_pass(tmp_path):
+    plog = open_log(tmp_path)
+    attach(plog)
+    send(plog, 9, 0, 1000)
+    send(plog, 9, 0, 1002)
+    plog.append(make_batch(3), leader_epoch=0)  # no producer id: never checked
+    assert plog.log_end_offset == 7
+
+
+def test_sequence_wraps_after_int_max(tmp_path):
+    plog = open_log(tmp_path)
+    attach(plog)
+    send(plog, 5, 0, 2**31 - 2)  # last sequence: 2**31 - 1
+    send(plog, 5, 0, 0)
+    assert plog.log_end_offset == 4
+
+
+def test_snapshot_format_is_kafkas(tmp_path):
+    entry = ProducerStateEntry(42, 3)
+    entry.add_batch(3, 9, 100, 4, 1234)
+    data = encode_snapshot([entry])
+    version, crc, count = struct.unpack_from(">hIi", data)
+    assert (version, count) == (1, 1) and crc == crc32c(data[6:])
+    assert struct.unpack_from(">qhiqiqiq", data, 10) == (42, 3, 9, 100, 4, 1234, -1, -1)
+    (back,) = decode_snapshot(data)
+    assert back.producer_epoch == 3 and back.last_seq == 9 and back.batches[-1].first_seq == 5
+
+
+def test_state_survives_clean_restart_via_snapshot(tmp_path):
+    clock = FakeClock(now_ms=5_000)
+    plog = open_log(tmp_path, clock=clock)
+    manager = attach(plog, clock)
+    first = send(plog, 11, 0, 0)
+    send(plog, 11, 0, 2)
+    manager.take_snapshot()
+    plog.close()
+    assert list_snapshots(tmp_path / "t-0") == [4]
+
+    plog = open_log(tmp_path, clock=clock)
+    attach(plog, clock)
+    with pytest.raises(OutOfOrderSequence):
+        send(plog, 11, 0, 7)
+    # the last batch is remembered, so its retry is de-duplicated
+    assert send(plog, 11, 0, 2).first_offset == 2
+    assert first.first_offset == 0
+
+
+def test_state_is_rebuilt_from_the_log_after_a_crash(tmp_path):
+    clock = FakeClock(now_ms=5_000)
+    plog = open_log(tmp_path, clock=clock)
+    attach(plog, clock)
+    for i in range(40):  # several segments: snapshots at the rolls
+        send(plog, 21, 0, 2 * i)
+    assert plog.num_segments > 1 and list_snapshots(tmp_path / "t-0")
+    plog.flush()
+    # no clean shutdown: the state after the last snapshot comes from the log itself
+    plog = open_log(tmp_path, clock=clock, clean=False)
+    manager = attach(plog, clock)
+    assert manager.last_entry(21).last_seq == 79
+    assert send(plog, 21, 0, 78).first_offset == 78  # the last batch, de-duplicated
+    send(plog, 21, 0, 80)
+
+
+def test_snapshot_beyond_the_log_end_is_dropped(tmp_path):
+    clock = FakeClock(now_ms=5_000)
+    plog = open_log(tmp_path, clock=clock)
+    manager = attach(plog, clock)
+    send(plog, 1, 0, 0)
+    send(plog, 1, 0, 2)
+    manager.take_snapshot()
+    plog.truncate_to(2)
+    plog.close()
+    plog = open_log(tmp_path, clock=clock)
+    manager = attach(plog, clock)
+    assert list_snapshots(tmp_path / "t-0") == []
+    assert manager.last_entry(1).last_seq == 1
+
+
+def test_corrupt_snapshot_is_ignored(tmp_path):
+    clock = FakeClock(now_ms=5_000)
+    plog = open_log(tmp_path, clock=clock)
+    manager = attach(plog, clock)
+    send(plog, 1, 0, 0)
+    path = manager.take_snapshot()
+    assert path is not None
+    path.write_bytes(path.read_bytes()[:-3])
+    plog.close()
+    plog = open_log(tmp_path, clock=clock)
+    manager = attach(plog, clock)
+    assert manager.last_entry(1).last_seq == 1  # replayed from the log instead
+
+
+def test_idle_producers_expire(tmp_path):
+    clock = FakeClock(now_ms=10_000)
+    plog = open_log(tmp_path, clock=clock)
+    manager = attach(plog, clock, producer_id_expiration_ms=1000)
+    plog.append(make_batch(1, timestamp=10_000, producer_id=1, producer_epoch=0, base_sequence=0))
+    assert manager.remove_expired_producers(10_500) == 0
+    assert manager.remove_expired_producers(11_000) == 1
+    # forgotten: any sequence is accepted again
+    send(plog, 1, 0, 50)
