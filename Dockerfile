@@ -1,0 +1,46 @@
+# syntax=docker/dockerfile:1
+# Odradek images. `docker build .` (target `broker`) gives the broker: `odradek serve` on 9092,
+# data in the /var/lib/odradek volume. Target `spark` adds a Java runtime, PySpark and the
+# examples, for the Spark job and the example producer of docker-compose.yml.
+
+FROM python:3.11-slim-bookworm AS broker
+
+ENV PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+
+WORKDIR /opt/odradek
+COPY pyproject.toml README.md ./
+COPY protocol ./protocol
+COPY storage ./storage
+COPY coordination ./coordination
+COPY broker ./broker
+COPY spark_connector ./spark_connector
+RUN pip install .
+
+RUN useradd --system --uid 1000 --home-dir /var/lib/odradek --shell /usr/sbin/nologin odradek \
+    && mkdir -p /var/lib/odradek \
+    && chown odradek:odradek /var/lib/odradek
+USER odradek
+VOLUME ["/var/lib/odradek"]
+EXPOSE 9092
+CMD ["odradek", "serve", \
+     "--override", "listeners=PLAINTEXT://0.0.0.0:9092", \
+     "--override", "advertised.listeners=PLAINTEXT://localhost:9092", \
+     "--override", "log.dir=/var/lib/odradek"]
+
+
+FROM broker AS spark
+
+USER root
+RUN apt-get update \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+       openjdk-17-jre-headless procps \
+    && rm -rf /var/lib/apt/lists/*
+RUN pip install ".[spark]"
+COPY examples ./examples
+RUN mkdir -p /var/lib/spark && chown odradek:odradek /var/lib/spark
+ENV PYSPARK_PYTHON=python \
+    PYSPARK_DRIVER_PYTHON=python
+USER odradek
+CMD ["python", "examples/pageviews/job.py"]
