@@ -349,7 +349,9 @@ class PartitionLog:
             if segment.should_roll(total, max_timestamp, last_offset, now, config):
                 segment = self._roll_locked(now, first_offset)
             try:
-                segment.append(buf, last_offset, max_timestamp, offset_of_max)
+                segment.append(
+                    buf, last_offset, max_timestamp, offset_of_max, headers[0].last_offset
+                )
             except OSError as e:
                 raise KafkaStorageError(f"append to {segment.log.path} failed: {e}") from e
             if assign_offsets:
@@ -399,20 +401,23 @@ class PartitionLog:
         new_base = self._end.message_offset
         if expected_next_offset is not None:
             new_base = max(new_base, expected_next_offset)
-        active = self._segments.active
+        current = self._segments
+        active = current.active
         if active.size == 0 and active.base_offset == new_base:
             return active
-        if active.size == 0:
-            # an empty active segment at another base offset (after a truncation): replace it
-            self._segments = self._segments.without([active])
-            active.delete_files()  # its descriptor closes with the last reference
-        else:
+        # an empty active segment at another base offset (after a truncation) is replaced
+        replaced = [active] if active.size == 0 else []
+        if not replaced:
             active.on_become_inactive()
-        if self._segments.get(new_base) is not None:
+        if current.get(new_base) is not None:
             raise KafkaStorageError(f"{self.name}: a segment with base offset {new_base} exists")
         segment = LogSegment.create(self.directory, new_base, self.config, created_ms=now_ms)
-        self._segments = self._segments.with_added(segment)
-        self._end = LogOffsetMetadata(self._end.message_offset, new_base, 0)
+        if replaced and len(current) == 1 and new_base > self._log_start_offset:
+            self._log_start_offset = new_base  # nothing below it; published before the list
+        self._segments = current.replaced(replaced, [segment])
+        for empty in replaced:
+            empty.delete_files()  # its descriptor closes with the last reference
+        self._end = _tuple_new(LogOffsetMetadata, (self._end.message_offset, new_base, 0))
         self._rolled_up_to = max(self._rolled_up_to, new_base)
         log.info("%s: rolled a new segment at offset %d", self.name, new_base)
         return segment
@@ -608,9 +613,10 @@ class PartitionLog:
         return self._log_start_offset
 
     def truncate_to(self, target_offset: int) -> bool:
-        """Removes everything at and after ``target_offset`` (replication). A batch containing it
-        goes whole; the log end offset becomes ``target_offset``. Returns whether anything was
-        removed."""
+        """Removes everything at and after ``target_offset`` (replication). A batch holding
+        ``target_offset`` goes whole, and the log end offset becomes its base offset (the log
+        never claims offsets it does not hold; follower truncation points are batch boundaries
+        anyway). Returns whether anything was removed."""
         if target_offset < 0:
             raise ValueError(f"cannot truncate to a negative offset ({target_offset})")
         with self._lock:
@@ -622,22 +628,32 @@ class PartitionLog:
                 self._truncate_fully_locked(target_offset, now)
                 return True
             doomed = [s for s in snapshot if s.base_offset > target_offset]
-            if doomed:
-                self._segments = snapshot.without(doomed)
-                for segment in doomed:
-                    self._schedule_delete_locked(segment, now)
-            active = self._segments.active
-            active.truncate_to(target_offset, now_ms=now)
+            kept = snapshot.without(doomed)
+            active = kept.active
+            mapping = active.translate_offset(target_offset)
+            new_end = target_offset
+            if mapping is not None and mapping.base_offset < target_offset:
+                new_end = mapping.base_offset
+            # shrink the visible end first: lock-free readers never look past it
+            self._end = _tuple_new(LogOffsetMetadata, (new_end, active.base_offset, 0))
+            self._high_watermark = min(self._high_watermark, new_end)
+            if self._log_start_offset > new_end:
+                self._log_start_offset = new_end
+            self._segments = kept
+            for segment in doomed:
+                self._schedule_delete_locked(segment, now)
+            active.truncate_to(new_end, now_ms=now)
             active.make_active(self.config)
-            self._end = LogOffsetMetadata(target_offset, active.base_offset, active.size)
-            self._high_watermark = min(self._high_watermark, target_offset)
-            self._recovery_point = min(self._recovery_point, target_offset)
-            self._rolled_up_to = min(self._rolled_up_to, target_offset)
-            if self._log_start_offset > target_offset:
-                self._log_start_offset = target_offset
-            self.leader_epoch_cache.truncate_from_end(target_offset)
+            self._end = _tuple_new(LogOffsetMetadata, (new_end, active.base_offset, active.size))
+            if active.read_next_offset() < new_end:
+                # the data ends below the log end (a gap): start a segment at the end offset,
+                # so that a restart finds it again
+                self._roll_locked(now, new_end)
+            self._recovery_point = min(self._recovery_point, new_end)
+            self._rolled_up_to = min(self._rolled_up_to, new_end)
+            self.leader_epoch_cache.truncate_from_end(new_end)
             self._refresh_latest_epoch()
-            log.info("%s: truncated to offset %d", self.name, target_offset)
+            log.info("%s: truncated to offset %d", self.name, new_end)
             return True
 
     def truncate_fully_and_start_at(self, new_offset: int) -> None:

@@ -293,8 +293,14 @@ class LogSegment:
         largest_offset: int,
         largest_timestamp: int,
         offset_of_max_timestamp: int,
+        first_batch_last_offset: int | None = None,
     ) -> int:
-        """Appends whole batches; returns the position they start at. Under the log's lock."""
+        """Appends whole batches; returns the position they start at. Under the log's lock.
+
+        An offset index entry, when one is due, maps the first batch's last offset
+        (``first_batch_last_offset``, default ``largest_offset``: one batch) to the position, so
+        every entry names the batch it points at (Kafka uses the largest offset of the append,
+        which is the same for the usual one-batch append)."""
         size = len(records)
         if size == 0:
             return self.log.size
@@ -313,7 +319,10 @@ class LogSegment:
             self._max_timestamp_so_far = current
         if self.bytes_since_last_index_entry > self.index_interval_bytes:
             # the log checked order, room (should_roll) and range above: no re-checks here
-            self._offset_index.append_unchecked(largest_offset, position)
+            self._offset_index.append_unchecked(
+                largest_offset if first_batch_last_offset is None else first_batch_last_offset,
+                position,
+            )
             self._time_index.maybe_append(current.timestamp, current.offset, skip_full_check=True)
             self.bytes_since_last_index_entry = size
         else:

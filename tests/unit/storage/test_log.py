@@ -240,12 +240,12 @@ def test_truncate_to(tmp_path):
     log = open_log(tmp_path)
     fill(log, 20)
     log.append(make_batch(1), leader_epoch=3)
-    assert log.truncate_to(32)  # mid-batch 30..32: the batch goes, the end offset is 32
-    assert log.log_end_offset == 32 and log.high_watermark == 32
+    assert log.truncate_to(32)  # mid-batch 30..32: the batch goes, the end offset is 30
+    assert log.log_end_offset == 30 and log.high_watermark == 30
     assert all_offsets(log) == list(range(30))
     assert log.leader_epoch_cache.entries == [(0, 0)]
     info = log.append(make_batch(2))
-    assert info.first_offset == 32
+    assert info.first_offset == 30
     assert not log.truncate_to(100)
     log.truncate_to(0)
     assert log.log_end_offset == 0 and log.num_segments == 1
