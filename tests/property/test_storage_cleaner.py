@@ -60,7 +60,8 @@ def test_compaction_keeps_latest_per_key(ops):
                 )
                 info = log.append(data)
                 written.extend(
-                    (info.first_offset + i, k, v) for i, (k, v) in enumerate(zip(keys, values))
+                    (info.first_offset + i, k, v)
+                    for i, (k, v) in enumerate(zip(keys, values, strict=True))
                 )
             elif kind == "clean":
                 stats = manager.cleaner.clean(log, clock.now_ms)
@@ -75,7 +76,7 @@ def test_compaction_keeps_latest_per_key(ops):
                     for offset, key, _ in written:
                         if offset < end and (key is None or last_below[key] > offset):
                             assert offset not in present, (offset, key)
-                for offset, key, value in written:
+                for offset, _key, value in written:
                     if value is None and offset < log.active_segment.base_offset:
                         cleaned_at.setdefault(offset, clock.now_ms + DELETE_RETENTION_MS)
             elif kind == "roll":
