@@ -676,6 +676,7 @@ class ZkMetadataStore(MetadataStore):
 
     def _resync(self) -> None:
         """Re-reads everything (re-arming every watch): at start and after each reconnection."""
+        self._check_cluster_id()
         if self._registered_session != self.zk.session_id:
             log.info("new ZooKeeper session: registering broker %d again", self.broker_id)
             self._register()
@@ -686,6 +687,18 @@ class ZkMetadataStore(MetadataStore):
         if self._is_controller:
             self._complete_topic_deletions()
             self._reconcile()
+
+    def _check_cluster_id(self) -> None:
+        """A ZooKeeper that was wiped or swapped for another cluster's must not be applied: its
+        (lack of) topics would make this broker delete its logs."""
+        got = self.zk.get(zd.CLUSTER_ID_PATH)
+        found = None if got is None else zd.decode_cluster_id(got[0])
+        if found != self._cluster_id:
+            raise InconsistentClusterId(
+                f"ZooKeeper ({self.connect}) now holds cluster id {found}, but broker "
+                f"{self.broker_id} belongs to cluster {self._cluster_id}: ignoring ZooKeeper's "
+                "state until this is resolved"
+            )
 
     # -- reading ZooKeeper into the caches ---------------------------------------------------
 
@@ -740,8 +753,8 @@ class ZkMetadataStore(MetadataStore):
         try:
             assignment = zd.decode_topic_assignment(name, data)
         except zd.ZkDataError as e:
-            log.warning("ignoring topic %s: %s", name, e)
-            self._forget_topic(name)
+            # Keep what we knew: a topic that vanishes from the view has its logs deleted.
+            log.warning("ignoring an unreadable version of topic %s: %s", name, e)
             return
         old = self._topics.get(name)
         if old is not None and old.assignment.topic_id != assignment.topic_id:
@@ -777,8 +790,7 @@ class ZkMetadataStore(MetadataStore):
         try:
             state = zd.decode_partition_state(topic, partition, data, stat.version)
         except zd.ZkDataError as e:
-            log.warning("ignoring partition state: %s", e)
-            self._states.pop((topic, partition), None)
+            log.warning("ignoring an unreadable partition state: %s", e)
             return
         self._states[(topic, partition)] = state
 

@@ -533,3 +533,51 @@ def test_first_broker_creates_a_random_cluster_id(cluster: Cluster) -> None:
     assert b1.view.cluster_id == b2.view.cluster_id
     assert len(b1.view.cluster_id) == 22
     assert not b1.view.cluster_id.startswith("-")
+
+
+def test_zookeeper_restart_keeps_sessions_and_rearms_watches(tmp_path: Path) -> None:
+    """kazoo drops every watch when its connection drops; the store re-reads (re-arming them)
+    after reconnecting, so changes made after a ZooKeeper restart still reach every broker."""
+    require_zookeeper()
+    server = ZooKeeperServer(tmp_path / "zk", tick_time_ms=200)
+    server.start()
+    cluster = Cluster(server, tmp_path)
+    try:
+        b1 = cluster.start(1, session_timeout_ms=10000)
+        b2 = cluster.start(2, session_timeout_ms=10000)
+        wait_for(lambda: converged([b1, b2], lambda v: len(v.brokers) == 2), "2 brokers")
+        sessions = (b1.session_id, b2.session_id)
+        if cluster._raw is not None:
+            cluster._raw.stop()
+            cluster._raw.close()
+            cluster._raw = None
+        server.stop()
+        server.start()
+        wait_for(lambda: b1.zk.raw.connected and b2.zk.raw.connected, "reconnected")
+        assert (b1.session_id, b2.session_id) == sessions  # the sessions survived
+        topic = b2.create_topic("after-restart", 2, 2, {})
+        wait_for(lambda: b1.view.topics.get("after-restart") == topic, "broker 1 sees the topic")
+        assert cluster.raw.exists("/brokers/ids/1").ephemeralOwner == sessions[0]
+    finally:
+        cluster.close()
+        server.stop()
+
+
+def test_another_clusters_zookeeper_is_not_applied(
+    cluster: Cluster, zookeeper: ZooKeeperServer
+) -> None:
+    """After a new session, a ZooKeeper that holds another cluster id (swapped or rebuilt) is not
+    applied: the broker keeps its view (so its logs) and does not register there."""
+    b1 = cluster.start(1)
+    b1.create_topic("precious", 1, 1, {})
+    wait_for(lambda: "precious" in b1.view.topics, "topic")
+    cluster.raw.set("/cluster/id", b'{"version":"1","id":"ZZZZZZZZZZZZZZZZZZZZZQ"}')
+    old_session = b1.session_id
+    expire_session(zookeeper.connect, b1.zk.raw.client_id)
+    wait_for(lambda: b1.zk.raw.connected and b1.session_id != old_session, "a new session")
+    # the broker keeps retrying (and logging an error) but changes nothing
+    deadline = time.monotonic() + 2
+    while time.monotonic() < deadline:
+        assert "precious" in b1.view.topics
+        assert cluster.raw.exists("/brokers/ids/1") is None
+        time.sleep(0.1)
