@@ -29,8 +29,14 @@ from coordination.zookeeper import (
     InconsistentClusterId,
     Op,
     ZkMetadataStore,
+    ZooKeeperUnavailable,
 )
-from tests.support.zookeeper import ZooKeeperServer, expire_session, require_zookeeper
+from tests.support.zookeeper import (
+    ZooKeeperServer,
+    expire_session,
+    free_port,
+    require_zookeeper,
+)
 
 pytestmark = pytest.mark.zookeeper
 
@@ -525,6 +531,14 @@ def test_cluster_id_checks(cluster: Cluster) -> None:
     assert cluster.raw.get_children("/brokers/ids") == ["1"]
     ok = cluster.start(4, stored_cluster_id="AAAAAAAAAAAAAAAAAAAAAQ")
     assert ok.view.cluster_id == "AAAAAAAAAAAAAAAAAAAAAQ"
+
+
+def test_unreachable_zookeeper_is_a_startup_error(tmp_path: Path) -> None:
+    info = BrokerInfo(1, (Endpoint("PLAINTEXT", "127.0.0.1", 19001),))
+    store = ZkMetadataStore(f"127.0.0.1:{free_port()}/nowhere", info, connection_timeout_ms=1000)
+    with pytest.raises(ZooKeeperUnavailable, match="could not connect to ZooKeeper"):
+        store.start()
+    store.stop()
 
 
 def test_first_broker_creates_a_random_cluster_id(cluster: Cluster) -> None:

@@ -15,14 +15,12 @@ Java is missing, :func:`require_zookeeper` skips the test with a message saying 
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import signal
 import socket
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -174,16 +172,6 @@ class ZooKeeperServer:
         self.stop()
 
 
-@contextlib.contextmanager
-def running_zookeeper(base_dir: Path, **kwargs: int) -> Iterator[ZooKeeperServer]:
-    server = ZooKeeperServer(base_dir, **kwargs)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
 def expire_session(connect: str, client_id: tuple[int, bytes], timeout: float = 10.0) -> None:
     """Expires the ZooKeeper session ``client_id`` (a kazoo ``client.client_id``) for real.
 
@@ -197,11 +185,3 @@ def expire_session(connect: str, client_id: tuple[int, bytes], timeout: float = 
     other.start(timeout=timeout)
     other.stop()
     other.close()
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
