@@ -346,3 +346,49 @@ def test_epoch_cache_survives_reload(tmp_path):
         (4, 1),
     ]
     assert log.end_offset_for_epoch(1) == (1, 1)
+
+
+def test_segment_files_parse_with_real_clients_and_indexes_point_at_batches(tmp_path):
+    """Acceptance: every .log file is a sequence of batches kafka-python and aiokafka read, and
+    every .index entry names the last offset of the batch at its position."""
+    import struct
+
+    config = LogConfig(segment_bytes=3000, index_interval_bytes=150)
+    log = open_log(tmp_path, config)
+    expected = 0
+    for i in range(40):
+        data = make_batch(1 + i % 3, compression=i % 5, value_size=60, timestamp=1000 + i)
+        if i % 7 == 0:
+            data += make_batch(2, value_size=5)  # two batches in one append
+        info = log.append(data, leader_epoch=1)
+        expected = info.last_offset + 1
+    log.close()
+    directory = tmp_path / "t-0"
+    offsets = []
+    for path in sorted(directory.glob("*.log")):
+        data = path.read_bytes()
+        parsed = parse_kafka_python(data)
+        assert parse_aiokafka(data) == parsed
+        offsets.extend(o for batch in parsed for o in batch[1])
+        index = (directory / (path.stem + ".index")).read_bytes()
+        base = int(path.stem)
+        starts = {pos: h.last_offset for pos, h in rb.iter_batches(data)}
+        for rel, position in struct.iter_unpack(">ii", index):
+            assert starts[position] == base + rel
+        timeindex = (directory / (path.stem + ".timeindex")).read_bytes()
+        last_offsets = {h.last_offset for _, h in rb.iter_batches(data)}
+        for _ts, rel in struct.iter_unpack(">qi", timeindex):
+            assert base + rel in last_offsets
+    assert offsets == list(range(expected))
+
+
+def test_reads_do_not_take_the_log_lock(tmp_path):
+    """While an append (or retention) holds the log's lock, reads and ListOffsets still answer:
+    called here by the thread holding the (non-reentrant) lock, they would deadlock otherwise."""
+    log = open_log(tmp_path)
+    fill(log, 20)
+    with log._lock:
+        assert parse_kafka_python(log.read(31, 1).read())[0][1] == [30, 31, 32]
+        assert log.fetch_offset_by_timestamp(1101)[:2] == (31, 1101)
+        assert log.fetch_offset_by_timestamp(MAX_TIMESTAMP).offset == 59
+        assert (log.log_start_offset, log.log_end_offset, log.high_watermark) == (0, 60, 60)
