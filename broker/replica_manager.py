@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from broker.config import TOPIC_CONFIGS, parse_value
 from broker.validation import TopicRules
 from coordination.metadata import ClusterView, TopicMetadata
+from storage.producer_state import ProducerStateManager
 
 if TYPE_CHECKING:
     from broker.server import Broker
@@ -165,7 +166,18 @@ class ReplicaManager:
         if self.log_manager is not None:
             self._stop_maintenance.set()
             self._maintenance.join(30)
+            self._snapshot_producer_state()
             self.log_manager.shutdown()
+
+    def _snapshot_producer_state(self) -> None:
+        """A producer-state snapshot at each log end, so the next start need not replay."""
+        for part in list(self.partitions.values()):
+            state = part.log.producer_state
+            if state is not None:
+                try:
+                    state.take_snapshot()
+                except OSError as e:
+                    log.warning("producer snapshot of %s failed: %s", part, e)
 
     def periodic_jobs(self) -> list[tuple[int, Callable[[], None], str]]:
         return []
@@ -208,6 +220,10 @@ class ReplicaManager:
                         pstate.partition,
                         topic_id=topic.topic_id,
                         config_overrides=dict(topic.configs),
+                    )
+                    ProducerStateManager.attach(
+                        plog,
+                        producer_id_expiration_ms=int(self.config["producer.id.expiration.ms"]),
                     )
                     part = Partition(
                         topic.name,

@@ -87,6 +87,7 @@ class Broker:
         self.metadata = self._make_metadata_store()
         self._start_metadata_store()
         await self._start_storage()
+        self._start_coordinators()
 
         for p in self.processors:
             p.start_and_wait()
@@ -161,6 +162,12 @@ class Broker:
 
         self.replica_manager = ReplicaManager(self)
         self.replica_manager.startup()
+
+    def _start_coordinators(self) -> None:
+        from broker.coordinator_runtime import CoordinatorRuntime
+
+        self.group_coordinator = CoordinatorRuntime(self)
+        self.group_coordinator.startup()
 
     async def stop(self) -> None:
         if self._stopping:

@@ -1,0 +1,350 @@
+"""The coordinators' runtime: what the sans-loop coordinators of coordination/ need from a broker.
+
+* :class:`LoopScheduler`: timers on the broker's main event loop, armable and cancellable from
+  any thread (handlers run on the processor threads).
+* :class:`OffsetsTopicLog`: the group coordinator's writes, as record batches appended to the
+  leader replicas of ``__consumer_offsets`` partitions.
+* :class:`CoordinatorRuntime` (``broker.group_coordinator``): creates ``__consumer_offsets`` when
+  first needed (FindCoordinator) with Kafka's topic configs (compacted,
+  ``offsets.topic.num.partitions``, ``offsets.topic.segment.bytes``,
+  ``offsets.topic.replication.factor`` capped at the live brokers), follows the leadership of its
+  partitions through the metadata store (each broker coordinates the groups whose partition it
+  leads), loads newly led partitions on a loader thread (COORDINATOR_LOAD_IN_PROGRESS meanwhile),
+  and hands out producer ids. It also expires idle producers (``producer.id.expiration.ms``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from coordination.errors import KafkaApiError, TopicExists
+from coordination.group_coordinator import (
+    CoordinatorWriteError,
+    GroupConfig,
+    GroupCoordinator,
+    Record,
+)
+from coordination.metadata import OFFSETS_TOPIC, ClusterView
+from coordination.producer_id_manager import ProducerIdManager
+from protocol.error_codes import ErrorCode
+from protocol.errors import RemoteProtocolError
+from protocol.records.record import RecordBatchBuilder, iter_record_batches
+from storage.errors import StorageError
+
+if TYPE_CHECKING:
+    from broker.server import Broker
+
+log = logging.getLogger(__name__)
+
+#: How much of a ``__consumer_offsets`` partition the loader reads at a time.
+LOAD_CHUNK_BYTES = 4 * 1024 * 1024
+#: Kafka's producer.id.expiration.check.interval.ms
+PRODUCER_EXPIRATION_CHECK_INTERVAL_MS = 600_000
+
+
+class _LoopTimer:
+    __slots__ = ("cancelled", "handle")
+
+    def __init__(self) -> None:
+        self.cancelled = False
+        self.handle: asyncio.TimerHandle | None = None
+
+    def cancel(self) -> None:
+        # a flag, not handle.cancel(): timer handles are not thread-safe; a cancelled timer
+        # that fires does nothing
+        self.cancelled = True
+
+
+class LoopScheduler:
+    """coordination's Scheduler on an asyncio loop."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self._loop_thread = threading.get_ident()
+
+    def schedule(self, delay_ms: int, callback: Callable[[], None]) -> _LoopTimer:
+        timer = _LoopTimer()
+        delay = max(delay_ms, 0) / 1000
+
+        def fire() -> None:
+            if timer.cancelled:
+                return
+            timer.cancelled = True
+            try:
+                callback()
+            except Exception:
+                log.exception("coordinator timer failed")
+
+        def arm() -> None:
+            if not timer.cancelled:
+                timer.handle = self.loop.call_later(delay, fire)
+
+        if threading.get_ident() == self._loop_thread:
+            arm()
+        else:
+            self.loop.call_soon_threadsafe(arm)
+        return timer
+
+
+class OffsetsTopicLog:
+    """coordination's CoordinatorLog on the ``__consumer_offsets`` partitions this broker leads."""
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self.codec = int(broker.config["offsets.topic.compression.codec"])
+
+    def append(self, partition: int, records: Sequence[Record]) -> None:
+        part = self.broker.replica_manager.get(OFFSETS_TOPIC, partition)
+        if part is None:
+            raise CoordinatorWriteError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        if not part.is_leader:
+            raise CoordinatorWriteError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        now = time.time_ns() // 1_000_000
+        builder = RecordBatchBuilder(compression=self.codec)
+        for key, value in records:
+            builder.append(value, key=key, timestamp=now)
+        buf = bytearray(builder.build())
+        try:
+            info = part.log.append(buf, leader_epoch=part.leader_epoch, now_ms=now)
+        except StorageError as e:
+            raise CoordinatorWriteError(ErrorCode.of(e.error_code), str(e)) from e
+        part.notify_append(info.valid_bytes)
+
+
+def read_offsets_partition(plog: Any) -> Iterator[Record]:
+    """Every (key, value) record of a ``__consumer_offsets`` log up to its high watermark."""
+    offset = plog.log_start_offset
+    end = plog.high_watermark
+    while offset < end:
+        region = plog.read(offset, LOAD_CHUNK_BYTES, max_offset=end)
+        if region is None:
+            return
+        data = region.read()
+        advanced = False
+        for batch in iter_record_batches(data):
+            if batch.header.is_control:
+                offset = max(offset, batch.header.next_offset)
+                continue
+            for record in batch.records:
+                if record.offset >= offset and record.key is not None:
+                    yield record.key, record.value
+            if batch.header.next_offset > offset:
+                offset = batch.header.next_offset
+                advanced = True
+        if not advanced:
+            return
+
+
+def runtime(broker: Broker) -> CoordinatorRuntime:
+    """The broker's coordinator runtime (``broker.group_coordinator``), typed."""
+    rt: CoordinatorRuntime = broker.group_coordinator
+    return rt
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorNode:
+    error: ErrorCode
+    node_id: int = -1
+    host: str = ""
+    port: int = -1
+    message: str | None = None
+
+
+class CoordinatorRuntime:
+    """See the module docstring. Created and started by the broker after its storage."""
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self.config = broker.config
+        self.broker_id = broker.broker_id
+        assert broker.loop is not None
+        self.scheduler = LoopScheduler(broker.loop)
+        view = broker.metadata.view
+        existing = view.topics.get(OFFSETS_TOPIC)
+        c = self.config
+        self.groups = GroupCoordinator(
+            GroupConfig(
+                num_partitions=len(existing.partitions)
+                if existing is not None
+                else int(c["offsets.topic.num.partitions"]),
+                min_session_timeout_ms=int(c["group.min.session.timeout.ms"]),
+                max_session_timeout_ms=int(c["group.max.session.timeout.ms"]),
+                initial_rebalance_delay_ms=int(c["group.initial.rebalance.delay.ms"]),
+                max_size=int(c["group.max.size"]),
+                offsets_retention_ms=int(c["offsets.retention.minutes"]) * 60_000,
+                offsets_retention_check_interval_ms=int(c["offsets.retention.check.interval.ms"]),
+                offset_metadata_max_bytes=int(c["offset.metadata.max.bytes"]),
+            ),
+            self.scheduler,
+            OffsetsTopicLog(broker),
+        )
+        self.producer_ids = ProducerIdManager(broker.metadata)
+        self._led: set[int] = set()
+        self._lock = threading.Lock()
+        self._loads: queue.Queue[tuple[int, int] | None] = queue.Queue()
+        self._loader: threading.Thread | None = None
+        self._producer_timer: Any = None
+        self._stopped = False
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def startup(self) -> None:
+        self.groups.startup()
+        self._loader = threading.Thread(
+            target=self._load_loop, name="coordinator-loader", daemon=True
+        )
+        self._loader.start()
+        self.broker.metadata.add_listener(self._on_metadata)
+        self._follow_leadership(self.broker.metadata.view)
+        self._schedule_producer_expiration()
+
+    def shutdown(self) -> None:
+        self._stopped = True
+        self.groups.shutdown()
+        if self._producer_timer is not None:
+            self._producer_timer.cancel()
+        self._loads.put(None)
+        if self._loader is not None:
+            self._loader.join(10)
+
+    # -- leadership of __consumer_offsets --------------------------------------------------------
+
+    def _on_metadata(self, old: ClusterView, new: ClusterView) -> None:
+        if old.topics.get(OFFSETS_TOPIC) is not new.topics.get(OFFSETS_TOPIC):
+            self._follow_leadership(new)
+
+    def _follow_leadership(self, view: ClusterView) -> None:
+        if self._stopped:
+            return
+        topic = view.topics.get(OFFSETS_TOPIC)
+        led = set()
+        if topic is not None:
+            led = {p.partition for p in topic.partitions if p.leader == self.broker_id}
+            if len(topic.partitions) != self.groups.config.num_partitions:
+                log.warning(
+                    "%s has %d partitions, the coordinator was configured for %d",
+                    OFFSETS_TOPIC,
+                    len(topic.partitions),
+                    self.groups.config.num_partitions,
+                )
+        with self._lock:
+            gained = sorted(led - self._led)
+            lost = sorted(self._led - led)
+            self._led = led
+        for p in lost:
+            log.info("no longer coordinating the groups of %s-%d", OFFSETS_TOPIC, p)
+            self.groups.unload(p)
+        for p in gained:
+            load_id = self.groups.begin_loading(p)
+            part = self.broker.replica_manager.get(OFFSETS_TOPIC, p)
+            if part is not None and part.log.log_end_offset == part.log.log_start_offset:
+                # nothing to read: no need to make clients wait for the loader
+                self.groups.complete_loading(p, load_id, [])
+            else:
+                self._loads.put((p, load_id))
+
+    def _load_loop(self) -> None:
+        while True:
+            item = self._loads.get()
+            if item is None:
+                return
+            partition, load_id = item
+            started = time.monotonic()
+            try:
+                part = self.broker.replica_manager.get(OFFSETS_TOPIC, partition)
+                records = list(read_offsets_partition(part.log)) if part is not None else []
+                if self.groups.complete_loading(partition, load_id, records):
+                    log.info(
+                        "loaded %s-%d (%d records) in %.0f ms",
+                        OFFSETS_TOPIC,
+                        partition,
+                        len(records),
+                        (time.monotonic() - started) * 1000,
+                    )
+            except (StorageError, RemoteProtocolError, OSError) as e:
+                log.error("loading %s-%d failed: %s", OFFSETS_TOPIC, partition, e)
+            except Exception:
+                log.exception("loading %s-%d failed", OFFSETS_TOPIC, partition)
+
+    def wait_loaded(self, timeout_s: float = 30.0) -> bool:
+        """Blocks until no partition is loading (tests, benchmarks)."""
+        deadline = time.monotonic() + timeout_s
+        while self.groups.is_loading():
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.01)
+        return True
+
+    # -- FindCoordinator -------------------------------------------------------------------------
+
+    def ensure_offsets_topic(self) -> bool:
+        """Creates ``__consumer_offsets`` if it does not exist; returns whether it exists now."""
+        if OFFSETS_TOPIC in self.broker.metadata.view.topics:
+            return True
+        c = self.config
+        live = max(len(self.broker.metadata.view.brokers), 1)
+        try:
+            self.broker.admin.create_topic(
+                OFFSETS_TOPIC,
+                num_partitions=int(c["offsets.topic.num.partitions"]),
+                replication_factor=min(int(c["offsets.topic.replication.factor"]), live),
+                configs={
+                    "cleanup.policy": "compact",
+                    "compression.type": "producer",
+                    "segment.bytes": str(c["offsets.topic.segment.bytes"]),
+                },
+                internal=True,
+            )
+        except TopicExists:
+            pass
+        except KafkaApiError as e:
+            log.warning("could not create %s: %s", OFFSETS_TOPIC, e)
+            return False
+        return OFFSETS_TOPIC in self.broker.metadata.view.topics
+
+    def find_group_coordinator(self, group_id: str, listener: str) -> CoordinatorNode:
+        if not self.ensure_offsets_topic():
+            return CoordinatorNode(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        view = self.broker.metadata.view
+        topic = view.topics.get(OFFSETS_TOPIC)
+        if topic is None:
+            return CoordinatorNode(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        p = self.groups.partition_for(group_id)
+        if p >= len(topic.partitions):
+            return CoordinatorNode(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        leader = topic.partitions[p].leader
+        info = view.brokers.get(leader)
+        if info is None:
+            return CoordinatorNode(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        ep = info.endpoint(listener)
+        return CoordinatorNode(ErrorCode.NONE, leader, ep.host, ep.port)
+
+    # -- producers -------------------------------------------------------------------------------
+
+    def _schedule_producer_expiration(self) -> None:
+        def run() -> None:
+            if self._stopped:
+                return
+            try:
+                self.expire_producers()
+            finally:
+                self._schedule_producer_expiration()
+
+        self._producer_timer = self.scheduler.schedule(PRODUCER_EXPIRATION_CHECK_INTERVAL_MS, run)
+
+    def expire_producers(self, now_ms: int | None = None) -> int:
+        now = time.time_ns() // 1_000_000 if now_ms is None else now_ms
+        removed = 0
+        rm = self.broker.replica_manager
+        for part in list(rm.partitions.values()):
+            state = getattr(part.log, "producer_state", None)
+            if state is not None and hasattr(state, "remove_expired_producers"):
+                removed += state.remove_expired_producers(now)
+        return removed

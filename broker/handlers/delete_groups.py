@@ -1,0 +1,29 @@
+"""DeleteGroups: delete empty groups and their committed offsets (tombstones in
+``__consumer_offsets``)."""
+
+from __future__ import annotations
+
+from broker.dispatch import RequestContext
+from broker.registry import error_response, handler
+from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
+from protocol.messages.delete_groups import DeletableGroupResult, DeleteGroupsResponse
+from protocol.schema import Struct
+
+
+@handler(ApiKey.DELETE_GROUPS, "0-2")
+def handle_delete_groups(ctx: RequestContext, request: Struct) -> Struct:
+    results = ctx.broker.group_coordinator.groups.delete_groups(list(request.groups_names))
+    return DeleteGroupsResponse(
+        throttle_time_ms=0,
+        results=[
+            DeletableGroupResult(group_id=g, error_code=results[g]) for g in request.groups_names
+        ],
+    )
+
+
+@error_response(ApiKey.DELETE_GROUPS)
+def delete_groups_error(request: Struct, code: ErrorCode, message: str | None) -> Struct:
+    return DeleteGroupsResponse(
+        results=[DeletableGroupResult(group_id=g, error_code=code) for g in request.groups_names]
+    )

@@ -1,0 +1,94 @@
+"""DescribeGroups: state, protocol, members (metadata and assignments once Stable).
+
+An unknown group is "Dead" with no error before v6, GROUP_ID_NOT_FOUND from v6 (KIP-1043).
+"""
+
+from __future__ import annotations
+
+from broker.dispatch import RequestContext
+from broker.registry import error_response, handler
+from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
+from protocol.messages.describe_groups import (
+    AUTHORIZED_OPERATIONS_OMITTED,
+    DescribedGroup,
+    DescribedGroupMember,
+    DescribeGroupsResponse,
+)
+from protocol.schema import Struct
+
+# AclOperation codes READ 3, DELETE 6, DESCRIBE 8: what a group allows (no authorizer)
+GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
+
+
+def _describe(ctx: RequestContext, group_id: str, include_ops: bool) -> Struct:
+    version = ctx.api_version
+    ops = GROUP_OPERATIONS if include_ops else AUTHORIZED_OPERATIONS_OMITTED
+    code, summary = ctx.broker.group_coordinator.groups.describe_group(group_id)
+    if code != ErrorCode.NONE:
+        return DescribedGroup(
+            error_code=code,
+            group_id=group_id,
+            group_state="",
+            protocol_type="",
+            protocol_data="",
+            members=[],
+            authorized_operations=ops,
+        )
+    if summary is None:
+        missing = version >= 6
+        return DescribedGroup(
+            error_code=ErrorCode.GROUP_ID_NOT_FOUND if missing else ErrorCode.NONE,
+            error_message=f"Group {group_id} not found." if missing else None,
+            group_id=group_id,
+            group_state="Dead",
+            protocol_type="",
+            protocol_data="",
+            members=[],
+            authorized_operations=ops,
+        )
+    return DescribedGroup(
+        error_code=ErrorCode.NONE,
+        group_id=group_id,
+        group_state=summary.state,
+        protocol_type=summary.protocol_type,
+        protocol_data=summary.protocol,
+        members=[
+            DescribedGroupMember(
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                member_metadata=m.metadata,
+                member_assignment=m.assignment,
+            )
+            for m in summary.members
+        ],
+        authorized_operations=ops,
+    )
+
+
+@handler(ApiKey.DESCRIBE_GROUPS, "0-6")
+def handle_describe_groups(ctx: RequestContext, request: Struct) -> Struct:
+    include_ops = ctx.api_version >= 3 and bool(request.include_authorized_operations)
+    return DescribeGroupsResponse(
+        throttle_time_ms=0,
+        groups=[_describe(ctx, g, include_ops) for g in request.groups],
+    )
+
+
+@error_response(ApiKey.DESCRIBE_GROUPS)
+def describe_groups_error(request: Struct, code: ErrorCode, message: str | None) -> Struct:
+    return DescribeGroupsResponse(
+        groups=[
+            DescribedGroup(
+                error_code=code,
+                group_id=g,
+                group_state="",
+                protocol_type="",
+                protocol_data="",
+                members=[],
+            )
+            for g in request.groups
+        ]
+    )

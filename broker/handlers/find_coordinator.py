@@ -1,0 +1,85 @@
+"""FindCoordinator: which broker coordinates a group (v4+: several groups per request).
+
+The group's coordinator leads its ``__consumer_offsets`` partition; the topic is created when
+first needed. Transactions are a later issue: transaction (and share-group) keys are answered
+with an error.
+"""
+
+from __future__ import annotations
+
+from broker.coordinator_runtime import CoordinatorNode, runtime
+from broker.dispatch import RequestContext
+from broker.registry import error_response, handler
+from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
+from protocol.messages.find_coordinator import (
+    KEY_TYPE_GROUP,
+    KEY_TYPE_SHARE,
+    KEY_TYPE_TRANSACTION,
+    Coordinator,
+    FindCoordinatorResponse,
+)
+from protocol.schema import Struct
+
+
+def _find(ctx: RequestContext, key_type: int, key: str) -> CoordinatorNode:
+    if key_type == KEY_TYPE_GROUP:
+        return runtime(ctx.broker).find_group_coordinator(key, ctx.listener)
+    if key_type == KEY_TYPE_TRANSACTION:
+        return CoordinatorNode(
+            ErrorCode.INVALID_REQUEST, message="transactions are not supported by this broker yet"
+        )
+    if key_type == KEY_TYPE_SHARE:
+        return CoordinatorNode(
+            ErrorCode.INVALID_REQUEST, message="share groups are not supported by this broker"
+        )
+    return CoordinatorNode(ErrorCode.INVALID_REQUEST, message=f"unknown key type {key_type}")
+
+
+@handler(ApiKey.FIND_COORDINATOR, "0-6")
+def handle_find_coordinator(ctx: RequestContext, request: Struct) -> Struct:
+    version = ctx.api_version
+    key_type = request.key_type if version >= 1 else KEY_TYPE_GROUP
+    if version >= 4:
+        coordinators = []
+        for key in request.coordinator_keys:
+            node = _find(ctx, key_type, key)
+            coordinators.append(
+                Coordinator(
+                    key=key,
+                    node_id=node.node_id,
+                    host=node.host,
+                    port=node.port,
+                    error_code=node.error,
+                    error_message=node.message
+                    if node.message is not None or node.error == ErrorCode.NONE
+                    else node.error.message,
+                )
+            )
+        return FindCoordinatorResponse(throttle_time_ms=0, coordinators=coordinators)
+    node = _find(ctx, key_type, request.key)
+    return FindCoordinatorResponse(
+        throttle_time_ms=0,
+        error_code=node.error,
+        error_message=node.message
+        if node.message is not None or node.error == ErrorCode.NONE
+        else node.error.message,
+        node_id=node.node_id,
+        host=node.host,
+        port=node.port,
+    )
+
+
+@error_response(ApiKey.FIND_COORDINATOR)
+def find_coordinator_error(request: Struct, code: ErrorCode, message: str | None) -> Struct:
+    return FindCoordinatorResponse(
+        error_code=code,
+        error_message=message,
+        node_id=-1,
+        host="",
+        port=-1,
+        coordinators=[
+            Coordinator(key=k, node_id=-1, host="", port=-1, error_code=code, error_message=message)
+            for k in (request.coordinator_keys or [])
+        ],
+    )

@@ -1,0 +1,100 @@
+"""JoinGroup: join a classic group; the answer waits for the rebalance to complete.
+
+The coordinator calls back (from whichever thread completes the rebalance); the result is handed
+to this request's processor loop with ``call_soon_threadsafe``. From v4 a member without an id is
+answered MEMBER_ID_REQUIRED first (KIP-394), unless it is static (``group_instance_id``, v5+).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import TypeVar
+
+from broker.dispatch import RequestContext
+from broker.registry import error_response, handler
+from coordination.group_metadata import JoinResult
+from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
+from protocol.messages.join_group import JoinGroupResponse, JoinGroupResponseMember
+from protocol.schema import Struct
+
+T = TypeVar("T")
+
+
+def client_host(ctx: RequestContext) -> str:
+    """Kafka's member ``clientHost``: "/" and the peer's address."""
+    peer = ctx.conn.peer
+    host = peer[0] if isinstance(peer, tuple) and peer else str(peer)
+    return f"/{host}"
+
+
+def future_callback(
+    loop: asyncio.AbstractEventLoop, kind: type[T]
+) -> tuple[asyncio.Future[T], Callable[[T], None]]:
+    """A future on ``loop`` and a thread-safe callback that completes it (once)."""
+    future: asyncio.Future[T] = loop.create_future()
+
+    def resolve(value: T) -> None:
+        if not future.done():
+            future.set_result(value)
+
+    def callback(value: T) -> None:
+        loop.call_soon_threadsafe(resolve, value)
+
+    return future, callback
+
+
+def _response(result: JoinResult, version: int) -> Struct:
+    return JoinGroupResponse(
+        throttle_time_ms=0,
+        error_code=result.error,
+        generation_id=result.generation_id,
+        protocol_type=result.protocol_type,
+        protocol_name=result.protocol_name
+        if result.protocol_name is not None or version >= 7
+        else "",
+        leader=result.leader_id,
+        skip_assignment=result.skip_assignment,
+        member_id=result.member_id,
+        members=[
+            JoinGroupResponseMember(
+                member_id=m.member_id, group_instance_id=m.group_instance_id, metadata=m.metadata
+            )
+            for m in result.members
+        ],
+    )
+
+
+@handler(ApiKey.JOIN_GROUP, "0-9")
+async def handle_join_group(ctx: RequestContext, request: Struct) -> Struct:
+    version = ctx.api_version
+    instance_id = request.group_instance_id if version >= 5 else None
+    rebalance_timeout = request.rebalance_timeout_ms if version >= 1 else -1
+    if rebalance_timeout < 0:
+        rebalance_timeout = request.session_timeout_ms
+    future, callback = future_callback(asyncio.get_running_loop(), JoinResult)
+    ctx.broker.group_coordinator.groups.join_group(
+        group_id=request.group_id,
+        member_id=request.member_id or "",
+        group_instance_id=instance_id,
+        require_known_member_id=version >= 4 and instance_id is None,
+        client_id=ctx.header.client_id or "",
+        client_host=client_host(ctx),
+        rebalance_timeout_ms=rebalance_timeout,
+        session_timeout_ms=request.session_timeout_ms,
+        protocol_type=request.protocol_type,
+        protocols=[(p.name, bytes(p.metadata)) for p in request.protocols],
+        callback=callback,
+        supports_skip_assignment=version >= 9,
+        reason=request.reason if version >= 8 else None,
+    )
+    result = await future
+    return _response(result, version)
+
+
+@error_response(ApiKey.JOIN_GROUP)
+def join_group_error(request: Struct, code: ErrorCode, message: str | None) -> Struct:
+    return JoinGroupResponse(
+        error_code=code, generation_id=-1, protocol_name="", leader="", member_id=request.member_id
+    )

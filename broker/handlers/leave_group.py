@@ -1,0 +1,41 @@
+"""LeaveGroup: members leave a classic group (v3+: several, by member id or instance id)."""
+
+from __future__ import annotations
+
+from broker.dispatch import RequestContext
+from broker.registry import error_response, handler
+from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
+from protocol.messages.leave_group import LeaveGroupResponse, MemberResponse
+from protocol.schema import Struct
+
+
+@handler(ApiKey.LEAVE_GROUP, "0-5")
+def handle_leave_group(ctx: RequestContext, request: Struct) -> Struct:
+    version = ctx.api_version
+    if version >= 3:
+        leaving = [(m.member_id, m.group_instance_id) for m in request.members]
+    else:
+        leaving = [(request.member_id, None)]
+    code, results = ctx.broker.group_coordinator.groups.leave_group(
+        group_id=request.group_id, members=leaving
+    )
+    if version < 3:
+        # one member: its error is the request's
+        if code == ErrorCode.NONE and results:
+            code = results[0][2]
+        return LeaveGroupResponse(throttle_time_ms=0, error_code=code)
+    return LeaveGroupResponse(
+        throttle_time_ms=0,
+        error_code=code,
+        members=[]
+        if code != ErrorCode.NONE
+        else [
+            MemberResponse(member_id=m, group_instance_id=i, error_code=e) for m, i, e in results
+        ],
+    )
+
+
+@error_response(ApiKey.LEAVE_GROUP)
+def leave_group_error(request: Struct, code: ErrorCode, message: str | None) -> Struct:
+    return LeaveGroupResponse(error_code=code)

@@ -1,0 +1,41 @@
+"""ListGroups: the groups this broker coordinates (v4: filter by state, v5: by type)."""
+
+from __future__ import annotations
+
+from broker.dispatch import RequestContext
+from broker.registry import error_response, handler
+from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
+from protocol.messages.list_groups import ListedGroup, ListGroupsResponse
+from protocol.schema import Struct
+
+#: the only group type this broker has (KIP-848 "consumer" groups are not implemented)
+GROUP_TYPE = "classic"
+
+
+@handler(ApiKey.LIST_GROUPS, "0-5")
+def handle_list_groups(ctx: RequestContext, request: Struct) -> Struct:
+    version = ctx.api_version
+    states = request.states_filter if version >= 4 else []
+    types = {t.lower() for t in request.types_filter} if version >= 5 else set()
+    code, groups = ctx.broker.group_coordinator.groups.list_groups(states)
+    if types and GROUP_TYPE not in types:
+        groups = []
+    return ListGroupsResponse(
+        throttle_time_ms=0,
+        error_code=code,
+        groups=[
+            ListedGroup(
+                group_id=g.group_id,
+                protocol_type=g.protocol_type,
+                group_state=g.state,
+                group_type=GROUP_TYPE,
+            )
+            for g in sorted(groups, key=lambda g: g.group_id)
+        ],
+    )
+
+
+@error_response(ApiKey.LIST_GROUPS)
+def list_groups_error(request: Struct, code: ErrorCode, message: str | None) -> Struct:
+    return ListGroupsResponse(error_code=code, groups=[])

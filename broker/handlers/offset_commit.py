@@ -1,0 +1,89 @@
+"""OffsetCommit: store a group's committed offsets in ``__consumer_offsets``.
+
+v0 commits without membership (like ``generation_id = -1``); v1 carries a commit timestamp per
+partition; v2-4 a retention time (an explicit expire timestamp); v5+ use
+``offsets.retention.minutes``; v6 the leader epoch; v7 the group instance id. v9 (KIP-848) is
+served for classic groups. Partitions of unknown topics get UNKNOWN_TOPIC_OR_PARTITION.
+"""
+
+from __future__ import annotations
+
+from broker.dispatch import RequestContext
+from broker.registry import error_response, handler
+from coordination.group_metadata import OffsetAndMetadata
+from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
+from protocol.messages.offset_commit import (
+    OffsetCommitResponse,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+)
+from protocol.schema import Struct
+
+
+@handler(ApiKey.OFFSET_COMMIT, "0-9")
+def handle_offset_commit(ctx: RequestContext, request: Struct) -> Struct:
+    version = ctx.api_version
+    now = ctx.now_ms()
+    view = ctx.broker.metadata.view
+    retention = request.retention_time_ms if 2 <= version <= 4 else -1
+    offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
+    errors: dict[tuple[str, int], ErrorCode] = {}
+    for t in request.topics:
+        for p in t.partitions:
+            tp = (t.name, p.partition_index)
+            if view.partition(*tp) is None:
+                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            commit_ts = p.commit_timestamp if version == 1 and p.commit_timestamp >= 0 else now
+            offsets[tp] = OffsetAndMetadata(
+                offset=p.committed_offset,
+                leader_epoch=p.committed_leader_epoch if version >= 6 else -1,
+                metadata=p.committed_metadata or "",
+                commit_timestamp_ms=commit_ts,
+                expire_timestamp_ms=now + retention if retention >= 0 else -1,
+            )
+    if offsets:
+        errors.update(
+            ctx.broker.group_coordinator.groups.commit_offsets(
+                group_id=request.group_id,
+                member_id=request.member_id if version >= 1 else "",
+                group_instance_id=request.group_instance_id if version >= 7 else None,
+                generation_id=request.generation_id_or_member_epoch if version >= 1 else -1,
+                offsets=offsets,
+            )
+        )
+    return OffsetCommitResponse(
+        throttle_time_ms=0,
+        topics=[
+            OffsetCommitResponseTopic(
+                name=t.name,
+                partitions=[
+                    OffsetCommitResponsePartition(
+                        partition_index=p.partition_index,
+                        error_code=errors[(t.name, p.partition_index)],
+                    )
+                    for p in t.partitions
+                ],
+            )
+            for t in request.topics
+        ],
+    )
+
+
+@error_response(ApiKey.OFFSET_COMMIT)
+def offset_commit_error(request: Struct, code: ErrorCode, message: str | None) -> Struct:
+    return OffsetCommitResponse(
+        topics=[
+            OffsetCommitResponseTopic(
+                name=t.name,
+                partitions=[
+                    OffsetCommitResponsePartition(
+                        partition_index=p.partition_index, error_code=code
+                    )
+                    for p in t.partitions
+                ],
+            )
+            for t in request.topics
+        ]
+    )

@@ -1,0 +1,58 @@
+"""OffsetDelete (KIP-496): delete some committed offsets of a group; not those of topics a live
+consumer group subscribes to (GROUP_SUBSCRIBED_TO_TOPIC)."""
+
+from __future__ import annotations
+
+from broker.dispatch import RequestContext
+from broker.registry import error_response, handler
+from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
+from protocol.messages.offset_delete import (
+    OffsetDeleteResponse,
+    OffsetDeleteResponsePartition,
+    OffsetDeleteResponseTopic,
+)
+from protocol.schema import Struct
+
+
+@handler(ApiKey.OFFSET_DELETE, "0")
+def handle_offset_delete(ctx: RequestContext, request: Struct) -> Struct:
+    view = ctx.broker.metadata.view
+    known: list[tuple[str, int]] = []
+    unknown: set[tuple[str, int]] = set()
+    for t in request.topics:
+        for p in t.partitions:
+            tp = (t.name, p.partition_index)
+            if view.partition(*tp) is not None:
+                known.append(tp)
+            else:
+                unknown.add(tp)
+    code, results = ctx.broker.group_coordinator.groups.delete_offsets(
+        group_id=request.group_id, partitions=known
+    )
+    if code != ErrorCode.NONE:
+        return OffsetDeleteResponse(error_code=code, throttle_time_ms=0, topics=[])
+    return OffsetDeleteResponse(
+        error_code=ErrorCode.NONE,
+        throttle_time_ms=0,
+        topics=[
+            OffsetDeleteResponseTopic(
+                name=t.name,
+                partitions=[
+                    OffsetDeleteResponsePartition(
+                        partition_index=p.partition_index,
+                        error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                        if (t.name, p.partition_index) in unknown
+                        else results.get((t.name, p.partition_index), ErrorCode.NONE),
+                    )
+                    for p in t.partitions
+                ],
+            )
+            for t in request.topics
+        ],
+    )
+
+
+@error_response(ApiKey.OFFSET_DELETE)
+def offset_delete_error(request: Struct, code: ErrorCode, message: str | None) -> Struct:
+    return OffsetDeleteResponse(error_code=code, topics=[])

@@ -1,0 +1,127 @@
+"""OffsetFetch: a group's committed offsets (v8+: several groups per request).
+
+A partition without a commit answers offset -1 and empty metadata. A null topic list (v2+) asks
+for every committed offset of the group. Group-level errors (NOT_COORDINATOR,
+COORDINATOR_LOAD_IN_PROGRESS...) go in the top-level error code (v2-7), in each group (v8+), or in
+each partition (v0-1, which have no top-level code). ``require_stable`` (v7+) has nothing to wait
+for until transactions exist.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from broker.dispatch import RequestContext
+from broker.registry import error_response, handler
+from coordination.group_metadata import OffsetAndMetadata
+from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
+from protocol.messages.offset_fetch import (
+    OffsetFetchResponse,
+    OffsetFetchResponseGroup,
+    OffsetFetchResponsePartition,
+    OffsetFetchResponsePartitions,
+    OffsetFetchResponseTopic,
+    OffsetFetchResponseTopics,
+)
+from protocol.schema import Struct
+
+TopicPartition = tuple[str, int]
+
+
+def _fetch(
+    ctx: RequestContext, group_id: str, partitions: Sequence[TopicPartition] | None
+) -> tuple[ErrorCode, list[tuple[str, list[tuple[int, OffsetAndMetadata | None]]]]]:
+    code, found = ctx.broker.group_coordinator.groups.fetch_offsets(
+        group_id=group_id, partitions=partitions
+    )
+    order = list(partitions) if partitions is not None else sorted(found)
+    topics: dict[str, list[tuple[int, OffsetAndMetadata | None]]] = {}
+    for tp in order:
+        topics.setdefault(tp[0], []).append((tp[1], found.get(tp)))
+    return code, list(topics.items())
+
+
+def _requested(topics: list[Struct] | None) -> list[TopicPartition] | None:
+    if topics is None:
+        return None
+    return [(t.name, p) for t in topics for p in t.partition_indexes]
+
+
+@handler(ApiKey.OFFSET_FETCH, "0-9")
+def handle_offset_fetch(ctx: RequestContext, request: Struct) -> Struct:
+    version = ctx.api_version
+    if version >= 8:
+        groups = []
+        for g in request.groups:
+            code, topics = _fetch(ctx, g.group_id, _requested(g.topics))
+            groups.append(
+                OffsetFetchResponseGroup(
+                    group_id=g.group_id,
+                    error_code=code,
+                    topics=[
+                        OffsetFetchResponseTopics(
+                            name=name,
+                            partitions=[
+                                OffsetFetchResponsePartitions(
+                                    partition_index=p,
+                                    committed_offset=o.offset if o else -1,
+                                    committed_leader_epoch=o.leader_epoch if o else -1,
+                                    metadata=o.metadata if o else "",
+                                    error_code=ErrorCode.NONE,
+                                )
+                                for p, o in parts
+                            ],
+                        )
+                        for name, parts in topics
+                    ]
+                    if code == ErrorCode.NONE
+                    else [],
+                )
+            )
+        return OffsetFetchResponse(throttle_time_ms=0, groups=groups)
+
+    requested = _requested(request.topics)
+    code, topics = _fetch(ctx, request.group_id, requested)
+    if code != ErrorCode.NONE:
+        if version >= 2:
+            return OffsetFetchResponse(throttle_time_ms=0, error_code=code, topics=[])
+        # v0-1 have no top-level error: every partition carries it
+        topics = []
+        for tp in requested or []:
+            if not topics or topics[-1][0] != tp[0]:
+                topics.append((tp[0], []))
+            topics[-1][1].append((tp[1], None))
+    partition_code = code if version < 2 else ErrorCode.NONE
+    return OffsetFetchResponse(
+        throttle_time_ms=0,
+        error_code=code,
+        topics=[
+            OffsetFetchResponseTopic(
+                name=name,
+                partitions=[
+                    OffsetFetchResponsePartition(
+                        partition_index=p,
+                        committed_offset=o.offset if o else -1,
+                        committed_leader_epoch=o.leader_epoch if o else -1,
+                        metadata=o.metadata if o else "",
+                        error_code=partition_code,
+                    )
+                    for p, o in parts
+                ],
+            )
+            for name, parts in topics
+        ],
+    )
+
+
+@error_response(ApiKey.OFFSET_FETCH)
+def offset_fetch_error(request: Struct, code: ErrorCode, message: str | None) -> Struct:
+    return OffsetFetchResponse(
+        error_code=code,
+        topics=[],
+        groups=[
+            OffsetFetchResponseGroup(group_id=g.group_id, error_code=code, topics=[])
+            for g in (request.groups or [])
+        ],
+    )

@@ -1,0 +1,43 @@
+"""SyncGroup: the leader hands out the assignment; every member waits for its own."""
+
+from __future__ import annotations
+
+import asyncio
+
+from broker.dispatch import RequestContext
+from broker.handlers.join_group import future_callback
+from broker.registry import error_response, handler
+from coordination.group_metadata import SyncResult
+from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
+from protocol.messages.sync_group import SyncGroupResponse
+from protocol.schema import Struct
+
+
+@handler(ApiKey.SYNC_GROUP, "0-5")
+async def handle_sync_group(ctx: RequestContext, request: Struct) -> Struct:
+    version = ctx.api_version
+    future, callback = future_callback(asyncio.get_running_loop(), SyncResult)
+    ctx.broker.group_coordinator.groups.sync_group(
+        group_id=request.group_id,
+        generation_id=request.generation_id,
+        member_id=request.member_id,
+        group_instance_id=request.group_instance_id if version >= 3 else None,
+        protocol_type=request.protocol_type if version >= 5 else None,
+        protocol_name=request.protocol_name if version >= 5 else None,
+        assignments={a.member_id: bytes(a.assignment) for a in request.assignments},
+        callback=callback,
+    )
+    result = await future
+    return SyncGroupResponse(
+        throttle_time_ms=0,
+        error_code=result.error,
+        protocol_type=result.protocol_type,
+        protocol_name=result.protocol_name,
+        assignment=result.assignment,
+    )
+
+
+@error_response(ApiKey.SYNC_GROUP)
+def sync_group_error(request: Struct, code: ErrorCode, message: str | None) -> Struct:
+    return SyncGroupResponse(error_code=code, assignment=b"")
