@@ -163,10 +163,17 @@ class LogSegment:
         if index.entries:
             entry = index.entry(index.entries - 1)
             info = next(iter(self.log.batches_from(entry.position)), None)
-            if info is None:
+            if info is None or info.magic != rb.MAGIC_V2:
                 raise CorruptIndex(f"{index.path}: last entry {entry} points at no batch")
             if info.base_offset > entry.offset:
                 raise CorruptIndex(f"{index.path}: last entry {entry} but the batch is {info}")
+            data = self.log.pread(info.size, info.position)
+            try:
+                valid = rb.crc_of(data, 0, info.size) == rb.read_header(data).crc
+            except CorruptRecord:
+                valid = False
+            if not valid:
+                raise CorruptIndex(f"{index.path}: last entry {entry} points inside a batch")
         # the time index ends with the segment's max timestamp (written on roll and close)
         last_time = self._time_index.last_entry()
         last_batch = self.last_batch()

@@ -237,3 +237,17 @@ def test_interrupted_compaction_swap_is_completed(reference, tmp_path):
     assert report.swaps_completed
     assert not [n for n in os.listdir(directory) if n.endswith((".swap", ".cleaned", ".deleted"))]
     check_log(log, len(bounds))
+
+
+@pytest.mark.parametrize("clean", [False, True], ids=["unclean", "clean"])
+def test_plausible_garbage_after_the_index_entries(reference, tmp_path, clean):
+    """Entries that keep increasing but point inside batches are caught (the batch at the last
+    entry must pass its CRC) and the index is rebuilt."""
+    ref_dir, bounds = reference
+    directory = copy(ref_dir, tmp_path)
+    index = directory / INDEX
+    last_offset, last_position = struct.unpack(">ii", index.read_bytes()[-8:])
+    with open(index, "ab") as f:
+        f.write(struct.pack(">ii", last_offset + 1, last_position + 7))
+    log, _ = recover(directory, clean=clean)
+    check_log(log, len(bounds))
