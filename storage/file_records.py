@@ -178,10 +178,7 @@ class FileRecords:
                 buf_start = pos
                 rel = 0
                 if len(buf) < _SCAN_SIZE:
-                    if len(buf) >= rb.LOG_OVERHEAD:
-                        # a batch shorter than a v2 header: a legacy message or garbage
-                        return
-                    return
+                    return  # the tail is shorter than a v2 header: cut short, or garbage
             base_offset, length, _epoch, magic, _crc, _attrs, delta, _base_ts, max_ts = unpack(
                 buf, rel
             )
