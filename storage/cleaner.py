@@ -317,7 +317,9 @@ class LogCleaner:
                 stats.groups_aborted += 1
                 cleaned.log.close()
                 cleaned.delete_files()
-        self._checkpoints[candidate.tp] = end_offset
+        if stats.groups_aborted == 0:
+            self._checkpoints[candidate.tp] = end_offset
+        # else: retention or a truncation removed segments meanwhile; the next pass starts over
         if stats.latest_delete_horizon is None:
             self._delete_horizons.pop(candidate.tp, None)
         else:
