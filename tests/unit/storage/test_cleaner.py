@@ -218,3 +218,30 @@ def test_compact_and_delete(tmp_path):
     log.delete_old_segments(clock.now_ms)
     assert log.log_start_offset == log.log_end_offset
     m.shutdown()
+
+
+def test_group_given_up_when_retention_removes_its_segment(tmp_path, monkeypatch):
+    m, log, clock = setup(tmp_path, {"segment.bytes": 300})
+    for round_ in range(8):
+        put(log, [(b"k%d" % (round_ % 3), b"%d" % round_)])
+        log.roll()
+    put(log, [(b"z", b"0")])
+    original = type(m.cleaner)._clean_group
+    calls = []
+
+    def clean_group_then_retention(self, partition_log, group, *args):
+        calls.append(group[0].base_offset)
+        cleaned = original(self, partition_log, group, *args)
+        if len(calls) == 1:  # retention runs while the first group is being cleaned
+            partition_log.delete_records_before(partition_log.segments[1].base_offset)
+        return cleaned
+
+    monkeypatch.setattr(type(m.cleaner), "_clean_group", clean_group_then_retention)
+    stats = m.cleaner.clean(log, clock.now_ms)
+    assert stats.groups_aborted == 1
+    assert m.cleaner.first_dirty_offset(("c", 0)) is None  # the next pass starts over
+    assert not [n for n in os.listdir(tmp_path / "c-0") if n.endswith((".cleaned", ".swap"))]
+    records = record_values(log.read_batches(log.log_start_offset))
+    assert records[-1] == (8, b"z", b"0")
+    assert all(o >= log.log_start_offset for o, _, _ in records)
+    m.shutdown()
