@@ -43,7 +43,11 @@ fmt: $(VENV)/.dev
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-bench: $(VENV)/.dev system-deps
+$(VENV)/.bench: $(VENV)/.dev
+	$(PY) -m pip install -q -e '.[dev,spark,bench]'
+	touch $@
+
+bench: $(VENV)/.bench system-deps
 	$(PY) -m bench
 
 clean:
