@@ -360,3 +360,42 @@ def test_list_describe_and_delete_groups_with_admin(fresh_broker):
     (fut,) = admin.delete_consumer_groups(["described"]).values()
     fut.result(10)
     assert "described" not in {g.group_id for g in admin.list_consumer_groups().result(10).valid}
+
+
+def test_static_member_restart_keeps_its_partitions_without_a_rebalance(fresh_broker):
+    broker = fresh_broker(**GROUP_SETTINGS)
+    create_topic(broker.bootstrap, "static", 4)
+    revoked: list[str] = []
+
+    def member(instance: str) -> Consumer:
+        c = Consumer(
+            {
+                "bootstrap.servers": broker.bootstrap,
+                "group.id": "statics",
+                "group.instance.id": instance,
+                "session.timeout.ms": 6000,
+                "heartbeat.interval.ms": 300,
+            }
+        )
+        c.subscribe(["static"], on_revoke=lambda _c, _p: revoked.append(instance))
+        return c
+
+    def poll_until(consumers: list[Consumer], done: Callable[[], bool], what: str) -> None:
+        deadline = time.monotonic() + 60
+        while not done():
+            assert time.monotonic() < deadline, f"timed out waiting for {what}"
+            for c in consumers:
+                c.poll(0.05)
+
+    a, b = member("s1"), member("s2")
+    poll_until([a, b], lambda: len(a.assignment()) == 2 and len(b.assignment()) == 2, "balance")
+    before = sorted(tp.partition for tp in b.assignment())
+    revoked.clear()
+    b.close()  # a static member leaves no LeaveGroup behind
+    b = member("s2")
+    poll_until([a, b], lambda: len(b.assignment()) == 2, "s2 back")
+    assert sorted(tp.partition for tp in b.assignment()) == before
+    assert "s1" not in revoked  # the other member never had to give anything up
+    assert "static member s2 of group statics rejoined" in broker.log()
+    a.close()
+    b.close()
