@@ -89,7 +89,10 @@ class LoopScheduler:
         if threading.get_ident() == self._loop_thread:
             arm()
         else:
-            self.loop.call_soon_threadsafe(arm)
+            try:
+                self.loop.call_soon_threadsafe(arm)
+            except RuntimeError:
+                timer.cancelled = True  # the main loop is closed: the broker is stopping
         return timer
 
 
@@ -206,6 +209,10 @@ class CoordinatorRuntime:
         self._schedule_producer_expiration()
 
     def shutdown(self) -> None:
+        """Stops the coordinators (members waiting in a rebalance are answered
+        COORDINATOR_NOT_AVAILABLE) and the loader. Idempotent."""
+        if self._stopped:
+            return
         self._stopped = True
         self.groups.shutdown()
         if self._producer_timer is not None:

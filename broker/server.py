@@ -180,11 +180,12 @@ class Broker:
             job.cancel()
         if self._metrics_server is not None:
             self._metrics_server.close()
+        if self.group_coordinator is not None:
+            # answers members waiting in JoinGroup/SyncGroup, so the drain need not wait for them
+            self.group_coordinator.shutdown()
         await self._drain_in_flight(timeout_s=5.0)
         for p in self.processors:
             p.stop()
-        if self.group_coordinator is not None:
-            self.group_coordinator.shutdown()
         if self.replica_manager is not None:
             self.replica_manager.shutdown()
         if self.metadata is not None:

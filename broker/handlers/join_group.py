@@ -40,7 +40,10 @@ def future_callback(
             future.set_result(value)
 
     def callback(value: T) -> None:
-        loop.call_soon_threadsafe(resolve, value)
+        try:
+            loop.call_soon_threadsafe(resolve, value)
+        except RuntimeError:
+            pass  # the processor's loop is closed: the broker is stopping
 
     return future, callback
 

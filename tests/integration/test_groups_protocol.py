@@ -6,6 +6,7 @@ errors clients rely on."""
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -345,3 +346,24 @@ def test_offset_delete(broker, topic_name):
     r = client.request(OffsetDeleteRequest(group_id="never-seen", topics=[]), 0)
     assert r.error_code == E.GROUP_ID_NOT_FOUND
     client.close()
+
+
+def test_shutdown_answers_a_member_waiting_in_join_group(fresh_broker):
+    broker = fresh_broker(**{"group.initial.rebalance.delay.ms": "60000"})
+    client = RawClient(broker.bootstrap)
+    client.request(FindCoordinatorRequest(key="waiting"), 0)
+    member_id = join(client, 5, "waiting").member_id
+    answer = {}
+    t = threading.Thread(
+        target=lambda: answer.setdefault("r", join(client, 5, "waiting", member_id))
+    )
+    t.start()
+    deadline = time.monotonic() + 10
+    while "preparing to rebalance group waiting" not in broker.log():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert broker.stop() == 0
+    t.join(10)
+    client.close()
+    assert answer["r"].error_code == E.COORDINATOR_NOT_AVAILABLE
+    assert "stopped cleanly" in broker.log()
