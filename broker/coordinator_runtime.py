@@ -20,10 +20,12 @@ import logging
 import queue
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from broker.metrics import MetricSamples
 from coordination.errors import KafkaApiError, TopicExists
 from coordination.group_coordinator import (
     CoordinatorWriteError,
@@ -37,6 +39,7 @@ from protocol.error_codes import ErrorCode
 from protocol.errors import RemoteProtocolError
 from protocol.records.record import RecordBatchBuilder, iter_record_batches
 from storage.errors import StorageError
+from storage.producer_state import ProducerStateManager
 
 if TYPE_CHECKING:
     from broker.server import Broker
@@ -207,6 +210,7 @@ class CoordinatorRuntime:
         self.broker.metadata.add_listener(self._on_metadata)
         self._follow_leadership(self.broker.metadata.view)
         self._schedule_producer_expiration()
+        self.broker.add_metrics(self._metrics)
 
     def shutdown(self) -> None:
         """Stops the coordinators (members waiting in a rebalance are answered
@@ -347,11 +351,42 @@ class CoordinatorRuntime:
         self._producer_timer = self.scheduler.schedule(PRODUCER_EXPIRATION_CHECK_INTERVAL_MS, run)
 
     def expire_producers(self, now_ms: int | None = None) -> int:
+        """Forgets producers idle for ``producer.id.expiration.ms`` in every partition."""
         now = time.time_ns() // 1_000_000 if now_ms is None else now_ms
         removed = 0
-        rm = self.broker.replica_manager
-        for part in list(rm.partitions.values()):
-            state = getattr(part.log, "producer_state", None)
-            if state is not None and hasattr(state, "remove_expired_producers"):
+        for part in list(self.broker.replica_manager.partitions.values()):
+            state = part.log.producer_state
+            if isinstance(state, ProducerStateManager):
                 removed += state.remove_expired_producers(now)
         return removed
+
+    # -- metrics ---------------------------------------------------------------------------------
+
+    def _metrics(self) -> list[MetricSamples]:
+        _, groups = self.groups.list_groups()
+        states = Counter(g.state for g in groups)
+        producers = 0
+        for part in list(self.broker.replica_manager.partitions.values()):
+            state = part.log.producer_state
+            if isinstance(state, ProducerStateManager):
+                producers += len(state.producers)
+        return [
+            (
+                "odradek_consumer_groups",
+                "gauge",
+                "Classic groups this broker coordinates, by state.",
+                [(f'{{state="{s}"}}', float(n)) for s, n in sorted(states.items())],
+            ),
+            (
+                "odradek_coordinator_partitions_loading",
+                "gauge",
+                "__consumer_offsets partitions being loaded.",
+                [("", float(len(self.groups.loading_partitions)))],
+            ),
+            (
+                "odradek_idempotent_producers",
+                "gauge",
+                "Producer ids with sequence state, summed over partitions.",
+                [("", float(producers))],
+            ),
+        ]

@@ -362,6 +362,11 @@ class GroupCoordinator:
         with self._lock:
             return frozenset(self._owned)
 
+    @property
+    def loading_partitions(self) -> frozenset[int]:
+        with self._lock:
+            return frozenset(self._loading)
+
     def is_loading(self, partition: int | None = None) -> bool:
         with self._lock:
             return bool(self._loading) if partition is None else partition in self._loading
