@@ -317,3 +317,57 @@ def test_log_dir_of_another_cluster_is_refused(
         assert other.registered() == []
     finally:
         other.close()
+
+
+def test_consumer_groups_are_coordinated_across_the_cluster(cluster: ProcessCluster) -> None:
+    """Group coordinators follow __consumer_offsets partition leadership, spread over brokers."""
+    from confluent_kafka import Consumer
+
+    for broker_id in (1, 2, 3):
+        cluster.brokers[broker_id] = cluster.process(
+            broker_id, **{"group.initial.rebalance.delay.ms": "0"}
+        )
+    b1, b2, b3 = cluster.start(1, 2, 3)
+    create_topic(b1.bootstrap, "grouped", 3)
+    wait_leaders(b3.bootstrap, "grouped", 3)
+    produce(b2.bootstrap, "grouped", [0, 1, 2], 10, "g")
+    coordinators: dict[str, int] = {}
+    admin = AdminClient({"bootstrap.servers": b1.bootstrap})
+    for group in ("alpha", "beta", "gamma", "delta", "epsilon", "zeta"):
+        consumer = Consumer(
+            {
+                "bootstrap.servers": b3.bootstrap,
+                "group.id": group,
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+            }
+        )
+        consumer.subscribe(["grouped"])
+        got = 0
+        deadline = time.monotonic() + 60
+        try:
+            while got < 30 and time.monotonic() < deadline:
+                msg = consumer.poll(0.5)
+                if msg is not None and not msg.error():
+                    got += 1
+            assert got == 30
+            consumer.commit(asynchronous=False)
+        finally:
+            consumer.close()
+        described = admin.describe_consumer_groups([group])[group].result(30)
+        coordinators[group] = described.coordinator.id
+    offsets = metadata(b2.bootstrap).topics["__consumer_offsets"]
+    leader_of = {p.id: p.leader for p in offsets.partitions.values()}
+    assert set(leader_of.values()) == {1, 2, 3}
+    # Kafka's rule: the leader of partition abs(hashCode(group)) % partitions
+    assert coordinators == {g: leader_of[java_hash(g) % len(leader_of)] for g in coordinators}
+
+
+def java_hash(text: str) -> int:
+    """Java's String.hashCode, then Kafka's Utils.abs (MIN_VALUE -> 0, else Math.abs)."""
+    h = 0
+    for ch in text:
+        h = (31 * h + ord(ch)) & 0xFFFFFFFF
+    if h >= 2**31:
+        h -= 2**32
+    return 0 if h == -(2**31) else abs(h)
