@@ -930,8 +930,10 @@ class GroupCoordinator:
             try:
                 self._store_group(group, assignment)
             except CoordinatorWriteError as e:
-                group.replace_static_member(group_instance_id, new_member_id, old_member_id)
+                # undo: the old member id stands (its callback is dropped first, so the
+                # replacement does not answer it FENCED_INSTANCE_ID)
                 group.update_member(member, old_protocols, *old_timeouts, None)
+                group.replace_static_member(group_instance_id, new_member_id, old_member_id)
                 callback(JoinResult(e.error_code, UNKNOWN_MEMBER_ID))
                 return
             is_leader = group.is_leader(new_member_id)

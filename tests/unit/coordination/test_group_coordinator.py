@@ -597,3 +597,18 @@ def test_many_members_one_generation(n: int) -> None:
     results = h.stable_group(n)
     assert {r.generation_id for r in results} == {1}
     assert sum(1 for r in results if r.members) == 1
+
+
+def test_static_rejoin_that_cannot_be_stored_keeps_the_old_member() -> None:
+    h = Harness()
+    waiting = h.join("g", instance="i1")
+    h.sched.advance(300)
+    (old,) = waiting
+    h.sync("g", old.member_id, 1, {old.member_id: b"A"}, instance="i1")
+    h.log.fail_with = E.NOT_LEADER_OR_FOLLOWER
+    answers = h.join("g", instance="i1")
+    assert [a.error for a in answers] == [E.NOT_COORDINATOR]
+    group = h.gc.group("g")
+    assert group is not None and set(group.members) == {old.member_id}
+    assert group.static_members == {"i1": old.member_id}
+    assert group.num_members_awaiting_join == 0
