@@ -73,6 +73,7 @@ _RUNTIME: dict[str, Any] = {
     "_bytes": bytes,
     "_bytearray": bytearray,
     "_list": list,
+    "_new": object.__new__,
     "_LocalProtocolError": LocalProtocolError,
     "_MalformedMessage": MalformedMessage,
     "_struct_error": struct.error,
@@ -143,11 +144,34 @@ class _DecodeGen:
         em.emit(ind, "else:")
         em.emit(ind + 1, f"{target}, pos = _ruv(buf, pos)")
 
-    def length(self, ind: int, target: str, int32: bool) -> None:
+    def long_uvarint(self, ind: int, target: str) -> None:
+        """An unsigned varint that is often 2-3 bytes (record blob lengths): inlined."""
+        em = self.em
+        b1, b2 = em.var("b"), em.var("b")
+        em.emit(ind, f"{target} = buf[pos]")
+        em.emit(ind, f"if {target} < 128:")
+        em.emit(ind + 1, "pos += 1")
+        em.emit(ind, "else:")
+        em.emit(ind + 1, f"{b1} = buf[pos + 1]")
+        em.emit(ind + 1, f"if {b1} < 128:")
+        em.emit(ind + 2, f"{target} = ({target} & 127) | ({b1} << 7)")
+        em.emit(ind + 2, "pos += 2")
+        em.emit(ind + 1, "else:")
+        em.emit(ind + 2, f"{b2} = buf[pos + 2]")
+        em.emit(ind + 2, f"if {b2} < 128:")
+        em.emit(ind + 3, f"{target} = ({target} & 127) | (({b1} & 127) << 7) | ({b2} << 14)")
+        em.emit(ind + 3, "pos += 3")
+        em.emit(ind + 2, "else:")
+        em.emit(ind + 3, f"{target}, pos = _ruv(buf, pos)")
+
+    def length(self, ind: int, target: str, int32: bool, long: bool = False) -> None:
         """A length or count: compact (uvarint - 1) in flexible versions, else int16/int32."""
         em = self.em
         if self.flexible:
-            self.uvarint(ind, target)
+            if long:
+                self.long_uvarint(ind, target)
+            else:
+                self.uvarint(ind, target)
             em.emit(ind, f"{target} -= 1")
         elif int32:
             em.emit(ind, f"{target}, = _i(buf, pos)")
@@ -187,7 +211,7 @@ class _DecodeGen:
             return
         if t is STRING or t is BYTES or t is RECORDS:
             n = em.var("n")
-            self.length(ind, n, int32=t is not STRING)
+            self.length(ind, n, int32=t is not STRING, long=t is RECORDS)
             self.null_check(ind, n, target, nullable, t.name)
             e = em.var("e")
             em.emit(ind + 1, f"{e} = pos + {n}")
@@ -283,12 +307,20 @@ class _DecodeGen:
         flush()
         if self.flexible:
             self.tagged_fields(ind, tagged)
-        em.emit(ind, f"{target} = {em.const(cls, '_S')}({', '.join(args)})")
+        # Every slot gets a value, so __init__ (and its defaults logic) is not needed.
+        em.emit(ind, f"{target} = _new({em.const(cls, '_S')})")
+        for fl, arg in zip(cls.__fields__, args, strict=True):
+            em.emit(ind, f"{target}.{fl.name} = {arg}")
 
     def tagged_fields(self, ind: int, tagged: list[tuple[Field, str]]) -> None:
         em = self.em
         nt = em.var("nt")
-        self.uvarint(ind, nt)
+        em.emit(ind, f"{nt} = buf[pos]")
+        em.emit(ind, "pos += 1")
+        em.emit(ind, f"if {nt}:")
+        ind += 1
+        em.emit(ind, f"if {nt} >= 128:")
+        em.emit(ind + 1, f"{nt}, pos = _ruv(buf, pos - 1)")
         em.emit(ind, f"for _ in range({nt}):")
         tag, size, end = em.var("tag"), em.var("sz"), em.var("te")
         self.uvarint(ind + 1, tag)
@@ -435,7 +467,6 @@ class _EncodeGen:
         em = self.em
         version = self.version
         pending: list[tuple[Field, str]] = []
-        tagged: list[Field] = []
 
         def flush_fixed() -> None:
             if not pending:
@@ -445,22 +476,75 @@ class _EncodeGen:
             em.emit(ind, f"{buf} += {pack}({', '.join(e for _, e in pending)})")
             pending.clear()
 
-        for fl in cls.__fields__:
-            if version not in fl.versions:
-                continue
-            if fl.is_tagged(version, self.flexible):
-                tagged.append(fl)
-                continue
+        present = [
+            fl
+            for fl in cls.__fields__
+            if version in fl.versions and not fl.is_tagged(version, self.flexible)
+        ]
+        tagged = [fl for fl in cls.__fields__ if fl.is_tagged(version, self.flexible)]
+
+        def fixed_expr(fl: Field) -> str:
             expr = f"{src}.{fl.name}"
+            return f"_ub({expr})" if fl.type is UUID else expr
+
+        i = 0
+        while i < len(present):
+            fl = present[i]
+            i += 1
             if _is_fixed(fl.type):
-                pending.append((fl, f"_ub({expr})" if fl.type is UUID else expr))
+                pending.append((fl, fixed_expr(fl)))
+                continue
+            what = f"{cls.__name__}.{fl.name}"
+            null_fmt = self.null_format(fl)
+            if pending and null_fmt is not None and fl.is_nullable(version):
+                # Speculate on null (common for aborted transactions, error messages...): pack the
+                # fixed fields before it, its null marker and the fixed fields after it at once.
+                after = []
+                while i < len(present) and _is_fixed(present[i].type):
+                    after.append(present[i])
+                    i += 1
+                fmt_code, marker = null_fmt
+                fmt = ">" + "".join(_fmt(f.type) for f, _ in pending) + fmt_code
+                fmt += "".join(_fmt(f.type) for f in after)
+                values = [e for _, e in pending] + [marker] + [fixed_expr(f) for f in after]
+                held = em.var("v")
+                em.emit(ind, f"{held} = {src}.{fl.name}")
+                em.emit(ind, f"if {held} is None:")
+                pack = em.const(struct.Struct(fmt).pack, "_p")
+                em.emit(ind + 1, f"{buf} += {pack}({', '.join(values)})")
+                em.emit(ind, "else:")
+                inner = ind + 1
+                before_fmt = ">" + "".join(_fmt(f.type) for f, _ in pending)
+                before = em.const(struct.Struct(before_fmt).pack, "_p")
+                em.emit(inner, f"{buf} += {before}({', '.join(e for _, e in pending)})")
+                pending.clear()
+                self.value(inner, fl.type, True, held, buf, flush, what)
+                if after:
+                    after_pack = em.const(
+                        struct.Struct(">" + "".join(_fmt(f.type) for f in after)).pack, "_p"
+                    )
+                    em.emit(
+                        inner, f"{buf} += {after_pack}({', '.join(fixed_expr(f) for f in after)})"
+                    )
                 continue
             flush_fixed()
-            what = f"{cls.__name__}.{fl.name}"
-            self.value(ind, fl.type, fl.is_nullable(version), expr, buf, flush, what)
+            self.value(ind, fl.type, fl.is_nullable(version), f"{src}.{fl.name}", buf, flush, what)
         flush_fixed()
         if self.flexible:
             self.tagged_fields(ind, src, buf, tagged)
+
+    def null_format(self, fl: Field) -> tuple[str, str] | None:
+        """The struct code and value of ``fl``'s null encoding, when it has a fixed one."""
+        t = fl.type
+        if _struct_of(t) is not None:
+            return None
+        if self.flexible:
+            return "B", "0"
+        if t is STRING:
+            return "h", "-1"
+        if t is BYTES or t is RECORDS or isinstance(t, ArrayOf):
+            return "i", "-1"
+        return None
 
     def differs_from_default(self, fl: Field, expr: str) -> str:
         """A cheap expression that is true when ``expr`` is not ``fl``'s default value."""
