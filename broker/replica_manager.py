@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from broker.config import TOPIC_CONFIGS, parse_value
 from broker.validation import TopicRules
 from coordination.metadata import ClusterView, TopicMetadata
+from protocol.error_codes import ErrorCode
 from storage.producer_state import ProducerStateManager
 
 if TYPE_CHECKING:
@@ -128,6 +129,7 @@ class ReplicaManager:
         self.partitions: dict[tuple[str, int], Partition] = {}
         self._lock = threading.RLock()
         self.log_manager: Any = None
+        self._shut_down = False
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -163,6 +165,7 @@ class ReplicaManager:
                 log.exception("log maintenance failed")
 
     def shutdown(self) -> None:
+        self._shut_down = True
         if self.log_manager is not None:
             self._stop_maintenance.set()
             self._maintenance.join(30)
@@ -185,6 +188,8 @@ class ReplicaManager:
     # -- metadata ----------------------------------------------------------------------------
 
     def _on_metadata(self, old: ClusterView, new: ClusterView) -> None:
+        if self._shut_down:
+            return  # a late notification (e.g. from ZooKeeper) after the logs were closed
         self._sync(old, new)
 
     def _topic_config(self, topic: TopicMetadata) -> dict[str, Any]:
@@ -252,6 +257,21 @@ class ReplicaManager:
                     part.wake_all()
 
     # -- access ------------------------------------------------------------------------------
+
+    def leader_partition(
+        self, topic: str | None, partition: int
+    ) -> tuple[Partition | None, ErrorCode]:
+        """The partition if this broker leads it, else the error a leader-only request gets:
+        NOT_LEADER_OR_FOLLOWER when the partition exists (on another broker, or here as a
+        follower), UNKNOWN_TOPIC_OR_PARTITION when it does not exist at all."""
+        if topic is None:
+            return None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        part = self.partitions.get((topic, partition))
+        if part is not None and part.is_leader:
+            return part, ErrorCode.NONE
+        if part is not None or self.broker.metadata.view.partition(topic, partition) is not None:
+            return None, ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
     def get(self, topic: str, partition: int) -> Partition | None:
         return self.partitions.get((topic, partition))

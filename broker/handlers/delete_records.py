@@ -22,12 +22,9 @@ def _partition(ctx: RequestContext, topic: str, p: Struct) -> Struct:
     result = DeleteRecordsPartitionResult(
         partition_index=p.partition_index, low_watermark=-1, error_code=ErrorCode.NONE
     )
-    part = ctx.broker.replica_manager.get(topic, p.partition_index)
+    part, code = ctx.broker.replica_manager.leader_partition(topic, p.partition_index)
     if part is None:
-        result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        return result
-    if not part.is_leader:
-        result.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+        result.error_code = code
         return result
     plog = part.log
     offset = plog.high_watermark if p.offset == HIGH_WATERMARK else p.offset

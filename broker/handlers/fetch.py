@@ -91,11 +91,12 @@ def _read_all(
         for read in reads:
             part = read.partition
             if part is None:
-                code = (
-                    ErrorCode.UNKNOWN_TOPIC_ID
-                    if version >= 13
-                    else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                )
+                if read.name is None and version >= 13:
+                    code = ErrorCode.UNKNOWN_TOPIC_ID
+                else:
+                    code = ctx.broker.replica_manager.leader_partition(
+                        read.name, read.request.partition
+                    )[1]
                 read.result = _error(read, code)
                 has_error = True
                 continue

@@ -25,12 +25,9 @@ def _partition(ctx: RequestContext, topic: str, p: Struct, isolation: int) -> St
     result = ListOffsetsPartitionResponse(
         partition_index=p.partition_index, error_code=ErrorCode.NONE
     )
-    part = ctx.broker.replica_manager.get(topic, p.partition_index)
+    part, code = ctx.broker.replica_manager.leader_partition(topic, p.partition_index)
     if part is None:
-        result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        return result
-    if not part.is_leader:
-        result.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+        result.error_code = code
         return result
     epoch = p.current_leader_epoch
     if epoch >= 0 and epoch != part.leader_epoch:

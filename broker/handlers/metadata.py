@@ -107,9 +107,14 @@ def handle_metadata(ctx: RequestContext, request: Struct) -> Struct:
                     except KafkaApiError as e:
                         code = e.error_code
                         if code == ErrorCode.TOPIC_ALREADY_EXISTS:
+                            # another broker created it a moment ago; it is not visible here yet
                             topic = broker.metadata.view.topics.get(name)
+                            code = ErrorCode.LEADER_NOT_AVAILABLE
                         if topic is None:
-                            if code == ErrorCode.INVALID_REPLICATION_FACTOR:
+                            if code in (
+                                ErrorCode.INVALID_REPLICATION_FACTOR,
+                                ErrorCode.REQUEST_TIMED_OUT,
+                            ):
                                 code = ErrorCode.LEADER_NOT_AVAILABLE
                             topics.append(error_topic(name, code))
                             continue

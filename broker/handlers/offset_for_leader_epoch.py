@@ -17,12 +17,9 @@ from protocol.schema import Struct
 
 def _partition(ctx: RequestContext, topic: str, p: Struct) -> Struct:
     result = EpochEndOffset(partition=p.partition, error_code=ErrorCode.NONE)
-    part = ctx.broker.replica_manager.get(topic, p.partition)
+    part, code = ctx.broker.replica_manager.leader_partition(topic, p.partition)
     if part is None:
-        result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        return result
-    if not part.is_leader:
-        result.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+        result.error_code = code
         return result
     current = p.current_leader_epoch
     if current >= 0 and current != part.leader_epoch:

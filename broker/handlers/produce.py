@@ -26,12 +26,9 @@ def _append(
     ctx: RequestContext, name: str | None, index: int, records: memoryview | None, now_ms: int
 ) -> Struct:
     result = PartitionProduceResponse(index=index, error_code=ErrorCode.NONE, base_offset=-1)
-    part = ctx.broker.replica_manager.get(name, index) if name is not None else None
+    part, code = ctx.broker.replica_manager.leader_partition(name, index)
     if part is None:
-        result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        return result
-    if not part.is_leader:
-        result.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+        result.error_code = code
         return result
     try:
         checked = validate(records, api_version=ctx.api_version, rules=part.rules, now_ms=now_ms)
