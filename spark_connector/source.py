@@ -273,7 +273,9 @@ class OdradekBatchReader(DataSourceReader):
         return [OffsetRangePartition(r) for r in ranges]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, OffsetRangePartition)
+        if not isinstance(partition, OffsetRangePartition):
+            # Spark runs one task with a placeholder partition when partitions() is empty.
+            return iter(())
         return read_range(self.settings, partition.range)
 
 
@@ -404,7 +406,9 @@ class OdradekStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return [OffsetRangePartition(r) for r in ranges]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, OffsetRangePartition)
+        if not isinstance(partition, OffsetRangePartition):
+            # Spark runs one task with a placeholder partition when partitions() is empty.
+            return iter(())
         return read_range(self.settings, partition.range)
 
     def commit(self, end: dict[str, Any]) -> None:
