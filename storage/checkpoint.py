@@ -144,7 +144,8 @@ def read_partition_metadata(path: Path) -> uuid.UUID | None:
 @dataclass(frozen=True, slots=True)
 class MetaProperties:
     """A log dir's ``meta.properties`` (Kafka's v0 form: ``version=0``, ``broker.id``,
-    ``cluster.id``)."""
+    ``cluster.id``; Kafka's v1 ``node.id`` is read as the broker id). Written atomically, so a
+    crash leaves the old or the new file. Immutable value."""
 
     broker_id: int | None = None
     cluster_id: str | None = None

@@ -32,7 +32,7 @@ MAP_ENTRY_OVERHEAD = 96
 
 @dataclass
 class CleanerStats:
-    """What one cleaning pass did."""
+    """What one cleaning pass did (a plain value; nothing on disk)."""
 
     topic_partition: TopicPartition
     first_dirty_offset: int = 0

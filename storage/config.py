@@ -47,7 +47,10 @@ def _bool(value: Any) -> bool:
 @dataclass(frozen=True, slots=True)
 class LogConfig:
     """A topic's log settings, with Kafka's defaults. Attribute names are the topic keys with
-    dots as underscores; :data:`TOPIC_KEYS` maps the keys (``segment.bytes``) to attributes."""
+    dots as underscores; :data:`TOPIC_KEYS` maps the keys (``segment.bytes``) to attributes.
+
+    On-disk format: none (topic configs live in the metadata store). Crash: nothing.
+    Thread-safety: immutable; a change replaces the whole object on the log."""
 
     segment_bytes: int = 1024 * 1024 * 1024
     segment_ms: int = 7 * 24 * 3600 * 1000
@@ -181,7 +184,8 @@ def log_config_from_broker(values: Mapping[str, Any]) -> LogConfig:
 
 @dataclass(frozen=True, slots=True)
 class LogManagerConfig:
-    """Broker-wide intervals of the log manager's periodic work (Kafka's broker keys)."""
+    """Broker-wide intervals of the log manager's periodic work (Kafka's broker keys).
+    Immutable; nothing on disk."""
 
     #: ``log.retention.check.interval.ms``
     retention_check_interval_ms: int = 300_000

@@ -27,7 +27,8 @@ SCAN_CHUNK: Final = 16 * 1024
 
 
 class BatchInfo(NamedTuple):
-    """Where a batch sits in a segment file and what its header says (no CRC check)."""
+    """Where a batch sits in a segment file and what its header says (no CRC check). An
+    immutable value: nothing on disk of its own, safe to share between threads."""
 
     position: int
     base_offset: int
@@ -207,6 +208,11 @@ class FetchRegion:
     alive, so the descriptor stays open for as long as the region exists, whatever retention or
     compaction does meanwhile. ``first_offset`` is the base offset of the first batch (it may be
     below the offset asked for: a fetch starts at the batch containing it).
+
+    On-disk format: none of its own (a window on a ``.log`` file). Crash: nothing to leave.
+    Thread-safety: immutable; :meth:`read` uses ``pread``, so any number of threads may read or
+    ``sendfile()`` the same region at once. Only a truncation of the log (replication) can make
+    the bytes shorter than ``length`` meanwhile; ``sendfile`` then sends fewer bytes.
     """
 
     __slots__ = ("first_offset", "length", "position", "records", "segment_base")

@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class RecoveryReport:
-    """What loading a log found and did."""
+    """What loading a log found and did (a plain value for the caller; nothing on disk)."""
 
     segments_loaded: int = 0
     segments_recovered: int = 0

@@ -55,7 +55,7 @@ def _now_ms() -> int:
 
 
 class AppendInfo(NamedTuple):
-    """What an append did (Kafka's LogAppendInfo)."""
+    """What an append did (Kafka's LogAppendInfo). An immutable value."""
 
     first_offset: int
     last_offset: int
@@ -74,7 +74,8 @@ class AppendInfo(NamedTuple):
 
 
 class LogOffsetMetadata(NamedTuple):
-    """An offset and where it sits on disk."""
+    """An offset and where it sits on disk (segment base offset, byte position). Immutable;
+    the log publishes its end as one of these with a single assignment."""
 
     message_offset: int
     segment_base_offset: int
