@@ -35,6 +35,11 @@ from protocol.error_codes import ErrorCode
 from protocol.errors import ProtocolError
 from protocol.headers import decode_response, encode_request
 from protocol.messages.api_versions import ApiVersionsRequest
+from protocol.messages.create_topics import (
+    CreatableTopic,
+    CreatableTopicConfig,
+    CreateTopicsRequest,
+)
 from protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
 from protocol.messages.init_producer_id import InitProducerIdRequest
 from protocol.messages.list_offsets import (
@@ -62,6 +67,7 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.FETCH: (4, 12),
     ApiKey.PRODUCE: (3, 12),
     ApiKey.INIT_PRODUCER_ID: (0, 4),
+    ApiKey.CREATE_TOPICS: (2, 7),
 }
 
 READ_UNCOMMITTED = 0
@@ -554,6 +560,55 @@ class KafkaClient:
         for tp in tps:
             groups.setdefault(self.leader_for(*tp), []).append(tp)
         return groups
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int = -1,
+        replication_factor: int = -1,
+        configs: Mapping[str, str] | None = None,
+        *,
+        exist_ok: bool = True,
+        timeout_ms: int = 30_000,
+    ) -> bool:
+        """Creates a topic through the controller (-1: the broker's defaults). Returns False if
+        it existed already (and ``exist_ok``). Neither source nor sink creates topics; this is
+        for tools such as examples/pageviews/produce.py."""
+
+        def attempt() -> bool:
+            md = self.refresh_metadata([name])
+            if name in md.topics:
+                if exist_ok:
+                    return False
+                raise KafkaErrorResponse(ErrorCode.TOPIC_ALREADY_EXISTS, f"CreateTopics {name}")
+            node = md.controller_id if md.controller_id in md.brokers else None
+            conn = self.connection(node) if node is not None else self.any_connection()
+            request = CreateTopicsRequest(
+                topics=[
+                    CreatableTopic(
+                        name=name,
+                        num_partitions=partitions,
+                        replication_factor=replication_factor,
+                        assignments=[],
+                        configs=[
+                            CreatableTopicConfig(name=k, value=v)
+                            for k, v in (configs or {}).items()
+                        ],
+                    )
+                ],
+                timeout_ms=timeout_ms,
+            )
+            body = conn.request(request)
+            for t in body.topics:
+                if t.error_code == ErrorCode.TOPIC_ALREADY_EXISTS and exist_ok:
+                    return False
+                if t.error_code != ErrorCode.NONE:
+                    if ErrorCode.of(t.error_code) in (ErrorCode.NOT_CONTROLLER,):
+                        raise _Retry(KafkaErrorResponse(t.error_code, f"CreateTopics {name}"))
+                    raise KafkaErrorResponse(t.error_code, f"CreateTopics {name}", t.error_message)
+            return True
+
+        return self.retrying("CreateTopics", attempt)
 
     # -- offsets ------------------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ from pyspark.sql.types import (
 from protocol.records.record import iter_record_batches
 from spark_connector.client import ClientConfig, KafkaClient
 from spark_connector.options import parse_sink_options
-from spark_connector.sink import Producer, default_partition
+from spark_connector.producer import Producer, default_partition
 from tests.integration.test_spark_support import (
     consume_all,
     create_topic,

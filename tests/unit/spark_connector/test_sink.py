@@ -19,7 +19,8 @@ from pyspark.sql.types import (
 from protocol.records.batch import read_header, validate_batches
 from protocol.records.record import SimpleRecord, build_batch, iter_record_batches
 from spark_connector.options import OptionError, parse_sink_options
-from spark_connector.sink import check_sink_schema, default_partition, murmur2, stamp_batch
+from spark_connector.producer import default_partition, murmur2, stamp_batch
+from spark_connector.sink import check_sink_schema
 
 OPTS = parse_sink_options({"kafka.bootstrap.servers": "h:1"})
 WITH_TOPIC = parse_sink_options({"kafka.bootstrap.servers": "h:1", "topic": "t"})
