@@ -277,6 +277,19 @@ class PartitionLog:
                 f"{total} bytes of batches exceed segment.bytes={config.segment_bytes}"
             )
         now = self.clock() if now_ms is None else now_ms
+        if assign_offsets and self.producer_state is None:
+            fields = _HEADER_UNPACK(buf, 0)
+            if (
+                fields[1] + rb.LOG_OVERHEAD == total
+                and fields[3] == rb.MAGIC_V2
+                and fields[1] >= rb.HEADER_SIZE - rb.LOG_OVERHEAD
+                and fields[6] >= 0
+                and total <= config.max_message_bytes
+                and config.message_timestamp_type != LOG_APPEND_TIME_TYPE
+            ):
+                info = self._append_one_batch(buf, fields, total, leader_epoch, now, config)
+                if info is not None:
+                    return info
         # one header unpack per batch: (position, header fields)
         scan: list[tuple[int, tuple[int, ...]]] = []
         unpack = _HEADER_UNPACK
@@ -388,6 +401,60 @@ class PartitionLog:
             if hook is not None:
                 hook.after_append(self, info)
             if offset - self._recovery_point >= config.flush_messages:
+                flush_needed = True
+        if flush_needed:
+            self.flush()
+        return info
+
+    def _append_one_batch(
+        self,
+        buf: bytearray | memoryview,
+        fields: tuple[int, ...],
+        total: int,
+        leader_epoch: int,
+        now: int,
+        config: LogConfig,
+    ) -> AppendInfo | None:
+        """:meth:`append` for the usual case: one batch, offsets assigned, CreateTime, no
+        producer-state hook. Returns None (nothing done) if a hook appeared meanwhile."""
+        length = fields[1]
+        delta = fields[6]
+        max_ts = fields[8]
+        flush_needed = False
+        with self._lock:
+            if self.producer_state is not None:
+                return None
+            first = self._end[0]
+            last = first + delta
+            _pack_offset_and_epoch(buf, 0, first, length, leader_epoch)
+            header = _tuple_new(rb.BatchHeader, (first, length, leader_epoch, *fields[3:]))
+            segment = self._segments.segments[-1]
+            if segment.should_roll(total, max_ts, last, now, config):
+                segment = self._roll_locked(now, first)
+            try:
+                segment.append(buf, last, max_ts, last, last)
+            except OSError as e:
+                raise KafkaStorageError(f"append to {segment.log.path} failed: {e}") from e
+            if leader_epoch > self._latest_epoch:
+                self.leader_epoch_cache.assign(leader_epoch, first)
+                self._latest_epoch = leader_epoch
+            end = last + 1
+            self._end = _tuple_new(LogOffsetMetadata, (end, segment.base_offset, segment.log.size))
+            if self.high_watermark_follows_log_end:
+                self._high_watermark = end
+            if max_ts > NO_TIMESTAMP:
+                info = _tuple_new(
+                    AppendInfo,
+                    (first, last, max_ts, last, NO_TIMESTAMP, self._log_start_offset,
+                     fields[12], total, (header,)),
+                )  # fmt: skip
+            else:
+                info = _tuple_new(
+                    AppendInfo,
+                    (first, last, NO_TIMESTAMP, first, NO_TIMESTAMP, self._log_start_offset,
+                     fields[12], total, (header,)),
+                )  # fmt: skip
+            if end - self._recovery_point >= config.flush_messages:
                 flush_needed = True
         if flush_needed:
             self.flush()
