@@ -277,7 +277,7 @@ class PartitionLog:
                 f"{total} bytes of batches exceed segment.bytes={config.segment_bytes}"
             )
         now = self.clock() if now_ms is None else now_ms
-        if assign_offsets and self.producer_state is None:
+        if assign_offsets:
             fields = _HEADER_UNPACK(buf, 0)
             if (
                 fields[1] + rb.LOG_OVERHEAD == total
@@ -287,9 +287,7 @@ class PartitionLog:
                 and total <= config.max_message_bytes
                 and config.message_timestamp_type != LOG_APPEND_TIME_TYPE
             ):
-                info = self._append_one_batch(buf, fields, total, leader_epoch, now, config)
-                if info is not None:
-                    return info
+                return self._append_one_batch(buf, fields, total, leader_epoch, now, config)
         # one header unpack per batch: (position, header fields)
         scan: list[tuple[int, tuple[int, ...]]] = []
         unpack = _HEADER_UNPACK
@@ -414,16 +412,18 @@ class PartitionLog:
         leader_epoch: int,
         now: int,
         config: LogConfig,
-    ) -> AppendInfo | None:
-        """:meth:`append` for the usual case: one batch, offsets assigned, CreateTime, no
-        producer-state hook. Returns None (nothing done) if a hook appeared meanwhile."""
+    ) -> AppendInfo:
+        """:meth:`append` for the usual case: one batch, offsets assigned, CreateTime."""
         length = fields[1]
         delta = fields[6]
         max_ts = fields[8]
         flush_needed = False
         with self._lock:
-            if self.producer_state is not None:
-                return None
+            hook = self.producer_state
+            if hook is not None:
+                answer = hook.before_append(self, [(0, _tuple_new(rb.BatchHeader, fields))])
+                if answer is not None:
+                    return answer
             first = self._end[0]
             last = first + delta
             _pack_offset_and_epoch(buf, 0, first, length, leader_epoch)
@@ -454,6 +454,8 @@ class PartitionLog:
                     (first, last, NO_TIMESTAMP, first, NO_TIMESTAMP, self._log_start_offset,
                      fields[12], total, (header,)),
                 )  # fmt: skip
+            if hook is not None:
+                hook.after_append(self, info)
             if end - self._recovery_point >= config.flush_messages:
                 flush_needed = True
         if flush_needed:
