@@ -408,6 +408,10 @@ class TimeIndex(_Index):
     def entry(self, i: int) -> TimestampOffset:
         return TimestampOffset(self._timestamps[i], self.base_offset + self._offsets[i])
 
+    def last_timestamp(self) -> int:
+        timestamps = self._timestamps
+        return timestamps[-1] if timestamps else NO_TIMESTAMP
+
     def last_entry(self) -> TimestampOffset:
         timestamps = self._timestamps
         offsets = self._offsets

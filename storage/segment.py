@@ -330,7 +330,9 @@ class LogSegment:
                 largest_offset if first_batch_last_offset is None else first_batch_last_offset,
                 position,
             )
-            self._time_index.maybe_append(current.timestamp, current.offset, skip_full_check=True)
+            time_index = self._time_index
+            if current.timestamp > time_index.last_timestamp():
+                time_index.maybe_append(current.timestamp, current.offset, skip_full_check=True)
             self.bytes_since_last_index_entry = size
         else:
             self.bytes_since_last_index_entry += size
