@@ -11,6 +11,7 @@ from broker.dispatch import RequestContext
 from broker.network import CloseConnection
 from broker.registry import error_response, handler
 from broker.validation import RecordError, validate
+from coordination.metadata import INTERNAL_TOPICS
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.produce import (
@@ -26,6 +27,11 @@ def _append(
     ctx: RequestContext, name: str | None, index: int, records: memoryview | None, now_ms: int
 ) -> Struct:
     result = PartitionProduceResponse(index=index, error_code=ErrorCode.NONE, base_offset=-1)
+    if name in INTERNAL_TOPICS:
+        # Kafka refuses client writes to internal topics (the coordinators write them).
+        result.error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
+        result.error_message = f"Cannot append to internal topic {name}"
+        return result
     part, code = ctx.broker.replica_manager.leader_partition(name, index)
     if part is None:
         result.error_code = code

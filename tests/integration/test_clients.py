@@ -317,3 +317,26 @@ def test_kcat_produce_consume(broker, topic_name, codec):
         timeout=30,
     )
     assert f'topic "{topic_name}" with 1 partitions' in meta.stdout.decode()
+
+
+def test_clients_cannot_write_internal_topics(broker, topic_name):
+    # group coordination creates __consumer_offsets (FindCoordinator)
+    create_topic(broker.bootstrap, topic_name)
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": topic_name})
+    consumer.subscribe([topic_name])
+    deadline = time.monotonic() + 30
+    while "__consumer_offsets" not in consumer.list_topics(timeout=10).topics:
+        consumer.poll(0.2)
+        assert time.monotonic() < deadline
+    consumer.close()
+    errors = []
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    producer.produce(
+        "__consumer_offsets",
+        value=b"x",
+        partition=0,
+        on_delivery=lambda err, msg: errors.append(err),
+    )
+    producer.flush(20)
+    assert errors and errors[0] is not None
+    assert errors[0].code() == KafkaError.TOPIC_EXCEPTION
