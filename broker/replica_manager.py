@@ -145,6 +145,8 @@ class ReplicaManager:
             manager_config=LogManagerConfig.from_mapping(values),
             broker_id=self.broker_id,
             cluster_id=view.cluster_id,
+            # recovery and the first retention pass use each topic's own configs
+            topic_overrides={name: dict(t.configs) for name, t in view.topics.items() if t.configs},
         )
         self.log_manager.startup()
         self._sync(None, view)
