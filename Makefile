@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 BIN    := $(VENV)/bin
 
-.PHONY: serve test check fmt bench venv dev-env system-deps clean
+.PHONY: serve test check fmt bench venv dev-env system-deps js-clients clean
 
 # A virtualenv with the runtime dependencies, re-installed when pyproject.toml changes.
 $(VENV)/.runtime: pyproject.toml
@@ -27,10 +27,17 @@ dev-env: $(VENV)/.dev
 system-deps:
 	@scripts/install-system-deps.sh
 
+# KafkaJS and its codec plugins for tests/integration/test_other_clients.py (npm ci; again when the
+# lock file changes). Needs npm, which system-deps installs.
+JS_CLIENTS := tests/clients/js
+$(JS_CLIENTS)/node_modules/.package-lock.json: $(JS_CLIENTS)/package-lock.json | system-deps
+	cd $(JS_CLIENTS) && npm ci --no-audit --no-fund --loglevel=error
+js-clients: $(JS_CLIENTS)/node_modules/.package-lock.json
+
 serve: $(VENV)/.runtime
 	$(BIN)/odradek serve
 
-test: $(VENV)/.dev system-deps
+test: $(VENV)/.dev system-deps js-clients
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 check: $(VENV)/.dev

@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the test suite uses, when they are missing: kcat and ZooKeeper
-# (which brings a Java runtime). Idempotent; does nothing when everything is present.
+# Installs the Debian packages the test suite uses, when they are missing: kcat, ZooKeeper
+# (which brings a Java runtime), Go with Debian's sarama and kafka-go sources (GOPATH mode, for
+# tests/clients/go), and Node.js with npm (for tests/clients/js). Idempotent; does nothing when
+# everything is present.
 set -euo pipefail
 
 missing=()
 command -v kcat >/dev/null 2>&1 || missing+=(kcat)
 [ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
 command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
+command -v go >/dev/null 2>&1 || missing+=(golang-go)
+[ -d /usr/share/gocode/src/github.com/Shopify/sarama ] || missing+=(golang-github-shopify-sarama-dev)
+[ -d /usr/share/gocode/src/github.com/segmentio/kafka-go ] ||
+    missing+=(golang-github-segmentio-kafka-go-dev)
+command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 SUDO=""

@@ -1,0 +1,1 @@
+"""Non-Python Kafka clients (KafkaJS, Go) and the tools the integration tests run them with."""
