@@ -26,7 +26,12 @@ from coordination.errors import KafkaApiError
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.errors import RemoteProtocolError
-from protocol.headers import RequestHeader, decode_request_header, encode_response
+from protocol.headers import (
+    RequestHeader,
+    decode_request_header,
+    encode_response,
+    frame_response,
+)
 from protocol.messages import SCHEMAS
 from protocol.messages.api_versions import ApiVersion, ApiVersionsResponse
 
@@ -34,6 +39,13 @@ if TYPE_CHECKING:
     from broker.server import Broker
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class EncodedBody:
+    """A response body a handler encoded itself (a list of buffers; see protocol.fast_fetch)."""
+
+    parts: list[Any]
 
 
 @dataclass(slots=True)
@@ -103,7 +115,7 @@ class Dispatcher:
         metrics.record(header.api_key, time.perf_counter_ns() - received)
         if result is None:
             return None
-        return encode_response(handler.schema, header.api_version, header.correlation_id, result)
+        return self._frame(handler, header, result)
 
     async def _run_async(
         self, handler: Handler, ctx: RequestContext, body: Any, metrics: Any
@@ -119,6 +131,14 @@ class Dispatcher:
         metrics.record(header.api_key, time.perf_counter_ns() - ctx.received_ns)
         if result is None:
             return None
+        return self._frame(handler, header, result)
+
+    @staticmethod
+    def _frame(handler: Handler, header: RequestHeader, result: Any) -> Response:
+        if isinstance(result, EncodedBody):
+            return frame_response(
+                handler.schema, header.api_version, header.correlation_id, result.parts
+            )
         return encode_response(handler.schema, header.api_version, header.correlation_id, result)
 
     def _error_result(

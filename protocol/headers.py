@@ -112,12 +112,24 @@ def encode_response(schema: ApiSchema, version: int, correlation_id: int, body: 
     """A response frame as a list of buffers: size and header first, then the body's pieces."""
     parts: list[Any] = [b""]
     schema.response_encoder(version)(body, parts)
-    size = frame_size(parts)
-    if schema.response_header_version(version) == 0:
-        parts[0] = _SIZE_CORRELATION.pack(size + 4, correlation_id)
-    else:
-        parts[0] = _SIZE_CORRELATION.pack(size + 5, correlation_id) + b"\x00"
+    parts[0] = _response_head(schema, version, correlation_id, frame_size(parts))
     return parts
+
+
+def frame_response(
+    schema: ApiSchema, version: int, correlation_id: int, body_parts: list[Any]
+) -> list[Any]:
+    """An already-encoded response body, framed: size and header first, then the body's pieces."""
+    return [
+        _response_head(schema, version, correlation_id, frame_size(body_parts)),
+        *body_parts,
+    ]
+
+
+def _response_head(schema: ApiSchema, version: int, correlation_id: int, body_size: int) -> bytes:
+    if schema.response_header_version(version) == 0:
+        return _SIZE_CORRELATION.pack(body_size + 4, correlation_id)
+    return _SIZE_CORRELATION.pack(body_size + 5, correlation_id) + b"\x00"
 
 
 def encode_request(
