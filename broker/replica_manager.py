@@ -16,7 +16,6 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from broker.config import TOPIC_CONFIGS, parse_value
@@ -183,9 +182,6 @@ class ReplicaManager:
                     state.take_snapshot()
                 except OSError as e:
                     log.warning("producer snapshot of %s failed: %s", part, e)
-
-    def periodic_jobs(self) -> list[tuple[int, Callable[[], None], str]]:
-        return []
 
     # -- metadata ----------------------------------------------------------------------------
 

@@ -43,7 +43,6 @@ class Broker:
         self.group_coordinator: Any = None
         self.bound: list[Listener] = []
         self.advertised: list[Listener] = []
-        self._jobs: list[asyncio.TimerHandle] = []
         self._metrics_server: asyncio.AbstractServer | None = None
         self._extra_metrics: list[Callable[[], Iterable[MetricSamples]]] = []
         self._stopping = False
@@ -91,7 +90,6 @@ class Broker:
 
         for p in self.processors:
             p.start_and_wait()
-        self._schedule_jobs()
         if int(config["metrics.port"]) > 0:
             self._metrics_server = await serve_metrics(
                 self, str(config["metrics.host"]), int(config["metrics.port"])
@@ -176,8 +174,6 @@ class Broker:
         log.info("Odradek broker %d shutting down", self.broker_id)
         if self.acceptor is not None:
             self.acceptor.close()
-        for job in self._jobs:
-            job.cancel()
         if self._metrics_server is not None:
             self._metrics_server.close()
         if self.group_coordinator is not None:
@@ -200,30 +196,6 @@ class Broker:
             if not busy:
                 return
             await asyncio.sleep(0.02)
-
-    # -- periodic jobs -----------------------------------------------------------------------
-
-    def _every(self, interval_ms: int, job: Callable[[], None], name: str) -> None:
-        assert self.loop is not None
-        interval = max(interval_ms, 10) / 1000
-
-        def run() -> None:
-            if self._stopping:
-                return
-            try:
-                job()
-            except Exception:
-                log.exception("periodic job %s failed", name)
-            self._jobs.append(self.loop.call_later(interval, run))  # type: ignore[union-attr]
-
-        self._jobs.append(self.loop.call_later(interval, run))
-
-    def _schedule_jobs(self) -> None:
-        rm = self.replica_manager
-        if rm is not None:
-            for interval, job, name in rm.periodic_jobs():
-                self._every(interval, job, name)
-        self._jobs = [j for j in self._jobs if not j.cancelled()]
 
     # -- services used by handlers -----------------------------------------------------------
 
