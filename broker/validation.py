@@ -20,6 +20,10 @@ from protocol.records import convert
 from protocol.records.record import RecordBatchBuilder, iter_record_batches
 
 CODECS = {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+ZSTD = CODECS["zstd"]
+#: KIP-110: zstd needs Produce v7+ and Fetch v10+
+ZSTD_MIN_PRODUCE_VERSION = 7
+ZSTD_MIN_FETCH_VERSION = 10
 
 
 class RecordError(KafkaApiError):
@@ -69,6 +73,12 @@ def validate(
         raise RecordError(str(e), ErrorCode.of(e.error_code)) from None
 
     for h in headers:
+        if h.compression == ZSTD and api_version < ZSTD_MIN_PRODUCE_VERSION:
+            # Kafka's rule (KIP-110): a client that may send zstd uses Produce v7+
+            raise RecordError(
+                f"zstd-compressed batches need Produce v{ZSTD_MIN_PRODUCE_VERSION} or later",
+                ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
+            )
         if not rules.log_append_time and h.timestamp_type == 0:
             _check_timestamp(h.max_timestamp, now_ms, rules)
             _check_timestamp(h.base_timestamp, now_ms, rules)

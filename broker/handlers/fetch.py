@@ -21,12 +21,14 @@ from broker.dispatch import EncodedBody, RequestContext
 from broker.network import FileRegion
 from broker.registry import error_response, handler
 from broker.replica_manager import FetchWaiter, Partition
+from broker.validation import ZSTD, ZSTD_MIN_FETCH_VERSION
 from protocol import fast_fetch
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.errors import RemoteProtocolError
 from protocol.fast_fetch import PartitionTuple
 from protocol.messages.fetch import FetchableTopicResponse, FetchResponse, PartitionData
+from protocol.records.batch import iter_batches
 from protocol.records.convert import batches_to_legacy
 from protocol.schema import Struct
 from storage.errors import OffsetOutOfRange, StorageError
@@ -140,6 +142,17 @@ def _read_all(
                         )
                         has_error = True
                         continue
+                elif version < ZSTD_MIN_FETCH_VERSION:
+                    # Kafka's rule (KIP-110): zstd batches go only to Fetch v10+ consumers, so an
+                    # old consumer's region is read and checked (not sent with sendfile)
+                    data = region.read()
+                    if any(h.compression == ZSTD for _, h in iter_batches(data, verify_crc=False)):
+                        read.result = _error(
+                            read, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, hw, log_start
+                        )
+                        has_error = True
+                        continue
+                    records = data
                 else:
                     records = FileRegion(region.fd, region.position, region.length, region)
             read.result = (

@@ -340,3 +340,62 @@ def test_clients_cannot_write_internal_topics(broker, topic_name):
     producer.flush(20)
     assert errors and errors[0] is not None
     assert errors[0].code() == KafkaError.TOPIC_EXCEPTION
+
+
+def test_zstd_needs_produce_v7_and_fetch_v10(broker, topic_name):
+    """KIP-110, as Kafka enforces it: older request versions get UNSUPPORTED_COMPRESSION_TYPE."""
+    import socket
+    import struct
+
+    from protocol.api_keys import ApiKey
+    from protocol.headers import decode_response, encode_request
+    from protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
+    from protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
+    from protocol.records.record import RecordBatchBuilder
+
+    create_topic(broker.bootstrap, topic_name)
+    builder = RecordBatchBuilder(compression=4)
+    builder.append(b"zstd value", timestamp=int(time.time() * 1000))
+    batch = builder.build()
+    host, port = broker.bootstrap.split(":")
+    sock = socket.create_connection((host, int(port)), timeout=10)
+
+    def call(api: int, body, version: int, cid: int):
+        sock.sendall(encode_request(body, version, cid))
+        (size,) = struct.unpack(">i", sock.recv(4, socket.MSG_WAITALL))
+        return decode_response(api, version, sock.recv(size, socket.MSG_WAITALL))[1]
+
+    def produce(version: int, cid: int) -> int:
+        req = ProduceRequest(
+            acks=1,
+            timeout_ms=5000,
+            topic_data=[
+                TopicProduceData(
+                    name=topic_name, partition_data=[PartitionProduceData(index=0, records=batch)]
+                )
+            ],
+        )
+        resp = call(ApiKey.PRODUCE, req, version, cid)
+        return resp.responses[0].partition_responses[0].error_code
+
+    assert produce(6, 1) == 76  # UNSUPPORTED_COMPRESSION_TYPE
+    assert produce(7, 2) == 0
+
+    def fetch(version: int, cid: int) -> int:
+        req = FetchRequest(
+            max_wait_ms=0,
+            min_bytes=1,
+            topics=[
+                FetchTopic(
+                    topic=topic_name,
+                    partitions=[
+                        FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20)
+                    ],
+                )
+            ],
+        )
+        return call(ApiKey.FETCH, req, version, cid).responses[0].partitions[0].error_code
+
+    assert fetch(9, 3) == 76
+    assert fetch(10, 4) == 0
+    sock.close()
