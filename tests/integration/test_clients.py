@@ -345,13 +345,13 @@ def test_clients_cannot_write_internal_topics(broker, topic_name):
 def test_zstd_needs_produce_v7_and_fetch_v10(broker, topic_name):
     """KIP-110, as Kafka enforces it: older request versions get UNSUPPORTED_COMPRESSION_TYPE."""
     import socket
-    import struct
 
     from protocol.api_keys import ApiKey
     from protocol.headers import decode_response, encode_request
     from protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
     from protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
     from protocol.records.record import RecordBatchBuilder
+    from tests.integration.test_network import read_frame
 
     create_topic(broker.bootstrap, topic_name)
     builder = RecordBatchBuilder(compression=4)
@@ -362,8 +362,7 @@ def test_zstd_needs_produce_v7_and_fetch_v10(broker, topic_name):
 
     def call(api: int, body, version: int, cid: int):
         sock.sendall(encode_request(body, version, cid))
-        (size,) = struct.unpack(">i", sock.recv(4, socket.MSG_WAITALL))
-        return decode_response(api, version, sock.recv(size, socket.MSG_WAITALL))[1]
+        return decode_response(api, version, read_frame(sock))[1]
 
     def produce(version: int, cid: int) -> int:
         req = ProduceRequest(
