@@ -495,27 +495,22 @@ class KafkaClient:
         md.cluster_id = body.cluster_id
         if names is None:
             md.topics = {}
-        retry = False
         for t in body.topics:
             if t.name is None:
                 continue
-            info = TopicInfo(t.name, t.error_code, t.is_internal)
-            for p in t.partitions:
-                info.partitions[p.partition_index] = PartitionInfo(
-                    p.leader_id, p.leader_epoch, p.error_code
-                )
-                if p.leader_id < 0 or p.leader_id not in md.brokers:
-                    retry = True
             if t.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
                 md.topics.pop(t.name, None)
                 continue
-            if t.error_code == ErrorCode.LEADER_NOT_AVAILABLE:
-                retry = True
+            info = TopicInfo(t.name, t.error_code, t.is_internal)
+            for p in t.partitions:
+                # A leaderless partition (an election, an offline broker) stays listed with
+                # leader -1: operations on it retry (leader_for), the others go ahead.
+                leader = p.leader_id if p.leader_id in md.brokers else -1
+                info.partitions[p.partition_index] = PartitionInfo(
+                    leader, p.leader_epoch, p.error_code
+                )
             md.topics[t.name] = info
         self._metadata_at = time.monotonic()
-        if retry:
-            # Leaderless partitions (an election in progress): ask again shortly.
-            raise _Retry(None)
         return md
 
     def ensure_metadata(self, topics: Iterable[str]) -> ClusterMetadata:

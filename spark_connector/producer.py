@@ -44,6 +44,7 @@ from spark_connector.client import (
     KafkaErrorResponse,
     TopicNotFound,
     TopicPartition,
+    _Retry,
     is_retriable,
     shared_client,
 )
@@ -178,10 +179,18 @@ class Producer:
     def partitions_of(self, topic: str) -> int:
         count = self.partition_counts.get(topic)
         if count is None:
-            found = self.client.partitions_for([topic])
-            if topic not in found or not found[topic]:
-                raise TopicNotFound([topic])
-            count = self.partition_counts[topic] = len(found[topic])
+
+            def attempt() -> int:
+                found = self.client.partitions_for([topic])
+                if topic not in found:
+                    raise TopicNotFound([topic])
+                if not found[topic]:  # being created: no partitions yet
+                    raise _Retry(None)
+                return len(found[topic])
+
+            count = self.partition_counts[topic] = self.client.retrying(
+                f"partitions of {topic}", attempt
+            )
         return count
 
     def check_topic(self, topic: str) -> None:
