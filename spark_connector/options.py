@@ -514,7 +514,8 @@ class SinkOptions:
     #: whether the user asked for idempotence explicitly (then a broker without it is an error)
     idempotence_required: bool = False
     compression: int = 0
-    batch_size: int = 1024 * 1024
+    #: below the broker's default message.max.bytes (1 MiB) with room to spare
+    batch_size: int = 512 * 1024
     max_request_size: int = 8 * 1024 * 1024
     delivery_timeout_ms: int = 120_000
     request_timeout_ms: int = 30_000
@@ -560,7 +561,7 @@ def parse_sink_options(raw: Mapping[str, Any]) -> SinkOptions:
         idempotence=idempotence,
         idempotence_required=explicit and idempotence,
         compression=codec,
-        batch_size=_int(options, "kafka.batch.size", 1024 * 1024) or 1024 * 1024,
+        batch_size=_int(options, "kafka.batch.size", 512 * 1024) or 512 * 1024,
         max_request_size=_int(options, "kafka.max.request.size", 8 * 1024 * 1024)
         or 8 * 1024 * 1024,
         delivery_timeout_ms=_int(options, "kafka.delivery.timeout.ms", 120_000) or 120_000,

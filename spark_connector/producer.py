@@ -222,15 +222,22 @@ class Producer:
         if queue is None:
             queue = self.queues[tp] = _PartitionQueue()
         builder = queue.builder
+        if builder is not None:
+            # A batch takes records while they fit in batch.size (a bigger record goes alone),
+            # so batches stay under the broker's message.max.bytes when batch.size does.
+            size = 24 + (len(key) if key else 0) + (len(value) if value else 0)
+            for header_key, header_value in headers:
+                size += 10 + len(header_key) + (len(header_value) if header_value else 0)
+            if builder.size_in_bytes() + size > self.options.batch_size:
+                self._seal(tp, queue)
+                builder = None
+                if key is None and partition == self.sticky.get(topic):
+                    del self.sticky[topic]  # the next null-key batch goes elsewhere
+                if self.ready_bytes >= self.options.max_request_size:
+                    self._send_ready(wait_all=False)
         if builder is None:
             builder = queue.builder = RecordBatchBuilder(compression=self.options.compression)
         builder.append(value, key=key, timestamp=timestamp_ms, headers=headers)
-        if builder.size_in_bytes() >= self.options.batch_size:
-            self._seal(tp, queue)
-            if key is None and partition == self.sticky.get(topic):
-                del self.sticky[topic]  # the next null-key batch goes elsewhere
-            if self.ready_bytes >= self.options.max_request_size:
-                self._send_ready(wait_all=False)
 
     def _seal(self, tp: TopicPartition, queue: _PartitionQueue) -> None:
         builder = queue.builder

@@ -175,3 +175,35 @@ def test_producer_refuses_a_missing_topic(broker):
             Producer(options, client).append(unique("nope"), None, None, b"x", (), 0)
     finally:
         client.close()
+
+
+def test_producer_batches_fit_the_topic_limit(broker):
+    from spark_connector.options import parse_sink_options
+
+    topic = unique("limit")
+    create_topic(broker.bootstrap, topic, 1, **{"max.message.bytes": "600000"})
+    options = parse_sink_options({"kafka.bootstrap.servers": broker.bootstrap})
+    client = KafkaClient(options.client)
+    try:
+        producer = Producer(options, client)
+        for i in range(3000):  # 3 MB: several batches of at most kafka.batch.size (512 KiB)
+            producer.append(topic, 0, None, b"%04d" % i + b"x" * 996, (), 0)
+        producer.flush()
+        assert producer.sent_records == 3000
+        producer.append(topic, 0, None, b"y" * 700_000, (), 0)  # alone, still too large
+        with pytest.raises(Exception, match="too large"):
+            producer.flush()
+    finally:
+        client.close()
+    settings = ReadSettings(
+        ClientConfig.from_bootstrap(broker.bootstrap),
+        FetchSettings(),
+        include_headers=False,
+        fail_on_data_loss=True,
+    )
+    values = [
+        v
+        for b in read_range(settings, OffsetRange(topic, 0, 0, 3000))
+        for v in b["value"].to_pylist()
+    ]
+    assert [v[:4] for v in values] == [b"%04d" % i for i in range(3000)]
