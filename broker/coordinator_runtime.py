@@ -331,6 +331,10 @@ class CoordinatorRuntime:
         if p >= len(topic.partitions):
             return CoordinatorNode(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         leader = topic.partitions[p].leader
+        if leader == self.broker_id and not self.groups.coordinates(p):
+            # the view already names us, but the coordinator has not taken the partition yet
+            # (metadata listeners run after the view is published): ask the client to retry
+            return CoordinatorNode(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         info = view.brokers.get(leader)
         if info is None:
             return CoordinatorNode(ErrorCode.COORDINATOR_NOT_AVAILABLE)

@@ -367,6 +367,11 @@ class GroupCoordinator:
         with self._lock:
             return frozenset(self._loading)
 
+    def coordinates(self, partition: int) -> bool:
+        """Whether this coordinator owns (or is loading) the groups of ``partition``."""
+        with self._lock:
+            return partition in self._owned or partition in self._loading
+
     def is_loading(self, partition: int | None = None) -> bool:
         with self._lock:
             return bool(self._loading) if partition is None else partition in self._loading

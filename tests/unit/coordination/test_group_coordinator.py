@@ -612,3 +612,16 @@ def test_static_rejoin_that_cannot_be_stored_keeps_the_old_member() -> None:
     assert group is not None and set(group.members) == {old.member_id}
     assert group.static_members == {"i1": old.member_id}
     assert group.num_members_awaiting_join == 0
+
+
+def test_coordinates_only_partitions_taken_over():
+    """FindCoordinator names this broker only once the coordinator has taken the partition
+    (broker.coordinator_runtime answers COORDINATOR_NOT_AVAILABLE before that)."""
+    h = Harness(load=False)
+    assert not h.gc.coordinates(1)
+    load_id = h.gc.begin_loading(1)
+    assert h.gc.coordinates(1) and h.gc.is_loading(1)
+    h.gc.complete_loading(1, load_id, [])
+    assert h.gc.coordinates(1) and not h.gc.is_loading(1)
+    h.gc.unload(1)
+    assert not h.gc.coordinates(1)
