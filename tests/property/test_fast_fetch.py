@@ -33,9 +33,14 @@ records = st.one_of(
     st.integers(0, 3000).map(lambda n: Region(b"r" * n)),
 )
 partition = st.tuples(
-    st.integers(0, 2**31 - 1), st.integers(-1, 120), st.integers(-1, 2**62),
-    st.integers(-1, 2**62), st.integers(-1, 2**62), st.sampled_from([None, []]),
-    st.integers(-1, 5), records,
+    st.integers(0, 2**31 - 1),
+    st.integers(-1, 120),
+    st.integers(-1, 2**62),
+    st.integers(-1, 2**62),
+    st.integers(-1, 2**62),
+    st.sampled_from([None, []]),
+    st.integers(-1, 5),
+    records,
 )
 
 
@@ -43,8 +48,10 @@ partition = st.tuples(
 @given(
     version=st.integers(12, 18),
     head=st.tuples(st.integers(0, 1000), st.integers(-1, 100), st.integers(0, 2**31 - 1)),
-    topics=st.lists(st.tuples(st.text(min_size=1, max_size=10), st.uuids(),
-                              st.lists(partition, max_size=4)), max_size=3),
+    topics=st.lists(
+        st.tuples(st.text(min_size=1, max_size=10), st.uuids(), st.lists(partition, max_size=4)),
+        max_size=3,
+    ),
 )
 def test_fast_fetch_matches_the_generated_encoder(version, head, topics):
     by_id = version >= 13
@@ -52,15 +59,27 @@ def test_fast_fetch_matches_the_generated_encoder(version, head, topics):
     fast = fast_fetch.encode(version, *head, tuples)
     assert fast is not None
     value = FetchResponse(
-        throttle_time_ms=head[0], error_code=head[1], session_id=head[2],
+        throttle_time_ms=head[0],
+        error_code=head[1],
+        session_id=head[2],
         responses=[
             FetchableTopicResponse(
-                topic=name if not by_id else "", topic_id=tid if by_id else uuid.UUID(int=0),
-                partitions=[PartitionData(partition_index=p[0], error_code=p[1],
-                                          high_watermark=p[2], last_stable_offset=p[3],
-                                          log_start_offset=p[4], aborted_transactions=p[5],
-                                          preferred_read_replica=p[6], records=p[7])
-                            for p in parts])
+                topic=name if not by_id else "",
+                topic_id=tid if by_id else uuid.UUID(int=0),
+                partitions=[
+                    PartitionData(
+                        partition_index=p[0],
+                        error_code=p[1],
+                        high_watermark=p[2],
+                        last_stable_offset=p[3],
+                        log_start_offset=p[4],
+                        aborted_transactions=p[5],
+                        preferred_read_replica=p[6],
+                        records=p[7],
+                    )
+                    for p in parts
+                ],
+            )
             for name, tid, parts in topics
         ],
     )
