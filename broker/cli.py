@@ -24,7 +24,7 @@ def _setup_logging(level: str) -> None:
 
 
 async def _serve(config: BrokerConfig) -> int:
-    from broker.server import Broker
+    from broker.server import Broker, StartupError
 
     broker = Broker(config)
     stop = asyncio.Event()
@@ -33,6 +33,10 @@ async def _serve(config: BrokerConfig) -> int:
         loop.add_signal_handler(sig, stop.set)
     try:
         await broker.start()
+    except StartupError as e:
+        log.error("broker failed to start: %s", e)
+        await broker.stop()
+        return 1
     except Exception:
         log.exception("broker failed to start")
         await broker.stop()

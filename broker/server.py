@@ -28,6 +28,10 @@ from coordination.zk_errors import ZooKeeperStartupError
 log = logging.getLogger(__name__)
 
 
+class StartupError(Exception):
+    """The broker cannot start; the message says why, for the operator."""
+
+
 class Broker:
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
@@ -75,7 +79,13 @@ class Broker:
         )
         # Bind first, so that port 0 resolves before we advertise anything.
         for lst in config.listeners:
-            host, port = self.acceptor.listen(lst.name, lst.host, lst.port)
+            try:
+                host, port = self.acceptor.listen(lst.name, lst.host, lst.port)
+            except OSError as e:
+                raise StartupError(
+                    f"cannot listen on {lst}: {e.strerror or e} (is another broker running? "
+                    f"set another port with --override listeners=PLAINTEXT://HOST:PORT)"
+                ) from None
             self.bound.append(Listener(lst.name, host, port))
         bound_ports = {b.name: b.port for b in self.bound}
         self.advertised = [
@@ -186,7 +196,10 @@ class Broker:
             self.replica_manager.shutdown()
         if self.metadata is not None:
             self.metadata.stop()
-        log.info("Odradek broker %d stopped cleanly", self.broker_id)
+        if self.started.is_set():
+            log.info("Odradek broker %d stopped cleanly", self.broker_id)
+        else:
+            log.info("Odradek broker %d stopped (it had not finished starting)", self.broker_id)
 
     async def _drain_in_flight(self, timeout_s: float) -> None:
         """Waits (briefly) for requests being handled to finish and their responses to leave."""

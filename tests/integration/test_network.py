@@ -120,3 +120,38 @@ def test_idle_connections_are_closed(fresh_broker):
     read_frame(sock)
     time.sleep(1.5)
     assert is_closed(sock, timeout=5)
+
+
+def test_busy_port_is_a_clear_startup_error(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.integration.broker_process import ROOT
+
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen()
+    port = holder.getsockname()[1]
+    try:
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "broker",
+                "serve",
+                "--override",
+                f"listeners=PLAINTEXT://127.0.0.1:{port}",
+                "--override",
+                f"log.dir={tmp_path}",
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        holder.close()
+    assert out.returncode == 1
+    assert f"cannot listen on PLAINTEXT://127.0.0.1:{port}" in out.stderr
+    assert "Traceback" not in out.stderr
