@@ -163,8 +163,15 @@ class LogManager:
         recovery_points = self._read_checkpoint(log_dir / files.RECOVERY_POINT_CHECKPOINT)
         start_offsets = self._read_checkpoint(log_dir / files.LOG_START_OFFSET_CHECKPOINT)
         high_watermarks = self._read_checkpoint(log_dir / files.REPLICATION_OFFSET_CHECKPOINT)
-        log.info("loading logs from %s (%s shutdown)", log_dir, "clean" if clean else "unclean")
-        for name in sorted(os.listdir(log_dir)):
+        names = sorted(os.listdir(log_dir))
+        if clean:
+            state = "clean shutdown"
+        elif any((log_dir / n).is_dir() for n in names):
+            state = "unclean shutdown: recovering"
+        else:
+            state = "no logs yet"
+        log.info("loading logs from %s (%s)", log_dir, state)
+        for name in names:
             path = log_dir / name
             if not path.is_dir():
                 continue
