@@ -232,20 +232,24 @@ class CoordinatorRuntime:
             self._follow_leadership(new)
 
     def _follow_leadership(self, view: ClusterView) -> None:
+        """Takes and gives up coordinator partitions as leadership moves. The store's current
+        view is read under the lock, so interleaved notifications converge on the newest view
+        (``view`` only says that something changed)."""
         if self._stopped:
             return
-        topic = view.topics.get(OFFSETS_TOPIC)
-        led = set()
-        if topic is not None:
-            led = {p.partition for p in topic.partitions if p.leader == self.broker_id}
-            if len(topic.partitions) != self.groups.config.num_partitions:
-                log.warning(
-                    "%s has %d partitions, the coordinator was configured for %d",
-                    OFFSETS_TOPIC,
-                    len(topic.partitions),
-                    self.groups.config.num_partitions,
-                )
         with self._lock:
+            view = self.broker.metadata.view
+            topic = view.topics.get(OFFSETS_TOPIC)
+            led = set()
+            if topic is not None:
+                led = {p.partition for p in topic.partitions if p.leader == self.broker_id}
+                if len(topic.partitions) != self.groups.config.num_partitions:
+                    log.warning(
+                        "%s has %d partitions, the coordinator was configured for %d",
+                        OFFSETS_TOPIC,
+                        len(topic.partitions),
+                        self.groups.config.num_partitions,
+                    )
             gained = sorted(led - self._led)
             lost = sorted(self._led - led)
             self._led = led

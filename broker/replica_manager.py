@@ -129,6 +129,8 @@ class ReplicaManager:
         self._lock = threading.RLock()
         self.log_manager: Any = None
         self._shut_down = False
+        #: the last metadata view applied to the partitions (None before start-up)
+        self._applied: ClusterView | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -148,8 +150,10 @@ class ReplicaManager:
             topic_overrides={name: dict(t.configs) for name, t in view.topics.items() if t.configs},
         )
         self.log_manager.startup()
-        self._sync(None, view)
+        # Listen first, then apply the current view: a change published while the logs were
+        # loading (a controller handing leadership back to a restarted broker) is not missed.
         self.broker.metadata.add_listener(self._on_metadata)
+        self._refresh()
         self.broker.add_metrics(self._metrics)
         self._maintenance = threading.Thread(
             target=self._maintain, name="log-maintenance", daemon=True
@@ -188,7 +192,16 @@ class ReplicaManager:
     def _on_metadata(self, old: ClusterView, new: ClusterView) -> None:
         if self._shut_down:
             return  # a late notification (e.g. from ZooKeeper) after the logs were closed
-        self._sync(old, new)
+        self._refresh()
+
+    def _refresh(self) -> None:
+        """Applies the store's current view, diffed against the last view applied. Reading the
+        view under the lock makes concurrent notifications converge on the newest view."""
+        with self._lock:
+            view = self.broker.metadata.view
+            if view is not self._applied:
+                self._sync(self._applied, view)
+                self._applied = view
 
     def _topic_config(self, topic: TopicMetadata) -> dict[str, Any]:
         overrides = {}
