@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from protocol.api_keys import ApiKey
@@ -164,4 +164,3 @@ async def serve_metrics(broker: Broker, host: str, port: int) -> asyncio.Abstrac
 
 
 MetricSamples = tuple[str, str, str, list[tuple[str, float]]]
-ExtraMetrics = Callable[[], Iterable[MetricSamples]]

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -116,7 +115,6 @@ def topic_rules(config: dict[str, Any]) -> TopicRules:
         log_append_time=config["message.timestamp.type"] == "LogAppendTime",
         timestamp_before_max_ms=int(config["message.timestamp.before.max.ms"]),
         timestamp_after_max_ms=int(config["message.timestamp.after.max.ms"]),
-        compact="compact" in config["cleanup.policy"],
     )
 
 
@@ -305,7 +303,3 @@ class ReplicaManager:
             ),
             ("odradek_log_size_bytes", "gauge", "Bytes on disk per partition log.", sizes),
         ]
-
-    @staticmethod
-    def now_ms() -> int:
-        return time.time_ns() // 1_000_000

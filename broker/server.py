@@ -11,7 +11,6 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterable
-from pathlib import Path
 from typing import Any
 
 from broker.admin import TopicAdmin
@@ -221,7 +220,3 @@ class Broker:
     def extra_metrics(self) -> Iterable[MetricSamples]:
         for source in self._extra_metrics:
             yield from source()
-
-    @property
-    def data_dir(self) -> Path:
-        return self.config.log_dirs[0]

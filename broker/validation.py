@@ -38,20 +38,12 @@ class TopicRules:
     log_append_time: bool = False
     timestamp_before_max_ms: int = 2**63 - 1
     timestamp_after_max_ms: int = 3600000
-    compact: bool = False
-
-
-@dataclass
-class ValidatedRecords:
-    """Batches ready to append (offsets still to be assigned by the log)."""
-
-    buffer: bytearray | memoryview
-    headers: list[rb.BatchHeader]
 
 
 def validate(
     records: memoryview | bytes | None, *, api_version: int, rules: TopicRules, now_ms: int
-) -> ValidatedRecords:
+) -> bytearray | memoryview:
+    """The batches to append (offsets still to be assigned by the log), or RecordError."""
     if records is None or len(records) == 0:
         raise RecordError("Produce request carries no records", ErrorCode.INVALID_RECORD)
     buffer: bytearray | memoryview = (
@@ -65,7 +57,7 @@ def validate(
                     f"Produce v{api_version} needs magic 2 record batches, got magic {magic}",
                     ErrorCode.INVALID_RECORD,
                 )
-            buffer = _upconvert(buffer, now_ms)
+            buffer = bytearray(convert.legacy_to_batch(buffer))
         elif magic != rb.MAGIC_V2:
             raise RecordError(f"unknown record magic {magic}", ErrorCode.CORRUPT_MESSAGE)
         headers = rb.validate_batches(buffer)
@@ -85,9 +77,9 @@ def validate(
 
     wanted = rules.compression_type
     if wanted != "producer" and any(h.compression != CODECS[wanted] for h in headers):
-        buffer, headers = _recompress(buffer, CODECS[wanted])
+        buffer = _recompress(buffer, CODECS[wanted])
 
-    return ValidatedRecords(buffer, headers)
+    return buffer
 
 
 def _check_timestamp(ts: int, now_ms: int, rules: TopicRules) -> None:
@@ -101,14 +93,7 @@ def _check_timestamp(ts: int, now_ms: int, rules: TopicRules) -> None:
         )
 
 
-def _upconvert(buffer: bytearray | memoryview, now_ms: int) -> bytearray:
-    """Legacy message set (magic 0/1) -> one magic-2 batch (offsets assigned by the log)."""
-    return bytearray(convert.legacy_to_batch(buffer))
-
-
-def _recompress(
-    buffer: bytearray | memoryview, codec: int
-) -> tuple[bytearray, list[rb.BatchHeader]]:
+def _recompress(buffer: bytearray | memoryview, codec: int) -> bytearray:
     """Rewrites every batch with the topic's codec, keeping producer ids, epochs, sequences,
     timestamps and offset deltas (Kafka's LogValidator does the same)."""
     out = bytearray()
@@ -131,4 +116,4 @@ def _recompress(
             out += builder.build()
     except RemoteProtocolError as e:
         raise RecordError(str(e), ErrorCode.of(e.error_code)) from None
-    return out, rb.validate_batches(out)
+    return out

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -44,26 +43,12 @@ from coordination.metadata import (
     uuid_to_base64,
     validate_topic_name,
 )
+from storage.files import write_atomically
 
 log = logging.getLogger(__name__)
 
 FILE_NAME = "odradek-metadata.json"
 FORMAT_VERSION = 1
-
-
-def write_atomically(path: Path, data: bytes) -> None:
-    """Replaces ``path`` with ``data`` so that a crash leaves the old or the new content."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
 
 
 class EmbeddedMetadataStore(MetadataStore):

@@ -73,7 +73,6 @@ def decode_request_header(frame: Buffer) -> tuple[RequestHeader, int]:
 
 
 def encode_request_header(header: RequestHeader, header_version: int) -> bytes:
-    out = bytearray(_CORRELATION.size)
     client = None if header.client_id is None else header.client_id.encode()
     out = bytearray(
         _FIXED.pack(

@@ -7,8 +7,8 @@ from broker.handlers.metadata import CLUSTER_OPERATIONS
 from broker.registry import error_response, handler
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
+from protocol.messages.common import AUTHORIZED_OPERATIONS_OMITTED
 from protocol.messages.describe_cluster import (
-    AUTHORIZED_OPERATIONS_OMITTED,
     ENDPOINT_TYPE_BROKER,
     DescribeClusterBroker,
     DescribeClusterResponse,

@@ -9,8 +9,8 @@ from broker.dispatch import RequestContext
 from broker.registry import error_response, handler
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
+from protocol.messages.common import AUTHORIZED_OPERATIONS_OMITTED
 from protocol.messages.describe_groups import (
-    AUTHORIZED_OPERATIONS_OMITTED,
     DescribedGroup,
     DescribedGroupMember,
     DescribeGroupsResponse,

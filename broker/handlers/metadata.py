@@ -15,8 +15,8 @@ from coordination.errors import KafkaApiError
 from coordination.metadata import ClusterView, TopicMetadata
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
+from protocol.messages.common import AUTHORIZED_OPERATIONS_OMITTED
 from protocol.messages.metadata import (
-    AUTHORIZED_OPERATIONS_OMITTED,
     MetadataResponse,
     MetadataResponseBroker,
     MetadataResponsePartition,

@@ -37,8 +37,8 @@ def _append(
         result.error_code = code
         return result
     try:
-        checked = validate(records, api_version=ctx.api_version, rules=part.rules, now_ms=now_ms)
-        info = part.log.append(checked.buffer, leader_epoch=part.leader_epoch, now_ms=now_ms)
+        batches = validate(records, api_version=ctx.api_version, rules=part.rules, now_ms=now_ms)
+        info = part.log.append(batches, leader_epoch=part.leader_epoch, now_ms=now_ms)
     except RecordError as e:
         result.error_code = e.error_code
         result.error_message = str(e)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from dataclasses import dataclass
-from typing import Any
 
 from protocol.api_keys import ApiKey
 from protocol.codegen import Decoder, Encoder, decoder, encoder
@@ -105,7 +104,3 @@ def schema_for(api_key: int) -> ApiSchema:
         return SCHEMAS[api_key]
     except KeyError:
         raise UnsupportedVersion(api_key, -1) from None
-
-
-def __getattr__(name: str) -> Any:  # pragma: no cover - module attribute fallback
-    raise AttributeError(name)

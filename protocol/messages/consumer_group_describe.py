@@ -6,10 +6,8 @@ assignments. Always flexible. v1 adds each member's ``member_type`` (KIP-1099: -
 """
 
 from protocol.api_keys import ApiKey
+from protocol.messages.common import AUTHORIZED_OPERATIONS_OMITTED
 from protocol.schema import BOOL, INT8, INT16, INT32, STRING, UUID, array, f, message, struct
-
-#: "authorized operations not requested"
-AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 ConsumerGroupDescribeRequest = message(
     "ConsumerGroupDescribeRequest",

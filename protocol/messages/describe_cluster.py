@@ -7,10 +7,8 @@ broker's ``is_fenced`` (KIP-1073).
 """
 
 from protocol.api_keys import ApiKey
+from protocol.messages.common import AUTHORIZED_OPERATIONS_OMITTED
 from protocol.schema import BOOL, INT8, INT16, INT32, STRING, array, f, message, struct
-
-#: "authorized operations not requested"
-AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 #: endpoint_type values
 ENDPOINT_TYPE_BROKER = 1

@@ -6,10 +6,8 @@ GROUP_ID_NOT_FOUND with an error message for unknown groups (KIP-1043).
 """
 
 from protocol.api_keys import ApiKey
+from protocol.messages.common import AUTHORIZED_OPERATIONS_OMITTED
 from protocol.schema import BOOL, BYTES, INT16, INT32, STRING, array, f, message, struct
-
-#: "authorized operations not requested"
-AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 DescribeGroupsRequest = message(
     "DescribeGroupsRequest",

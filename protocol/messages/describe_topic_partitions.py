@@ -6,10 +6,8 @@ to continue from. Only v0, flexible. Java 3.7+ clients use it when it is adverti
 """
 
 from protocol.api_keys import ApiKey
+from protocol.messages.common import AUTHORIZED_OPERATIONS_OMITTED
 from protocol.schema import BOOL, INT16, INT32, STRING, UUID, array, f, message, struct
-
-#: "authorized operations not requested"
-AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 TopicRequest = struct(
     "TopicRequest",

@@ -4,6 +4,7 @@ v0: an empty topic list means all topics. v1+: null means all topics, empty mean
 """
 
 from protocol.api_keys import ApiKey
+from protocol.messages.common import AUTHORIZED_OPERATIONS_OMITTED
 from protocol.schema import BOOL, INT16, INT32, STRING, UUID, array, f, message, struct
 
 MetadataRequestTopic = struct(
@@ -51,8 +52,6 @@ MetadataResponsePartition = struct(
     ],
 )
 
-#: "authorized operations not requested"
-AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 
 MetadataResponseTopic = struct(
     "MetadataResponseTopic",
