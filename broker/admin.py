@@ -10,7 +10,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from broker.config import ConfigError, validate_topic_configs
+from broker.config import BrokerConfig, ConfigError, validate_topic_configs
 from coordination.errors import (
     InvalidConfig,
     InvalidPartitions,
@@ -30,7 +30,7 @@ class TopicAdmin:
         self.broker = broker
 
     @property
-    def config(self):  # type: ignore[no-untyped-def]
+    def config(self) -> BrokerConfig:
         return self.broker.config
 
     def check_configs(self, configs: Mapping[str, str | None]) -> dict[str, str]:

@@ -70,6 +70,8 @@ class ConfigEntry:
 def describe_topic(
     config: BrokerConfig, overrides: Mapping[str, str], keys: Iterable[str] | None = None
 ) -> list[ConfigEntry]:
+    """Every topic config with its synonyms in precedence order (topic override, static broker
+    key, default); the value and source are the first synonym's."""
     wanted = set(keys) if keys is not None else None
     entries = []
     for name, key in sorted(TOPIC_CONFIGS.items()):
@@ -78,35 +80,20 @@ def describe_topic(
         synonyms: list[tuple[str, str | None, ConfigSource]] = []
         if name in overrides:
             synonyms.append((name, overrides[name], ConfigSource.DYNAMIC_TOPIC_CONFIG))
-        broker_key = key.broker_key
-        broker_default = format_value(key.kind, config.topic_default(name))
-        if broker_key is not None and broker_key in config.explicit:
-            synonyms.append((broker_key, broker_default, ConfigSource.STATIC_BROKER_CONFIG))
-        default_source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
-        default_value = (
-            format_value(key.kind, key.default) if broker_key is None else broker_default
-        )
-        if broker_key is not None:
-            bk = BROKER_CONFIGS.get(broker_key)
+        effective = format_value(key.kind, config.topic_default(name))
+        if key.broker_key is not None and key.broker_key in config.explicit:
+            synonyms.append((key.broker_key, effective, ConfigSource.STATIC_BROKER_CONFIG))
             synonyms.append(
-                (
-                    broker_key,
-                    format_value(key.kind, bk.default)
-                    if bk and bk.default is not None
-                    else default_value,
-                    ConfigSource.DEFAULT_CONFIG,
-                )
+                (key.broker_key, format_value(key.kind, key.default), ConfigSource.DEFAULT_CONFIG)
             )
-        value = (
-            overrides[name]
-            if name in overrides
-            else (synonyms[0][1] if synonyms else default_value)
-        )
+        else:
+            synonyms.append((key.broker_key or name, effective, ConfigSource.DEFAULT_CONFIG))
+        _, value, source = synonyms[0]
         entries.append(
             ConfigEntry(
                 name=name,
                 value=value,
-                source=default_source,
+                source=source,
                 read_only=False,
                 sensitive=False,
                 type=_TYPE_OF[key.kind],

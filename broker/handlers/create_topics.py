@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from broker.config_describe import ConfigSource, describe_topic
+from broker.config_describe import describe_topic
 from broker.dispatch import RequestContext
 from broker.registry import error_response, handler
 from coordination.errors import KafkaApiError
@@ -61,9 +61,7 @@ def handle_create_topics(ctx: RequestContext, request: Struct) -> Struct:
                 name=e.name,
                 value=e.value,
                 read_only=e.read_only,
-                config_source=e.source
-                if e.source != ConfigSource.DEFAULT_CONFIG
-                else ConfigSource.DEFAULT_CONFIG,
+                config_source=e.source,
                 is_sensitive=e.sensitive,
             )
             for e in describe_topic(broker.config, topic.configs)
