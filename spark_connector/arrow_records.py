@@ -399,7 +399,8 @@ def decode_batches(
             )
         counts[i] = ref.record_count
     total = int(counts.sum())
-    data_len = sum(len(s) for s in sections)
+    section_lens = np.fromiter((len(s) for s in sections), np.int64, len(sections))
+    data_len = int(section_lens.sum())
     if total == 0:
         return _empty_columns(include_headers)
     if total * 6 > data_len:
@@ -427,6 +428,12 @@ def decode_batches(
             raise CorruptRecord(f"record length {int(lengths.min())} is below the minimum")
         if not (ends[:-1] == starts[1:]).all() or ends[-1] != data_len:
             raise CorruptRecord("record lengths do not add up to their batches' sizes")
+    if len(refs) > 1:
+        # Each batch's records must end where its section ends, or a wrong recordCount would
+        # shift records (and their offsets and timestamps) into the neighbouring batch.
+        first_of_next = np.cumsum(counts)[:-1]
+        if not (np.append(starts, data_len)[first_of_next] == np.cumsum(section_lens)[:-1]).all():
+            raise CorruptRecord("a batch's record count does not match its records")
 
     ts_delta, n = _varints(arr, bodies + 1)
     pos = bodies + 1 + n

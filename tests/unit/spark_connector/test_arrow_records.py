@@ -5,6 +5,7 @@ message sets, and corrupt input (only RemoteProtocolError escapes)."""
 from __future__ import annotations
 
 import random
+import struct
 
 import pyarrow as pa
 import pytest
@@ -12,10 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protocol.errors import CorruptRecord, RemoteProtocolError
+from protocol.records.batch import CRC_AT, RECORD_COUNT_AT, crc_of
 from protocol.records.control import ControlRecordType, build_control_batch
 from protocol.records.legacy import build_message_set
 from protocol.records.record import (
     LOG_APPEND_TIME,
+    Record,
     RecordBatchBuilder,
     SimpleRecord,
     build_batch,
@@ -245,3 +248,31 @@ def test_corrupt_record_lengths_are_caught():
         decode(bytes(blob), check_crcs=False)
     with pytest.raises(CorruptRecord, match="CRC"):
         decode(bytes(blob))
+
+
+def _with_record_count(batch: bytes, count: int) -> bytes:
+    """``batch`` claiming ``count`` records, its CRC recomputed (so only the count is wrong)."""
+    out = bytearray(batch)
+    struct.pack_into(">i", out, RECORD_COUNT_AT, count)
+    struct.pack_into(">I", out, CRC_AT, crc_of(out, 0, len(out)))
+    return bytes(out)
+
+
+@pytest.mark.parametrize("same_size", [True, False])
+def test_record_count_off_by_batch_is_caught(same_size):
+    # Two CRC-valid batches claiming 2 and 4 records that hold 3 and 3: the totals add up, and
+    # with a gap in the offsets they still increase, so only the per-batch boundary gives it away.
+    def value(o: int) -> bytes:
+        return b"v" * (10 if same_size else o)
+
+    first = build_batch(
+        [Record(o, o, None, value(o + 1), []) for o in (0, 1, 2)], keep_offsets=True
+    )
+    second = build_batch(
+        [Record(o, o, None, value(o), []) for o in (15, 16, 17)], base_offset=10, keep_offsets=True
+    )
+    blob = _with_record_count(first, 2) + _with_record_count(second, 4)
+    with pytest.raises(CorruptRecord):
+        list(iter_record_batches(blob))  # protocol.records refuses the same bytes
+    with pytest.raises(CorruptRecord, match="record count"):
+        decode(blob)
