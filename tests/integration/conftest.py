@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.broker_process import BrokerProcess
+from tests.support.zookeeper import ZooKeeperServer, require_zookeeper
 
 
 @pytest.fixture(scope="session")
@@ -45,3 +46,13 @@ def fresh_broker(tmp_path: Path) -> Iterator[Callable[..., BrokerProcess]]:
 def topic_name(request: pytest.FixtureRequest) -> str:
     safe = "".join(c if c.isalnum() else "-" for c in request.node.name)[:60]
     return f"{safe}-{uuid.uuid4().hex[:6]}"
+
+
+@pytest.fixture(scope="module")
+def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
+    """A real ZooKeeper (Debian's package) on a free loopback port, one per test module."""
+    require_zookeeper()
+    server = ZooKeeperServer(tmp_path_factory.mktemp("zookeeper"), tick_time_ms=200)
+    server.start()
+    yield server
+    server.stop()

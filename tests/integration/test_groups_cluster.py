@@ -21,7 +21,6 @@ from tests.integration.test_zookeeper_brokers import (  # noqa: F401 - fixtures
     create_topic,
     wait_for,
     wait_leaders,
-    zookeeper,
 )
 
 pytestmark = pytest.mark.zookeeper

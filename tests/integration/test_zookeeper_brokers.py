@@ -22,20 +22,11 @@ from kafka import TopicPartition as KTP
 from kazoo.client import KazooClient
 
 from tests.integration.broker_process import BrokerProcess
-from tests.support.zookeeper import ZooKeeperServer, require_zookeeper
+from tests.support.zookeeper import ZooKeeperServer
 
 pytestmark = pytest.mark.zookeeper
 
 SESSION_TIMEOUT_MS = 2000
-
-
-@pytest.fixture(scope="module")
-def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
-    require_zookeeper()
-    server = ZooKeeperServer(tmp_path_factory.mktemp("zookeeper"), tick_time_ms=200)
-    server.start()
-    yield server
-    server.stop()
 
 
 class ProcessCluster:

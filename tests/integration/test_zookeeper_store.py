@@ -43,15 +43,6 @@ pytestmark = pytest.mark.zookeeper
 B64_UUID = r"^[A-Za-z0-9_-]{22}$"
 
 
-@pytest.fixture(scope="module")
-def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
-    require_zookeeper()
-    server = ZooKeeperServer(tmp_path_factory.mktemp("zookeeper"), tick_time_ms=200)
-    server.start()
-    yield server
-    server.stop()
-
-
 class Cluster:
     """Stores sharing one chroot, plus a raw kazoo client on that chroot to read znodes."""
 
