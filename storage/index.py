@@ -13,13 +13,12 @@ import struct
 import sys
 from array import array
 from pathlib import Path
-from typing import Final, NamedTuple
+from typing import ClassVar, Final, NamedTuple
 
 from storage.errors import CorruptIndex
 
 INT32_MAX: Final = 2**31 - 1
 _LITTLE_ENDIAN: Final = sys.byteorder == "little"
-_TIME_ENTRY: Final = struct.Struct(">qi")
 
 NO_TIMESTAMP: Final = -1
 
@@ -53,15 +52,41 @@ def _write_file(path: Path, data: bytes, at: int, *, fsync: bool, length: int | 
         os.close(fd)
 
 
-class _Index:
-    """What both indexes share: the file, its entry size, loading, writing and trimming."""
+def _strictly_increasing(values: array[int]) -> bool:
+    items = values.tolist()
+    return items == sorted(set(items))
 
-    entry_size: int = 0
+
+def _increasing(values: array[int]) -> bool:
+    items = values.tolist()
+    return items == sorted(items)
+
+
+class _Index:
+    """What both indexes share: entries of (key, value) kept in two arrays, the file, loading,
+    writing and trimming.
+
+    A subclass names its entry layout (``_ENTRY``: big-endian key then value), the arrays' type
+    codes, and which of the two arrays holds the offsets relative to the base offset. Keys are
+    strictly increasing; values strictly increasing too with ``_STRICT_VALUES``. An entry is
+    appended value first, then key: a lock-free reader bisects the keys and then reads the value
+    at the same index, which is therefore always there.
+    """
+
+    _ENTRY: ClassVar[struct.Struct]
+    _KEY_TYPE: ClassVar[str]
+    _VALUE_TYPE: ClassVar[str]
+    _STRICT_VALUES: ClassVar[bool]
+    #: whether the keys (else the values) are the offsets relative to the base offset
+    _OFFSETS_ARE_KEYS: ClassVar[bool]
 
     def __init__(self, path: Path, base_offset: int, max_index_size: int) -> None:
         self.path = path
         self.base_offset = base_offset
+        self.entry_size = self._ENTRY.size
         self.max_entries = max(max_index_size // self.entry_size, 1)
+        self._keys: array[int] = array(self._KEY_TYPE)
+        self._values: array[int] = array(self._VALUE_TYPE)
         #: entries already in the file
         self._written = 0
         #: whether the file is currently extended to its maximum size (an active segment)
@@ -72,6 +97,79 @@ class _Index:
     def max_index_size(self) -> int:
         return self.max_entries * self.entry_size
 
+    @property
+    def loaded(self) -> bool:
+        return self._loaded
+
+    @property
+    def entries(self) -> int:
+        return len(self._keys)
+
+    def _relative_offsets(self) -> array[int]:
+        return self._keys if self._OFFSETS_ARE_KEYS else self._values
+
+    # --- loading ------------------------------------------------------------------------------
+
+    def load(self, log_size: int) -> None:
+        """Reads the file and sanity-checks it against a log of ``log_size`` bytes: trailing
+        all-zero entries (preallocated space a crash left behind) are dropped, the rest must be
+        in order; raises CorruptIndex otherwise."""
+        keys, values = self._decode(self._read_file())
+        n = len(keys)
+        # a crash can leave preallocated zeros after the written entries
+        while n > 1 and keys[n - 1] == 0 and values[n - 1] == 0:
+            n -= 1
+        del keys[n:]
+        del values[n:]
+        if n:
+            offsets = keys if self._OFFSETS_ARE_KEYS else values
+            if offsets[0] < 0:
+                raise CorruptIndex(f"{self.path}: negative relative offset")
+            if not _strictly_increasing(keys) or not (
+                _strictly_increasing(values) if self._STRICT_VALUES else _increasing(values)
+            ):
+                raise CorruptIndex(f"{self.path}: entries are not in increasing order")
+            self._check_loaded(keys, values, log_size)
+        self._keys = keys
+        self._values = values
+        self._written = n
+        self._loaded = True
+
+    def _check_loaded(self, keys: array[int], values: array[int], log_size: int) -> None:
+        """Subclass checks of non-empty, ordered entries against the log."""
+
+    def _decode(self, data: bytes) -> tuple[array[int], array[int]]:
+        if self._KEY_TYPE == self._VALUE_TYPE:
+            both = array(self._KEY_TYPE)
+            both.frombytes(data)
+            if _LITTLE_ENDIAN:
+                both.byteswap()
+            return both[0::2], both[1::2]
+        keys = array(self._KEY_TYPE)
+        values = array(self._VALUE_TYPE)
+        for key, value in self._ENTRY.iter_unpack(data):
+            keys.append(key)
+            values.append(value)
+        return keys, values
+
+    def mark_loaded_empty(self) -> None:
+        """A fresh (or reset) index: no entries, nothing to read."""
+        self._keys = array(self._KEY_TYPE)
+        self._values = array(self._VALUE_TYPE)
+        self._written = 0
+        self._loaded = True
+
+    def _read_file(self) -> bytes:
+        try:
+            with open(self.path, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            return b""
+        usable = len(data) - len(data) % self.entry_size
+        return data[:usable]
+
+    # --- files --------------------------------------------------------------------------------
+
     def preallocate(self) -> None:
         """Extends the file to the maximum index size (sparse zeros), as Kafka does for the
         index of an active segment."""
@@ -79,16 +177,23 @@ class _Index:
         self._preallocated = True
 
     def _entries_bytes(self, start: int, stop: int) -> bytes:
-        raise NotImplementedError
-
-    def entry_count(self) -> int:
-        raise NotImplementedError
+        keys = self._keys[start:stop]
+        values = self._values[start:stop]
+        if self._KEY_TYPE == self._VALUE_TYPE:
+            out = array(self._KEY_TYPE, bytes(self.entry_size * len(keys)))
+            out[0::2] = keys
+            out[1::2] = values
+            if _LITTLE_ENDIAN:
+                out.byteswap()
+            return out.tobytes()
+        pack = self._ENTRY.pack
+        return b"".join(pack(k, v) for k, v in zip(keys, values, strict=True))
 
     def flush(self, *, fsync: bool = True) -> None:
         """Writes the entries appended since the last flush."""
         if not self._loaded:
             return
-        n = self.entry_count()
+        n = self.entries
         if n > self._written or not self.path.exists():
             data = self._entries_bytes(self._written, n)
             _write_file(self.path, data, self._written * self.entry_size, fsync=fsync, length=None)
@@ -112,7 +217,7 @@ class _Index:
         trimToValidSize, done when a segment rolls or closes)."""
         if not self._loaded:
             return
-        n = self.entry_count()
+        n = self.entries
         data = self._entries_bytes(self._written, n)
         _write_file(
             self.path,
@@ -126,7 +231,7 @@ class _Index:
 
     def rewrite(self, *, preallocate: bool, fsync: bool = False) -> None:
         """Writes the whole index to its file (after a rebuild or a truncation)."""
-        n = self.entry_count()
+        n = self.entries
         length = self.max_index_size if preallocate else n * self.entry_size
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
         os.close(fd)
@@ -145,14 +250,33 @@ class _Index:
         except FileNotFoundError:
             pass
 
-    def _read_file(self) -> bytes:
-        try:
-            with open(self.path, "rb") as f:
-                data = f.read()
-        except FileNotFoundError:
-            return b""
-        usable = len(data) - len(data) % self.entry_size
-        return data[:usable]
+    # --- truncation (under the log's lock) ------------------------------------------------------
+
+    def truncate_to(self, offset: int) -> None:
+        """Removes the entries with offsets >= ``offset``."""
+        rel = offset - self.base_offset
+        offsets = self._relative_offsets()
+        keep = bisect.bisect_left(offsets, rel) if rel <= INT32_MAX else len(offsets)
+        self._truncate_entries(max(keep, 0))
+
+    def reset(self) -> None:
+        self._truncate_entries(0)
+
+    def _truncate_entries(self, n: int) -> None:
+        if n < len(self._keys):
+            # new arrays: a concurrent lookup keeps the old ones
+            self._keys = self._keys[:n]
+            self._values = self._values[:n]
+        if self._written > n:
+            self._written = n
+            if self.path.exists():
+                length = self.max_index_size if self._preallocated else n * self.entry_size
+                fd = os.open(self.path, os.O_RDWR)
+                try:
+                    os.ftruncate(fd, n * self.entry_size)
+                    os.ftruncate(fd, length)
+                finally:
+                    os.close(fd)
 
 
 class OffsetIndex(_Index):
@@ -175,83 +299,39 @@ class OffsetIndex(_Index):
     concurrent append is invisible to it. Mutations must be serialized by the owner.
     """
 
-    entry_size = 8
+    # keys: relative offsets; values: positions
+    _ENTRY = struct.Struct(">ii")
+    _KEY_TYPE = "i"
+    _VALUE_TYPE = "i"
+    _STRICT_VALUES = True
+    _OFFSETS_ARE_KEYS = True
 
-    def __init__(self, path: Path, base_offset: int, max_index_size: int) -> None:
-        super().__init__(path, base_offset, max_index_size)
-        self._offsets = array("i")  # relative offsets
-        self._positions = array("i")
-
-    # --- loading ------------------------------------------------------------------------------
-
-    def load(self, log_size: int) -> None:
-        """Reads the file and sanity-checks it against a log of ``log_size`` bytes."""
-        data = self._read_file()
-        arr = array("i")
-        arr.frombytes(data)
-        if _LITTLE_ENDIAN:
-            arr.byteswap()
-        offsets = arr[0::2]
-        positions = arr[1::2]
-        n = len(offsets)
-        # a crash can leave preallocated zeros after the written entries
-        while n > 1 and offsets[n - 1] == 0 and positions[n - 1] == 0:
-            n -= 1
-        del offsets[n:]
-        del positions[n:]
-        if n:
-            if offsets[0] < 0 or positions[0] < 0:
-                raise CorruptIndex(f"{self.path}: negative first entry")
-            if positions[-1] >= max(log_size, 1) and not (n == 1 and positions[0] == 0):
-                raise CorruptIndex(
-                    f"{self.path}: last entry points at {positions[-1]}, log has {log_size} bytes"
-                )
-            if n > 1:
-                po = list(offsets)
-                pp = list(positions)
-                if po != sorted(set(po)) or pp != sorted(set(pp)):
-                    raise CorruptIndex(f"{self.path}: entries are not strictly increasing")
-        self._offsets = offsets
-        self._positions = positions
-        self._written = n
-        self._loaded = True
-
-    def mark_loaded_empty(self) -> None:
-        """A fresh (or reset) index: no entries, nothing to read."""
-        self._offsets = array("i")
-        self._positions = array("i")
-        self._written = 0
-        self._loaded = True
-
-    @property
-    def loaded(self) -> bool:
-        return self._loaded
+    def _check_loaded(self, keys: array[int], values: array[int], log_size: int) -> None:
+        if values[0] < 0:
+            raise CorruptIndex(f"{self.path}: negative first position")
+        if values[-1] >= max(log_size, 1) and not (len(values) == 1 and values[0] == 0):
+            raise CorruptIndex(
+                f"{self.path}: last entry points at {values[-1]}, log has {log_size} bytes"
+            )
 
     # --- queries ------------------------------------------------------------------------------
 
-    def entry_count(self) -> int:
-        return len(self._offsets)
-
-    @property
-    def entries(self) -> int:
-        return len(self._offsets)
-
     def is_full(self) -> bool:
-        return len(self._offsets) >= self.max_entries
+        return len(self._keys) >= self.max_entries
 
     def can_append_offset(self, offset: int) -> bool:
         return 0 <= offset - self.base_offset <= INT32_MAX
 
     def last_offset(self) -> int:
-        offsets = self._offsets
+        offsets = self._keys
         return self.base_offset + offsets[-1] if offsets else self.base_offset
 
     def entry(self, i: int) -> OffsetPosition:
-        return OffsetPosition(self.base_offset + self._offsets[i], self._positions[i])
+        return OffsetPosition(self.base_offset + self._keys[i], self._values[i])
 
     def lookup(self, target_offset: int) -> OffsetPosition:
         """The entry with the largest offset <= ``target_offset``, or (base offset, 0)."""
-        offsets = self._offsets
+        offsets = self._keys
         rel = target_offset - self.base_offset
         if rel < 0 or not offsets:
             return OffsetPosition(self.base_offset, 0)
@@ -259,15 +339,15 @@ class OffsetIndex(_Index):
         if i < 0:
             return OffsetPosition(self.base_offset, 0)
         try:
-            return OffsetPosition(self.base_offset + offsets[i], self._positions[i])
+            return OffsetPosition(self.base_offset + offsets[i], self._values[i])
         except IndexError:  # truncated under us: start from the top of the segment
             return OffsetPosition(self.base_offset, 0)
 
     def last_position_within(self, max_position: int, max_offset: int) -> int:
         """The largest indexed position p <= ``max_position`` whose entry offset is below
         ``max_offset`` (so every batch before p is below ``max_offset``), or 0."""
-        positions = self._positions
-        offsets = self._offsets
+        positions = self._values
+        offsets = self._keys
         i = bisect.bisect_right(positions, max_position) - 1
         rel = max_offset - self.base_offset
         if rel <= INT32_MAX:
@@ -284,7 +364,7 @@ class OffsetIndex(_Index):
 
     def append(self, offset: int, position: int) -> None:
         rel = offset - self.base_offset
-        offsets = self._offsets
+        offsets = self._keys
         if offsets and rel <= offsets[-1]:
             raise ValueError(
                 f"index {self.path}: offset {offset} is not above the last indexed offset "
@@ -294,127 +374,49 @@ class OffsetIndex(_Index):
             raise ValueError(f"index {self.path}: offset {offset} does not fit the segment")
         if len(offsets) >= self.max_entries:
             raise ValueError(f"index {self.path} is full")
-        self._positions.append(position)
+        self._values.append(position)
         offsets.append(rel)
 
     def append_unchecked(self, offset: int, position: int) -> None:
         """:meth:`append` for a caller that already knows the entry is in order and fits."""
-        self._positions.append(position)
-        self._offsets.append(offset - self.base_offset)
-
-    def truncate_to(self, offset: int) -> None:
-        """Removes the entries with offsets >= ``offset``."""
-        rel = offset - self.base_offset
-        keep = bisect.bisect_left(self._offsets, rel) if rel <= INT32_MAX else len(self._offsets)
-        self._truncate_entries(max(keep, 0))
-
-    def reset(self) -> None:
-        self._truncate_entries(0)
-
-    def _truncate_entries(self, n: int) -> None:
-        if n < len(self._offsets):
-            # new arrays: a concurrent lookup keeps the old ones
-            self._offsets = self._offsets[:n]
-            self._positions = self._positions[:n]
-        if self._written > n:
-            self._written = n
-            if self.path.exists():
-                length = self.max_index_size if self._preallocated else n * self.entry_size
-                fd = os.open(self.path, os.O_RDWR)
-                try:
-                    os.ftruncate(fd, n * self.entry_size)
-                    os.ftruncate(fd, length)
-                finally:
-                    os.close(fd)
-
-    def _entries_bytes(self, start: int, stop: int) -> bytes:
-        out = array("i")
-        offsets = self._offsets
-        positions = self._positions
-        for i in range(start, stop):
-            out.append(offsets[i])
-            out.append(positions[i])
-        if _LITTLE_ENDIAN:
-            out.byteswap()
-        return out.tobytes()
+        self._values.append(position)
+        self._keys.append(offset - self.base_offset)
 
 
 class TimeIndex(_Index):
     """Maps timestamps to offsets in a segment, sparsely.
 
     On-disk format (Kafka's ``.timeindex``): 12-byte big-endian entries (int64 timestamp, int32
-    offset relative to the segment's base offset), both strictly increasing; an entry (t, o) says
-    the largest timestamp seen up to the batch whose last offset is o is t. An entry is added with
-    each offset index entry when the segment's max timestamp grew, and once more when the segment
-    rolls or closes (its max timestamp, which retention reads). Preallocated and trimmed like the
-    offset index; one slot is kept free for the entry written on roll (Kafka's isFull).
+    offset relative to the segment's base offset), timestamps strictly increasing, offsets not
+    decreasing; an entry (t, o) says the largest timestamp seen up to the batch whose last
+    offset is o is t. An entry is added with each offset index entry when the segment's max
+    timestamp grew, and once more when the segment rolls or closes (its max timestamp, which
+    retention reads). Preallocated and trimmed like the offset index; one slot is kept free for
+    the entry written on roll (Kafka's isFull).
 
     Crash and thread-safety: as :class:`OffsetIndex`.
     """
 
-    entry_size = 12
-
-    def __init__(self, path: Path, base_offset: int, max_index_size: int) -> None:
-        super().__init__(path, base_offset, max_index_size)
-        self._timestamps = array("q")
-        self._offsets = array("i")
-
-    def load(self, log_size: int) -> None:
-        del log_size  # entries hold no positions
-        data = self._read_file()
-        timestamps = array("q")
-        offsets = array("i")
-        for ts, rel in _TIME_ENTRY.iter_unpack(data):
-            timestamps.append(ts)
-            offsets.append(rel)
-        n = len(timestamps)
-        while n > 1 and timestamps[n - 1] == 0 and offsets[n - 1] == 0:
-            n -= 1
-        del timestamps[n:]
-        del offsets[n:]
-        if n:
-            if offsets[0] < 0:
-                raise CorruptIndex(f"{self.path}: negative relative offset")
-            if n > 1:
-                pt = list(timestamps)
-                po = list(offsets)
-                if pt != sorted(set(pt)) or po != sorted(po):
-                    raise CorruptIndex(f"{self.path}: entries are not increasing")
-        self._timestamps = timestamps
-        self._offsets = offsets
-        self._written = n
-        self._loaded = True
-
-    def mark_loaded_empty(self) -> None:
-        self._timestamps = array("q")
-        self._offsets = array("i")
-        self._written = 0
-        self._loaded = True
-
-    @property
-    def loaded(self) -> bool:
-        return self._loaded
-
-    def entry_count(self) -> int:
-        return len(self._timestamps)
-
-    @property
-    def entries(self) -> int:
-        return len(self._timestamps)
+    # keys: timestamps; values: relative offsets
+    _ENTRY = struct.Struct(">qi")
+    _KEY_TYPE = "q"
+    _VALUE_TYPE = "i"
+    _STRICT_VALUES = False
+    _OFFSETS_ARE_KEYS = False
 
     def is_full(self) -> bool:
-        return len(self._timestamps) >= self.max_entries - 1
+        return len(self._keys) >= self.max_entries - 1
 
     def entry(self, i: int) -> TimestampOffset:
-        return TimestampOffset(self._timestamps[i], self.base_offset + self._offsets[i])
+        return TimestampOffset(self._keys[i], self.base_offset + self._values[i])
 
     def last_timestamp(self) -> int:
-        timestamps = self._timestamps
+        timestamps = self._keys
         return timestamps[-1] if timestamps else NO_TIMESTAMP
 
     def last_entry(self) -> TimestampOffset:
-        timestamps = self._timestamps
-        offsets = self._offsets
+        timestamps = self._keys
+        offsets = self._values
         try:
             return TimestampOffset(timestamps[-1], self.base_offset + offsets[-1])
         except IndexError:
@@ -422,22 +424,22 @@ class TimeIndex(_Index):
 
     def lookup(self, target_timestamp: int) -> TimestampOffset:
         """The entry with the largest timestamp <= ``target_timestamp``, or (-1, base offset)."""
-        timestamps = self._timestamps
+        timestamps = self._keys
         i = bisect.bisect_right(timestamps, target_timestamp) - 1
         if i < 0:
             return TimestampOffset(NO_TIMESTAMP, self.base_offset)
         try:
-            return TimestampOffset(timestamps[i], self.base_offset + self._offsets[i])
+            return TimestampOffset(timestamps[i], self.base_offset + self._values[i])
         except IndexError:
             return TimestampOffset(NO_TIMESTAMP, self.base_offset)
 
     def maybe_append(self, timestamp: int, offset: int, *, skip_full_check: bool = False) -> None:
         """Adds (timestamp, offset) if ``timestamp`` is above the last entry's."""
-        timestamps = self._timestamps
+        timestamps = self._keys
         rel = offset - self.base_offset
         if timestamp <= (timestamps[-1] if timestamps else NO_TIMESTAMP):
             return
-        if timestamps and rel < self._offsets[-1]:
+        if timestamps and rel < self._values[-1]:
             raise ValueError(
                 f"time index {self.path}: offset {offset} is below the last indexed offset"
             )
@@ -445,35 +447,5 @@ class TimeIndex(_Index):
             raise ValueError(f"time index {self.path} is full")
         if not 0 <= rel <= INT32_MAX:
             raise ValueError(f"time index {self.path}: offset {offset} does not fit the segment")
-        self._offsets.append(rel)
+        self._values.append(rel)
         timestamps.append(timestamp)
-
-    def truncate_to(self, offset: int) -> None:
-        """Removes the entries with offsets >= ``offset``."""
-        rel = offset - self.base_offset
-        keep = bisect.bisect_left(self._offsets, rel) if rel <= INT32_MAX else len(self._offsets)
-        self._truncate_entries(max(keep, 0))
-
-    def reset(self) -> None:
-        self._truncate_entries(0)
-
-    def _truncate_entries(self, n: int) -> None:
-        if n < len(self._timestamps):
-            self._timestamps = self._timestamps[:n]
-            self._offsets = self._offsets[:n]
-        if self._written > n:
-            self._written = n
-            if self.path.exists():
-                length = self.max_index_size if self._preallocated else n * self.entry_size
-                fd = os.open(self.path, os.O_RDWR)
-                try:
-                    os.ftruncate(fd, n * self.entry_size)
-                    os.ftruncate(fd, length)
-                finally:
-                    os.close(fd)
-
-    def _entries_bytes(self, start: int, stop: int) -> bytes:
-        pack = _TIME_ENTRY.pack
-        timestamps = self._timestamps
-        offsets = self._offsets
-        return b"".join(pack(timestamps[i], offsets[i]) for i in range(start, stop))

@@ -287,8 +287,8 @@ class LogSegment:
         if not (offset_index.loaded and time_index.loaded):
             self._load_indexes()
         return (
-            len(offset_index._offsets) >= offset_index.max_entries
-            or len(time_index._timestamps) >= time_index.max_entries - 1
+            offset_index.is_full()
+            or time_index.is_full()
             or not 0 <= max_offset_in_messages - self.base_offset <= INT32_MAX
         )
 
