@@ -131,9 +131,19 @@ def varint_bytes(n: int) -> bytes:
     return uvarint_bytes(zigzag32(n))
 
 
+_SMALL_VARLONG: Final = 1 << 13
+#: Zigzag encodings of -8192..8191: a record's lengths, deltas and counts mostly land here.
+_VARLONG_CACHE: Final = tuple(
+    _uvarint_bytes(zigzag64(n)) for n in range(-_SMALL_VARLONG, _SMALL_VARLONG)
+)
+
+
 def varlong_bytes(n: int) -> bytes:
-    """The zigzag varint encoding of a signed 64-bit ``n``."""
-    return uvarint_bytes(zigzag64(n))
+    """The zigzag varint encoding of a signed 64-bit ``n`` (the record builder's hot path:
+    small values come from a table)."""
+    if -_SMALL_VARLONG <= n < _SMALL_VARLONG:
+        return _VARLONG_CACHE[n + _SMALL_VARLONG]
+    return uvarint_bytes(((n << 1) ^ (n >> 63)) & 0xFFFFFFFFFFFFFFFF)
 
 
 def write_varint(out: bytearray, n: int) -> None:
@@ -141,7 +151,7 @@ def write_varint(out: bytearray, n: int) -> None:
 
 
 def write_varlong(out: bytearray, n: int) -> None:
-    out += uvarint_bytes(zigzag64(n))
+    out += varlong_bytes(n)
 
 
 def varint_size(n: int) -> int:

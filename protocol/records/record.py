@@ -33,6 +33,7 @@ from typing import Final, NamedTuple
 from crc32c import crc32c
 
 from protocol.errors import CorruptRecord, LocalProtocolError
+from protocol.primitives import varlong_bytes
 from protocol.records import compression as _compression
 from protocol.records.batch import (
     ATTRIBUTES_AT,
@@ -165,29 +166,6 @@ def _varlong(data: bytes, pos: int) -> tuple[int, int]:
         if b < 0x80:
             return (result >> 1) ^ -(result & 1), pos
     raise CorruptRecord("varlong longer than 10 bytes")
-
-
-def _uvarint_encode(n: int) -> bytes:
-    out = bytearray()
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-_SMALL: Final = 1 << 13
-#: zigzag varint encodings of -8192..8191: lengths, deltas and counts mostly land here.
-_VARINT_CACHE: Final = tuple(
-    _uvarint_encode(((n << 1) ^ (n >> 63)) & 0xFFFFFFFFFFFFFFFF) for n in range(-_SMALL, _SMALL)
-)
-
-
-def varint_bytes(n: int) -> bytes:
-    """The zigzag varint encoding of a signed 64-bit ``n``."""
-    if -_SMALL <= n < _SMALL:
-        return _VARINT_CACHE[n + _SMALL]
-    return _uvarint_encode(((n << 1) ^ (n >> 63)) & 0xFFFFFFFFFFFFFFFF)
 
 
 # --- decoding --------------------------------------------------------------------------------
@@ -552,7 +530,7 @@ class RecordBatchBuilder:
         timestamp_delta = timestamp - base_timestamp
         if not -0x8000000000000000 <= timestamp_delta <= 0x7FFFFFFFFFFFFFFF:
             raise LocalProtocolError(f"timestamp {timestamp} is too far from {base_timestamp}")
-        vb = varint_bytes
+        vb = varlong_bytes
         parts = [
             bytes((attributes,)),
             vb(timestamp_delta),

@@ -27,6 +27,13 @@ def test_varlong_round_trip(n):
     assert p.read_varlong(raw, 0) == (n, len(raw))
 
 
+def test_varlong_table_edges():
+    # varlong_bytes serves -8192..8191 from a table; the values around its edges must agree
+    # with the plain encoding.
+    for n in (-8193, -8192, -8191, -1, 0, 1, 8190, 8191, 8192, 2**63 - 1, -(2**63)):
+        assert p.varlong_bytes(n) == p.uvarint_bytes(p.zigzag64(n))
+
+
 def test_known_varint_encodings():
     # zigzag: 0 -> 0, -1 -> 1, 1 -> 2, -2 -> 3, 300 -> 600 = 0xd8 0x04
     assert p.varint_bytes(0) == b"\x00"

@@ -13,6 +13,7 @@ from kafka.record import default_records as kp_default
 from kafka.record import memory_records as kp_memory
 
 from protocol.errors import CorruptRecord, InvalidRecord, LocalProtocolError
+from protocol.primitives import varlong_bytes
 from protocol.records import batch as rb
 from protocol.records import compression as c
 from protocol.records.control import (
@@ -33,7 +34,6 @@ from protocol.records.record import (
     decode_batch,
     decode_records_data,
     iter_record_batches,
-    varint_bytes,
 )
 
 CODECS = [c.NONE, c.GZIP, c.SNAPPY, c.LZ4, c.ZSTD]
@@ -149,7 +149,7 @@ def test_varint_encoding_edges():
     from kafka.record.util import decode_varint, encode_varint
 
     for n in (0, -1, 1, 63, -64, 64, 8191, -8192, 8192, 2**31 - 1, -(2**31), 2**63 - 1, -(2**63)):
-        data = varint_bytes(n)
+        data = varlong_bytes(n)
         assert _varlong(data, 0) == (n, len(data))
         if -(2**31) <= n < 2**31:
             assert _varint(data, 0) == (n, len(data))
@@ -181,7 +181,7 @@ def test_iter_batches_and_partial_tail():
 
 def test_decoder_rejects_bad_record_sections():
     good = b"".join(
-        varint_bytes(len(body)) + body
+        varlong_bytes(len(body)) + body
         for body in [b"\x00\x00\x00\x02k\x02v\x00", b"\x00\x02\x02\x01\x01\x00"]
     )
     assert len(decode_records_data(good, 2, 0, 0)) == 2
