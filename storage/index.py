@@ -116,8 +116,10 @@ class _Index:
         in order; raises CorruptIndex otherwise."""
         keys, values = self._decode(self._read_file())
         n = len(keys)
-        # a crash can leave preallocated zeros after the written entries
-        while n > 1 and keys[n - 1] == 0 and values[n - 1] == 0:
+        # a crash can leave preallocated zeros after the written entries; no real entry is all
+        # zeros (an offset index never indexes position 0; a time index entry of timestamp 0
+        # at the base offset, if dropped, only costs a rebuild of the indexes from the log)
+        while n > 0 and keys[n - 1] == 0 and values[n - 1] == 0:
             n -= 1
         del keys[n:]
         del values[n:]
@@ -285,8 +287,9 @@ class OffsetIndex(_Index):
     On-disk format (Kafka's ``.index``): 8-byte big-endian entries (int32 offset relative to the
     segment's base offset, int32 position in the ``.log`` file), offsets strictly increasing. An
     entry (o, p) says the batch at position p has last offset o; an entry is added when more than
-    ``index.interval.bytes`` were appended since the previous one. The file of an active segment
-    is preallocated to ``segment.index.bytes`` and trimmed to its entries on roll and close.
+    ``index.interval.bytes`` were appended since the previous one (so position 0, the first
+    batch, is never indexed). The file of an active segment is preallocated to
+    ``segment.index.bytes`` and trimmed to its entries on roll and close.
 
     Crash: the file may be short (entries not yet written) or long (preallocated zeros, or stale
     entries). Loading drops trailing zero entries and checks the rest (sizes, monotonic offsets
@@ -309,7 +312,7 @@ class OffsetIndex(_Index):
     def _check_loaded(self, keys: array[int], values: array[int], log_size: int) -> None:
         if values[0] < 0:
             raise CorruptIndex(f"{self.path}: negative first position")
-        if values[-1] >= max(log_size, 1) and not (len(values) == 1 and values[0] == 0):
+        if values[-1] >= log_size:
             raise CorruptIndex(
                 f"{self.path}: last entry points at {values[-1]}, log has {log_size} bytes"
             )

@@ -106,3 +106,27 @@ def test_time_index(tmp_path):
     assert loaded.last_entry() == (4000, 26)
     loaded.truncate_to(20)
     assert loaded.last_entry() == (1000, 12)
+
+
+def test_preallocated_zeros_load_as_an_empty_index(tmp_path):
+    # an active segment's files right after preallocation (or a crash before any flush)
+    offset_path = tmp_path / "00000000000000000100.index"
+    time_path = tmp_path / "00000000000000000100.timeindex"
+    offset_path.write_bytes(b"\0" * 64)
+    time_path.write_bytes(b"\0" * 48)
+    offset_index = OffsetIndex(offset_path, 100, 64)
+    offset_index.load(log_size=0)
+    assert offset_index.entries == 0  # not a phantom (100, 0) entry
+    assert offset_index.lookup(150) == (100, 0)
+    time_index = TimeIndex(time_path, 100, 48)
+    time_index.load(log_size=0)
+    assert time_index.entries == 0  # not a phantom (0, 100) entry
+    assert time_index.last_entry() == (-1, 100)
+    assert time_index.lookup(0) == (-1, 100)
+
+
+def test_offset_index_entry_on_an_empty_log_is_corrupt(tmp_path):
+    path = tmp_path / "00000000000000000000.index"
+    path.write_bytes(struct.pack(">ii", 3, 0) + b"\0" * 8)
+    with pytest.raises(CorruptIndex):
+        OffsetIndex(path, 0, 1024).load(log_size=0)
