@@ -73,15 +73,6 @@ class AppendInfo(NamedTuple):
     batches: tuple[rb.BatchHeader, ...]
 
 
-class LogOffsetMetadata(NamedTuple):
-    """An offset and where it sits on disk (segment base offset, byte position). Immutable;
-    the log publishes its end as one of these with a single assignment."""
-
-    message_offset: int
-    segment_base_offset: int
-    relative_position: int
-
-
 class OffsetAndTimestamp(NamedTuple):
     """A ListOffsets answer: the offset, the timestamp of the record found (-1 for the special
     queries) and the leader epoch that wrote it (-1 if unknown)."""
@@ -168,8 +159,8 @@ class PartitionLog:
         self.producer_state: ProducerStateHook | None = None
         self._lock = threading.Lock()
         self._segments = segments
-        active = segments.active
-        self._end = LogOffsetMetadata(next_offset, active.base_offset, active.size)
+        #: the log end offset, published by one assignment after the data is written
+        self._log_end_offset = next_offset
         self._log_start_offset = log_start_offset
         self._high_watermark = next_offset
         self._recovery_point = min(recovery_point, next_offset)
@@ -184,11 +175,7 @@ class PartitionLog:
 
     @property
     def log_end_offset(self) -> int:
-        return self._end.message_offset
-
-    @property
-    def log_end_offset_metadata(self) -> LogOffsetMetadata:
-        return self._end
+        return self._log_end_offset
 
     @property
     def log_start_offset(self) -> int:
@@ -322,7 +309,7 @@ class PartitionLog:
                 answer = hook.before_append(self, [(p, _new_header(f)) for p, f in scan])
                 if answer is not None:
                     return answer
-            next_offset = self._end.message_offset
+            next_offset = self._log_end_offset
             first_offset = next_offset if assign_offsets else scan[0][1][0]
             offset = next_offset
             max_timestamp = NO_TIMESTAMP
@@ -377,9 +364,7 @@ class PartitionLog:
                             header.partition_leader_epoch, header.base_offset
                         )
                         self._latest_epoch = header.partition_leader_epoch
-            self._end = _tuple_new(
-                LogOffsetMetadata, (offset, segment.base_offset, segment.log.size)
-            )
+            self._log_end_offset = offset
             if self.high_watermark_follows_log_end:
                 self._high_watermark = offset
             info = _tuple_new(
@@ -424,7 +409,7 @@ class PartitionLog:
                 answer = hook.before_append(self, [(0, _tuple_new(rb.BatchHeader, fields))])
                 if answer is not None:
                     return answer
-            first = self._end[0]
+            first = self._log_end_offset
             last = first + delta
             _pack_offset_and_epoch(buf, 0, first, length, leader_epoch)
             header = _tuple_new(rb.BatchHeader, (first, length, leader_epoch, *fields[3:]))
@@ -439,7 +424,7 @@ class PartitionLog:
                 self.leader_epoch_cache.assign(leader_epoch, first)
                 self._latest_epoch = leader_epoch
             end = last + 1
-            self._end = _tuple_new(LogOffsetMetadata, (end, segment.base_offset, segment.log.size))
+            self._log_end_offset = end
             if self.high_watermark_follows_log_end:
                 self._high_watermark = end
             if max_ts > NO_TIMESTAMP:
@@ -468,7 +453,7 @@ class PartitionLog:
             return self._roll_locked(self.clock() if now_ms is None else now_ms, None)
 
     def _roll_locked(self, now_ms: int, expected_next_offset: int | None) -> LogSegment:
-        new_base = self._end.message_offset
+        new_base = self._log_end_offset
         if expected_next_offset is not None:
             new_base = max(new_base, expected_next_offset)
         current = self._segments
@@ -487,7 +472,6 @@ class PartitionLog:
         self._segments = current.replaced(replaced, [segment])
         for empty in replaced:
             empty.delete_files()  # its descriptor closes with the last reference
-        self._end = _tuple_new(LogOffsetMetadata, (self._end.message_offset, new_base, 0))
         self._rolled_up_to = max(self._rolled_up_to, new_base)
         log.info("%s: rolled a new segment at offset %d", self.name, new_base)
         return segment
@@ -514,9 +498,8 @@ class PartitionLog:
         end or at/above ``max_offset``). Raises OffsetOutOfRange below the log start offset or
         above the log end offset. Never takes the log's lock.
         """
-        end = self._end
         log_start = self._log_start_offset
-        log_end = end.message_offset
+        log_end = self._log_end_offset
         if offset < log_start or offset > log_end:
             raise OffsetOutOfRange(offset, log_start, log_end)
         upper = log_end if max_offset is None else min(max_offset, log_end)
@@ -656,13 +639,13 @@ class PartitionLog:
     def update_high_watermark(self, offset: int) -> int:
         """Sets the high watermark, clamped to [log start offset, log end offset]."""
         with self._lock:
-            hw = min(max(offset, self._log_start_offset), self._end.message_offset)
+            hw = min(max(offset, self._log_start_offset), self._log_end_offset)
             self._high_watermark = hw
             return hw
 
     def maybe_increment_high_watermark(self, offset: int) -> bool:
         with self._lock:
-            hw = min(offset, self._end.message_offset)
+            hw = min(offset, self._log_end_offset)
             if hw > self._high_watermark:
                 self._high_watermark = hw
                 return True
@@ -690,7 +673,7 @@ class PartitionLog:
         if target_offset < 0:
             raise ValueError(f"cannot truncate to a negative offset ({target_offset})")
         with self._lock:
-            if target_offset >= self._end.message_offset:
+            if target_offset >= self._log_end_offset:
                 return False
             now = self.clock()
             snapshot = self._segments
@@ -705,7 +688,7 @@ class PartitionLog:
             if mapping is not None and mapping.base_offset < target_offset:
                 new_end = mapping.base_offset
             # shrink the visible end first: lock-free readers never look past it
-            self._end = _tuple_new(LogOffsetMetadata, (new_end, active.base_offset, 0))
+            self._log_end_offset = new_end
             self._high_watermark = min(self._high_watermark, new_end)
             if self._log_start_offset > new_end:
                 self._log_start_offset = new_end
@@ -714,7 +697,6 @@ class PartitionLog:
                 self._schedule_delete_locked(segment, now)
             active.truncate_to(new_end, now_ms=now)
             active.make_active(self.config)
-            self._end = _tuple_new(LogOffsetMetadata, (new_end, active.base_offset, active.size))
             if active.read_next_offset() < new_end:
                 # the data ends below the log end (a gap): start a segment at the end offset,
                 # so that a restart finds it again
@@ -738,7 +720,7 @@ class PartitionLog:
         segment = LogSegment.create(self.directory, new_offset, self.config, created_ms=now_ms)
         self._log_start_offset = new_offset
         self._segments = LogSegments([segment])
-        self._end = LogOffsetMetadata(new_offset, new_offset, 0)
+        self._log_end_offset = new_offset
         self._high_watermark = new_offset
         self._recovery_point = new_offset
         self._rolled_up_to = new_offset
@@ -954,7 +936,7 @@ class PartitionLog:
             if not segment.log.closed:
                 segment.fsync()
         with self._lock:
-            self._recovery_point = self._end.message_offset
+            self._recovery_point = self._log_end_offset
             for segment in segments:
                 segment.close()
 
