@@ -122,10 +122,15 @@ class PartitionLog:
     the next start.
 
     Thread-safety: :meth:`append`, :meth:`roll`, :meth:`truncate_to`, :meth:`delete_records_before`
-    and retention take the log's lock, which is held only for the offset assignment, the write
-    and the bookkeeping (never for an fsync). :meth:`read`, :meth:`fetch_offset_by_timestamp` and
-    the offset properties are lock-free: they read the copy-on-write segment snapshot and the
-    published log end, so they never wait for an append, a roll or retention.
+    and retention take the log's lock, which is held for the offset assignment, the write and the
+    bookkeeping. Segment files are never fsynced under it (:meth:`flush` and :meth:`close` fsync
+    outside it), but some rarer changes do fsync while holding it: the ``leader-epoch-checkpoint``
+    rewrite (file and directory) when an append starts a new leader epoch and when retention,
+    DeleteRecords or a truncation moves the log's bounds, and the directory fsyncs of
+    :meth:`replace_segments` (compaction's swap). :meth:`read`, :meth:`fetch_offset_by_timestamp`
+    and the offset properties are lock-free: they read the copy-on-write segment snapshot and the
+    published log end, so they never wait for an append, a roll or retention (but an append waits
+    for those fsyncs).
     """
 
     def __init__(
