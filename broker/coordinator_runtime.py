@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import queue
 import threading
@@ -148,6 +149,38 @@ def read_offsets_partition(plog: Any) -> Iterator[Record]:
             return
 
 
+def read_for_load(name: str, get_log: Callable[[], Any]) -> list[Record]:
+    """The records of a ``__consumer_offsets`` partition to load (``get_log()``: its log, or
+    None). A failed read is tried once more; if that fails too, the records read before the
+    failure are returned, so the partition's groups are loaded from those rather than answering
+    COORDINATOR_LOAD_IN_PROGRESS until leadership moves."""
+    records: list[Record] = []
+    failure = ""
+    for attempt in (1, 2):
+        records = []
+        try:
+            plog = get_log()
+            if plog is not None:
+                for record in read_offsets_partition(plog):
+                    records.append(record)
+            return records
+        except (StorageError, RemoteProtocolError, OSError) as e:
+            failure = f"{type(e).__name__}: {e}"
+        except Exception as e:  # a bug: keep its traceback
+            log.exception("reading %s failed", name)
+            failure = f"{type(e).__name__}: {e}"
+        if attempt == 1:
+            log.warning("reading %s failed (%s), retrying", name, failure)
+    log.error(
+        "reading %s failed again (%s): loading its groups from the %d records read before the "
+        "failure",
+        name,
+        failure,
+        len(records),
+    )
+    return records
+
+
 def runtime(broker: Broker) -> CoordinatorRuntime:
     """The broker's coordinator runtime (``broker.group_coordinator``), typed."""
     rt: CoordinatorRuntime = broker.group_coordinator
@@ -272,21 +305,26 @@ class CoordinatorRuntime:
                 return
             partition, load_id = item
             started = time.monotonic()
+            records = read_for_load(
+                f"{OFFSETS_TOPIC}-{partition}", functools.partial(self._offsets_log, partition)
+            )
             try:
-                part = self.broker.replica_manager.get(OFFSETS_TOPIC, partition)
-                records = list(read_offsets_partition(part.log)) if part is not None else []
-                if self.groups.complete_loading(partition, load_id, records):
-                    log.info(
-                        "loaded %s-%d (%d records) in %.0f ms",
-                        OFFSETS_TOPIC,
-                        partition,
-                        len(records),
-                        (time.monotonic() - started) * 1000,
-                    )
-            except (StorageError, RemoteProtocolError, OSError) as e:
-                log.error("loading %s-%d failed: %s", OFFSETS_TOPIC, partition, e)
+                loaded = self.groups.complete_loading(partition, load_id, records)
             except Exception:
-                log.exception("loading %s-%d failed", OFFSETS_TOPIC, partition)
+                log.exception("replaying %s-%d failed", OFFSETS_TOPIC, partition)
+                continue
+            if loaded:
+                log.info(
+                    "loaded %s-%d (%d records) in %.0f ms",
+                    OFFSETS_TOPIC,
+                    partition,
+                    len(records),
+                    (time.monotonic() - started) * 1000,
+                )
+
+    def _offsets_log(self, partition: int) -> Any:
+        part = self.broker.replica_manager.get(OFFSETS_TOPIC, partition)
+        return part.log if part is not None else None
 
     def wait_loaded(self, timeout_s: float = 30.0) -> bool:
         """Blocks until no partition is loading (tests, benchmarks)."""

@@ -285,6 +285,7 @@ class GroupCoordinator:
             if self._loading.get(partition) != load_id:
                 return False
             del self._loading[partition]
+            self._owned.add(partition)
             now = self._clock()
             loaded = 0
             for group_id in set(offsets) | set(groups):
@@ -300,7 +301,6 @@ class GroupCoordinator:
                 loaded += 1
                 for member in list(group.members.values()):
                     self._complete_and_schedule_next_heartbeat(group, member)
-            self._owned.add(partition)
             log.log(
                 logging.INFO if loaded or skipped else logging.DEBUG,
                 "loaded %d group(s) from __consumer_offsets-%d%s",

@@ -133,7 +133,10 @@ def _decode(cls: type[Message], data: bytes | memoryview) -> tuple[int, Message]
     if version not in cls.valid_versions:
         raise CorruptGroupRecord(f"unknown {cls.__name__} version {version}")
     view = data if isinstance(data, memoryview) else memoryview(data)
-    value, _ = decoder(cls, version, version in cls.flexible_versions)(view, 2)
+    try:
+        value, _ = decoder(cls, version, version in cls.flexible_versions)(view, 2)
+    except RemoteProtocolError as e:  # MalformedMessage: truncated or inconsistent bytes
+        raise CorruptGroupRecord(str(e)) from e
     return version, value
 
 
@@ -198,6 +201,7 @@ def offset_commit_value(
 
 
 def parse_offset_value(data: bytes | memoryview) -> OffsetValue:
+    """Raises CorruptGroupRecord."""
     version, v = _decode(OffsetCommitValue, data)
     return OffsetValue(
         v.offset,
@@ -258,6 +262,7 @@ def group_metadata_value(value: GroupValue) -> bytes:
 
 
 def parse_group_value(data: bytes | memoryview) -> GroupValue:
+    """Raises CorruptGroupRecord."""
     version, v = _decode(GroupMetadataValue, data)
     return GroupValue(
         protocol_type=v.protocol_type,

@@ -18,7 +18,13 @@ from coordination.group_coordinator import (
     partition_for,
 )
 from coordination.group_metadata import GroupState, JoinResult, OffsetAndMetadata, SyncResult
-from coordination.group_records import parse_group_value, parse_key, parse_offset_value
+from coordination.group_records import (
+    offset_commit_key,
+    offset_commit_value,
+    parse_group_value,
+    parse_key,
+    parse_offset_value,
+)
 from protocol.error_codes import ErrorCode
 
 E = ErrorCode
@@ -471,6 +477,24 @@ def test_reload_from_log_restores_groups_members_and_offsets() -> None:
         h2.sched.advance(500)
         h2.heartbeat("g", a.member_id, 1)
     assert not group.has(b.member_id)
+
+
+def test_load_skips_a_truncated_offset_value() -> None:
+    h = Harness(load=False)
+    p = partition_for("g", 4)
+    good = offset_commit_value(7, -1, "", 1)
+    records = [
+        (offset_commit_key("g", "t", 0), good),
+        (offset_commit_key("g", "t", 1), offset_commit_value(9, -1, "meta", 1)[:-3]),
+        (offset_commit_key("g", "t", 2), good),
+    ]
+    assert h.gc.complete_loading(p, h.gc.begin_loading(p), records)
+    assert not h.gc.is_loading(p)
+    err, found = h.gc.fetch_offsets(group_id="g", partitions=None)
+    assert err == E.NONE and {tp: o.offset for tp, o in found.items() if o} == {
+        ("t", 0): 7,
+        ("t", 2): 7,
+    }
 
 
 def test_offsets_expire_after_retention_and_empty_group_goes_away() -> None:
