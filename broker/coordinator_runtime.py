@@ -326,15 +326,6 @@ class CoordinatorRuntime:
         part = self.broker.replica_manager.get(OFFSETS_TOPIC, partition)
         return part.log if part is not None else None
 
-    def wait_loaded(self, timeout_s: float = 30.0) -> bool:
-        """Blocks until no partition is loading (tests, benchmarks)."""
-        deadline = time.monotonic() + timeout_s
-        while self.groups.is_loading():
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.01)
-        return True
-
     # -- FindCoordinator -------------------------------------------------------------------------
 
     def ensure_offsets_topic(self) -> bool:

@@ -148,7 +148,10 @@ class GroupSummary:
     members: tuple[MemberSummary, ...]
 
 
+#: a group this broker does not know (Kafka's GroupCoordinator.DeadGroup)
 DEAD_GROUP = GroupSummary(GroupState.DEAD.value, "", "", ())
+#: what goes with an error (Kafka's GroupCoordinator.EmptyGroup)
+NO_GROUP = GroupSummary("", "", "", ())
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,7 +254,6 @@ class GroupCoordinator:
         with a warning."""
         offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
         groups: dict[str, GroupValue] = {}
-        removed: set[str] = set()
         skipped = 0
         for key_bytes, value_bytes in records:
             try:
@@ -272,10 +274,8 @@ class GroupCoordinator:
                 elif isinstance(key, GroupKey):
                     if value_bytes is None:
                         groups.pop(key.group, None)
-                        removed.add(key.group)
                     else:
                         groups[key.group] = parse_group_value(value_bytes)
-                        removed.discard(key.group)
             except CorruptGroupRecord as e:
                 skipped += 1
                 log.warning(
@@ -358,11 +358,6 @@ class GroupCoordinator:
         group.state = GroupState.DEAD
 
     @property
-    def owned_partitions(self) -> frozenset[int]:
-        with self._lock:
-            return frozenset(self._owned)
-
-    @property
     def loading_partitions(self) -> frozenset[int]:
         with self._lock:
             return frozenset(self._loading)
@@ -372,9 +367,9 @@ class GroupCoordinator:
         with self._lock:
             return partition in self._owned or partition in self._loading
 
-    def is_loading(self, partition: int | None = None) -> bool:
+    def is_loading(self, partition: int) -> bool:
         with self._lock:
-            return bool(self._loading) if partition is None else partition in self._loading
+            return partition in self._loading
 
     # -- validation ------------------------------------------------------------------------------
 
@@ -1463,15 +1458,16 @@ class GroupCoordinator:
             ]
             return error, out
 
-    def describe_group(self, group_id: str) -> tuple[ErrorCode, GroupSummary | None]:
-        """(error, summary); summary None for a group this broker does not know."""
+    def describe_group(self, group_id: str) -> tuple[ErrorCode, GroupSummary]:
+        """(error, summary); :data:`DEAD_GROUP` for a group this broker does not know,
+        :data:`NO_GROUP` with an error."""
         with self._lock:
             error = self._validate_group(group_id, allow_empty=True)
             if error is not None:
-                return error, None
+                return error, NO_GROUP
             group = self._groups.get(group_id)
             if group is None or group.is_in(GroupState.DEAD):
-                return ErrorCode.NONE, None
+                return ErrorCode.NONE, DEAD_GROUP
             stable = group.is_in(GroupState.STABLE)
             protocol = group.protocol_name or ""
             members = tuple(
@@ -1519,10 +1515,6 @@ class GroupCoordinator:
     def group(self, group_id: str) -> GroupMetadata | None:
         with self._lock:
             return self._groups.get(group_id)
-
-    def num_groups(self) -> int:
-        with self._lock:
-            return len(self._groups)
 
 
 class _TokenTimer:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from broker.dispatch import RequestContext
 from broker.registry import error_response, handler
+from coordination.group_coordinator import DEAD_GROUP
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.common import AUTHORIZED_OPERATIONS_OMITTED
@@ -22,33 +23,11 @@ GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 
 
 def _describe(ctx: RequestContext, group_id: str, include_ops: bool) -> Struct:
-    version = ctx.api_version
-    ops = GROUP_OPERATIONS if include_ops else AUTHORIZED_OPERATIONS_OMITTED
     code, summary = ctx.broker.group_coordinator.groups.describe_group(group_id)
-    if code != ErrorCode.NONE:
-        return DescribedGroup(
-            error_code=code,
-            group_id=group_id,
-            group_state="",
-            protocol_type="",
-            protocol_data="",
-            members=[],
-            authorized_operations=ops,
-        )
-    if summary is None:
-        missing = version >= 6
-        return DescribedGroup(
-            error_code=ErrorCode.GROUP_ID_NOT_FOUND if missing else ErrorCode.NONE,
-            error_message=f"Group {group_id} not found." if missing else None,
-            group_id=group_id,
-            group_state="Dead",
-            protocol_type="",
-            protocol_data="",
-            members=[],
-            authorized_operations=ops,
-        )
+    missing = summary is DEAD_GROUP and ctx.api_version >= 6
     return DescribedGroup(
-        error_code=ErrorCode.NONE,
+        error_code=ErrorCode.GROUP_ID_NOT_FOUND if missing else code,
+        error_message=f"Group {group_id} not found." if missing else None,
         group_id=group_id,
         group_state=summary.state,
         protocol_type=summary.protocol_type,
@@ -64,7 +43,7 @@ def _describe(ctx: RequestContext, group_id: str, include_ops: bool) -> Struct:
             )
             for m in summary.members
         ],
-        authorized_operations=ops,
+        authorized_operations=GROUP_OPERATIONS if include_ops else AUTHORIZED_OPERATIONS_OMITTED,
     )
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from coordination.consumer_protocol import encode_assignment, encode_subscription
 from coordination.group_coordinator import (
+    DEAD_GROUP,
     NEW_MEMBER_JOIN_TIMEOUT_MS,
     CoordinatorWriteError,
     GroupConfig,
@@ -575,7 +576,7 @@ def test_list_and_describe() -> None:
     err, summary = h.gc.describe_group("g")
     assert err == E.NONE and summary is not None and summary.protocol == "range"
     assert summary.members[0].assignment == encode_assignment({"t": [0]})
-    assert h.gc.describe_group("nope") == (E.NONE, None)
+    assert h.gc.describe_group("nope") == (E.NONE, DEAD_GROUP)
 
 
 def test_pending_member_and_new_member_expiry() -> None:
