@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from protocol.errors import CorruptRecord
 from protocol.records import batch as rb
 from storage import files
 from storage import records as stored_records
@@ -271,13 +270,8 @@ class LogCleaner:
         last: dict[int, int] = {}
         for segment in partition_log.segments:
             for info in segment.log.batches_from(0):
-                data = segment.log.pread(rb.HEADER_SIZE, info.position)
-                try:
-                    header = rb.read_header(data)
-                except CorruptRecord:
-                    continue
-                if header.producer_id >= 0 and not header.is_control:
-                    last[header.producer_id] = header.last_offset
+                if info.magic == rb.MAGIC_V2 and info.producer_id >= 0 and not info.is_control:
+                    last[info.producer_id] = info.last_offset
         return last
 
     def _groups(self, segments: list[LogSegment], max_bytes: int) -> list[list[LogSegment]]:

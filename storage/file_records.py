@@ -10,7 +10,6 @@ is therefore never reused under a region still in flight.
 from __future__ import annotations
 
 import os
-import struct
 import weakref
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,10 +17,6 @@ from typing import Final, NamedTuple
 
 from protocol.records import batch as rb
 
-#: The header prefix a scan needs: baseOffset, batchLength, partitionLeaderEpoch, magic, crc,
-#: attributes, lastOffsetDelta, baseTimestamp, maxTimestamp.
-_SCAN: Final = struct.Struct(">qiibIhiqq")
-_SCAN_SIZE: Final = _SCAN.size  # 43
 #: Bytes read per pread while walking batch headers.
 SCAN_CHUNK: Final = 16 * 1024
 
@@ -36,10 +31,16 @@ class BatchInfo(NamedTuple):
     last_offset: int
     max_timestamp: int
     magic: int
+    attributes: int
+    producer_id: int
 
     @property
     def next_offset(self) -> int:
         return self.last_offset + 1
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & rb.CONTROL_MASK)
 
 
 def _close_fd(fd: int) -> None:
@@ -171,22 +172,24 @@ class FileRecords:
         pos = position
         buf = b""
         buf_start = pos
-        unpack = _SCAN.unpack_from
+        unpack = rb.HEADER.unpack_from
+        header_size = rb.HEADER_SIZE
         while pos + rb.LOG_OVERHEAD <= limit:
             rel = pos - buf_start
-            if rel < 0 or rel + _SCAN_SIZE > len(buf):
+            if rel < 0 or rel + header_size > len(buf):
                 buf = self.pread(min(SCAN_CHUNK, limit - pos), pos)
                 buf_start = pos
                 rel = 0
-                if len(buf) < _SCAN_SIZE:
+                if len(buf) < header_size:
                     return  # the tail is shorter than a v2 header: cut short, or garbage
-            base_offset, length, _epoch, magic, _crc, _attrs, delta, _base_ts, max_ts = unpack(
-                buf, rel
-            )
+            (base_offset, length, _epoch, magic, _crc, attributes, delta, _base_ts, max_ts,
+             producer_id, _producer_epoch, _base_sequence, _count) = unpack(buf, rel)  # fmt: skip
             size = length + rb.LOG_OVERHEAD
-            if length < rb.HEADER_SIZE - rb.LOG_OVERHEAD or pos + size > limit:
+            if length < header_size - rb.LOG_OVERHEAD or pos + size > limit:
                 return
-            yield BatchInfo(pos, base_offset, size, base_offset + delta, max_ts, magic)
+            yield BatchInfo(
+                pos, base_offset, size, base_offset + delta, max_ts, magic, attributes, producer_id
+            )
             pos += size
 
     def search_for_offset(self, target: int, position: int, end: int) -> BatchInfo | None:
