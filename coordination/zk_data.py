@@ -91,8 +91,6 @@ PERSISTENT_PATHS = (
 
 #: The controller epoch before any controller was elected (the first controller's epoch is 1).
 INITIAL_CONTROLLER_EPOCH = 0
-#: LeaderAndIsr.NoLeader
-NO_LEADER = -1
 
 
 def broker_path(broker_id: int) -> str:

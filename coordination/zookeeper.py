@@ -101,6 +101,7 @@ from coordination.zk_errors import (
     ZooKeeperUnavailable,
 )
 from protocol.error_codes import ErrorCode
+from protocol.primitives import ZERO_UUID
 
 log = logging.getLogger(__name__)
 
@@ -108,10 +109,7 @@ T = TypeVar("T")
 
 #: Kafka's ZkNodeChangeNotificationListener: notifications older than this are purged.
 CONFIG_CHANGE_EXPIRATION_MS = 15 * 60 * 1000
-#: Kafka's ProducerIdManager block size (the interface lets callers choose).
-PRODUCER_ID_BLOCK_SIZE = 1000
 LONG_MAX = 2**63 - 1
-ZERO_UUID = uuid.UUID(int=0)
 
 
 def _timed_out(message: str) -> KafkaApiError:
