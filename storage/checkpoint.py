@@ -29,18 +29,14 @@ class CorruptCheckpoint(StorageError):
 # --- "version / count / entries" checkpoints ------------------------------------------------------
 
 
-def write_checkpoint(
-    path: Path, lines: Iterable[str], *, version: int = CHECKPOINT_VERSION
-) -> None:
+def write_checkpoint(path: Path, lines: Iterable[str]) -> None:
     """Kafka's CheckpointFile: a version line, a count line, then one line per entry."""
     body = list(lines)
-    text = f"{version}\n{len(body)}\n" + "".join(line + "\n" for line in body)
+    text = f"{CHECKPOINT_VERSION}\n{len(body)}\n" + "".join(line + "\n" for line in body)
     write_atomically(path, text.encode("utf-8"))
 
 
-def read_checkpoint(
-    path: Path, fields: int, *, version: int = CHECKPOINT_VERSION
-) -> list[list[str]]:
+def read_checkpoint(path: Path, fields: int) -> list[list[str]]:
     """The entries of a checkpoint file, each split into ``fields`` words; [] if it is missing.
     Raises CorruptCheckpoint if the version, the count or an entry is malformed."""
     try:
@@ -55,7 +51,7 @@ def read_checkpoint(
         count = int(lines[1].strip())
     except ValueError as e:
         raise CorruptCheckpoint(f"{path}: malformed header: {e}") from e
-    if found_version != version:
+    if found_version != CHECKPOINT_VERSION:
         raise CorruptCheckpoint(f"{path}: unrecognized version {found_version}")
     entries = [line.split() for line in lines[2:] if line.strip()]
     if len(entries) != count:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -47,7 +47,6 @@ class CleanerStats:
     keys: int = 0
     #: the latest delete horizon of the tombstones left behind (None if none)
     latest_delete_horizon: int | None = None
-    durations: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass

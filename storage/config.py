@@ -189,8 +189,6 @@ class LogManagerConfig:
 
     #: ``log.retention.check.interval.ms``
     retention_check_interval_ms: int = 300_000
-    #: ``log.flush.scheduler.interval.ms``: how often logs are checked against ``flush.ms``
-    flush_scheduler_interval_ms: int = LONG_MAX
     #: ``log.flush.offset.checkpoint.interval.ms``
     recovery_point_checkpoint_interval_ms: int = 60_000
     #: ``log.flush.start.offset.checkpoint.interval.ms``
@@ -204,14 +202,11 @@ class LogManagerConfig:
     #: ``log.cleaner.dedupe.buffer.size``: bytes of key map one cleaning pass may use (Kafka
     #: counts 24 bytes per entry; so do we)
     cleaner_dedupe_buffer_size: int = 128 * 1024 * 1024
-    #: how often pending ``.deleted`` files are checked (Kafka schedules each one; we poll)
-    file_delete_check_interval_ms: int = 1_000
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> LogManagerConfig:
         keys = {
             "log.retention.check.interval.ms": "retention_check_interval_ms",
-            "log.flush.scheduler.interval.ms": "flush_scheduler_interval_ms",
             "log.flush.offset.checkpoint.interval.ms": "recovery_point_checkpoint_interval_ms",
             "log.flush.start.offset.checkpoint.interval.ms": (
                 "log_start_offset_checkpoint_interval_ms"

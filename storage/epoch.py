@@ -47,10 +47,6 @@ class LeaderEpochFileCache:
         with self._lock:
             return self._entries[-1].epoch if self._entries else None
 
-    def latest_entry(self) -> EpochEntry | None:
-        with self._lock:
-            return self._entries[-1] if self._entries else None
-
     def assign(self, epoch: int, start_offset: int, *, flush: bool = True) -> bool:
         """Records that ``epoch`` starts at ``start_offset`` (a no-op unless ``epoch`` is above the
         latest one, or it moves the latest epoch's start earlier). Returns whether it changed."""

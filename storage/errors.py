@@ -69,7 +69,3 @@ class LogDirInUse(StorageError):
 
 class InconsistentBrokerMetadata(StorageError):
     """``meta.properties`` names another broker id or cluster id than the one configured."""
-
-
-class LogDirNotEmpty(StorageError):
-    """A log for a partition that already has a directory was created with ``exist_ok=False``."""

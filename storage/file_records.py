@@ -218,27 +218,16 @@ class FetchRegion:
     the bytes shorter than ``length`` meanwhile; ``sendfile`` then sends fewer bytes.
     """
 
-    __slots__ = ("first_offset", "length", "position", "records", "segment_base")
+    __slots__ = ("first_offset", "length", "position", "records")
 
-    def __init__(
-        self,
-        records: FileRecords,
-        position: int,
-        length: int,
-        first_offset: int,
-        segment_base: int,
-    ) -> None:
+    def __init__(self, records: FileRecords, position: int, length: int, first_offset: int) -> None:
         self.records = records
         self.position = position
         self.length = length
         self.first_offset = first_offset
-        self.segment_base = segment_base
 
     @property
     def fd(self) -> int:
-        return self.records.fd
-
-    def fileno(self) -> int:
         return self.records.fd
 
     def __len__(self) -> int:

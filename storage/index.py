@@ -246,12 +246,6 @@ class _Index:
             os.replace(self.path, path)
         self.path = path
 
-    def delete_file(self) -> None:
-        try:
-            os.unlink(self.path)
-        except FileNotFoundError:
-            pass
-
     # --- truncation (under the log's lock) ------------------------------------------------------
 
     def truncate_to(self, offset: int) -> None:

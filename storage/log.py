@@ -41,7 +41,6 @@ EARLIEST_LOCAL_TIMESTAMP: Final = -4
 LATEST_TIERED_TIMESTAMP: Final = -5
 
 NO_TIMESTAMP: Final = -1
-UNKNOWN_OFFSET: Final = -1
 _LONG_MAX: Final = 2**63 - 1
 
 _HEADER_UNPACK: Final = rb.HEADER.unpack_from
@@ -174,7 +173,6 @@ class PartitionLog:
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self._rolled_up_to = self._recovery_point
         self._closed = False
-        self._deleted = False
 
     # --- offsets (lock-free reads) --------------------------------------------------------------
 
@@ -632,9 +630,6 @@ class PartitionLog:
             info = nxt
         return None
 
-    def epoch_for_offset(self, offset: int) -> int | None:
-        return self.leader_epoch_cache.epoch_for_offset(offset)
-
     def end_offset_for_epoch(self, leader_epoch: int) -> tuple[int, int]:
         """OffsetForLeaderEpoch: (epoch, end offset), or (-1, -1)."""
         return self.leader_epoch_cache.end_offset_for(leader_epoch, self.log_end_offset)
@@ -647,14 +642,6 @@ class PartitionLog:
             hw = min(max(offset, self._log_start_offset), self._log_end_offset)
             self._high_watermark = hw
             return hw
-
-    def maybe_increment_high_watermark(self, offset: int) -> bool:
-        with self._lock:
-            hw = min(offset, self._log_end_offset)
-            if hw > self._high_watermark:
-                self._high_watermark = hw
-                return True
-            return False
 
     def delete_records_before(self, offset: int) -> int:
         """DeleteRecords: moves the log start offset up to ``offset`` and deletes the segments
@@ -759,9 +746,6 @@ class PartitionLog:
         asynchronously after a roll; the log manager calls this from its periodic work)."""
         if self._rolled_up_to > self._recovery_point:
             self.flush(self._rolled_up_to)
-
-    def unflushed_messages(self) -> int:
-        return self.log_end_offset - self._recovery_point
 
     # --- retention ------------------------------------------------------------------------------
 
@@ -950,7 +934,6 @@ class PartitionLog:
         regions already handed out stay readable; they close when the last one is dropped."""
         with self._lock:
             self._closed = True
-            self._deleted = True
 
     def rename_directory(self, new_directory: Path) -> None:
         with self._lock:

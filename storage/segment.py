@@ -52,7 +52,6 @@ class LogSegment:
         suffix: str = "",
     ) -> None:
         self.base_offset = base_offset
-        self.suffix = suffix
         self.index_interval_bytes = config.index_interval_bytes
         jitter = config.segment_jitter_ms
         self.roll_jitter_ms = random.randrange(jitter) if jitter > 0 else 0
@@ -137,10 +136,6 @@ class LogSegment:
         if not index.loaded:
             self._load_indexes()
         return index
-
-    @property
-    def indexes_loaded(self) -> bool:
-        return self._offset_index.loaded and self._time_index.loaded
 
     def _load_indexes(self) -> None:
         with self._load_lock:
@@ -251,12 +246,6 @@ class LogSegment:
             if info is not None:
                 self._rolling_based_timestamp = info.max_timestamp
         return self._rolling_based_timestamp
-
-    def time_waited_for_roll(self, now_ms: int, max_timestamp_in_messages: int) -> int:
-        ts = self.first_batch_timestamp()
-        if ts is not None and ts >= 0:
-            return max_timestamp_in_messages - ts
-        return now_ms - self.created_ms
 
     def should_roll(
         self,
@@ -380,7 +369,7 @@ class LogSegment:
                 if max_offset is not None and info.base_offset >= max_offset:
                     break
                 end = info.position + info.size
-        return FetchRegion(self.log, start, end - start, first.base_offset, self.base_offset)
+        return FetchRegion(self.log, start, end - start, first.base_offset)
 
     def find_batch_by_timestamp(self, timestamp: int, starting_offset: int) -> BatchInfo | None:
         """The first batch with max timestamp >= ``timestamp`` and last offset >=
@@ -561,7 +550,6 @@ class LogSegment:
         self.log.rename_to(renamed(self.log.path))
         self._offset_index.rename_to(renamed(self._offset_index.path))
         self._time_index.rename_to(renamed(self._time_index.path))
-        self.suffix = new_suffix
 
     def update_directory(self, directory: Path) -> None:
         self.log.update_path(directory / self.log.path.name)

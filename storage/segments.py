@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 
 from storage.segment import LogSegment
 
@@ -47,10 +47,6 @@ class LogSegments:
         return self._segments
 
     @property
-    def base_offsets(self) -> Sequence[int]:
-        return self._bases
-
-    @property
     def active(self) -> LogSegment:
         return self._segments[-1]
 
@@ -85,12 +81,6 @@ class LogSegments:
 
     def size_in_bytes(self) -> int:
         return sum(s.size for s in self._segments)
-
-    def with_added(self, segment: LogSegment) -> LogSegments:
-        """A snapshot with ``segment`` added (replacing one with the same base offset)."""
-        kept = [s for s in self._segments if s.base_offset != segment.base_offset]
-        kept.append(segment)
-        return LogSegments(kept)
 
     def without(self, segments: Iterable[LogSegment]) -> LogSegments:
         gone = {id(s) for s in segments}
