@@ -36,6 +36,13 @@ def _find(ctx: RequestContext, key_type: int, key: str) -> CoordinatorNode:
     return CoordinatorNode(ErrorCode.INVALID_REQUEST, message=f"unknown key type {key_type}")
 
 
+def _error_message(node: CoordinatorNode) -> str | None:
+    """The node's message, else the error code's own (none without an error)."""
+    if node.message is not None or node.error == ErrorCode.NONE:
+        return node.message
+    return node.error.message
+
+
 @handler(ApiKey.FIND_COORDINATOR, "0-6")
 def handle_find_coordinator(ctx: RequestContext, request: Struct) -> Struct:
     version = ctx.api_version
@@ -51,9 +58,7 @@ def handle_find_coordinator(ctx: RequestContext, request: Struct) -> Struct:
                     host=node.host,
                     port=node.port,
                     error_code=node.error,
-                    error_message=node.message
-                    if node.message is not None or node.error == ErrorCode.NONE
-                    else node.error.message,
+                    error_message=_error_message(node),
                 )
             )
         return FindCoordinatorResponse(throttle_time_ms=0, coordinators=coordinators)
@@ -61,9 +66,7 @@ def handle_find_coordinator(ctx: RequestContext, request: Struct) -> Struct:
     return FindCoordinatorResponse(
         throttle_time_ms=0,
         error_code=node.error,
-        error_message=node.message
-        if node.message is not None or node.error == ErrorCode.NONE
-        else node.error.message,
+        error_message=_error_message(node),
         node_id=node.node_id,
         host=node.host,
         port=node.port,

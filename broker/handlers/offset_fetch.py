@@ -81,17 +81,11 @@ def handle_offset_fetch(ctx: RequestContext, request: Struct) -> Struct:
             )
         return OffsetFetchResponse(throttle_time_ms=0, groups=groups)
 
-    requested = _requested(request.topics)
-    code, topics = _fetch(ctx, request.group_id, requested)
-    if code != ErrorCode.NONE:
-        if version >= 2:
-            return OffsetFetchResponse(throttle_time_ms=0, error_code=code, topics=[])
-        # v0-1 have no top-level error: every partition carries it
-        topics = []
-        for tp in requested or []:
-            if not topics or topics[-1][0] != tp[0]:
-                topics.append((tp[0], []))
-            topics[-1][1].append((tp[1], None))
+    code, topics = _fetch(ctx, request.group_id, _requested(request.topics))
+    if code != ErrorCode.NONE and version >= 2:
+        return OffsetFetchResponse(throttle_time_ms=0, error_code=code, topics=[])
+    # v0-1 have no top-level error: every partition carries it (with an error, _fetch lists the
+    # requested partitions without offsets)
     partition_code = code if version < 2 else ErrorCode.NONE
     return OffsetFetchResponse(
         throttle_time_ms=0,

@@ -84,6 +84,13 @@ def test_each_broker_coordinates_the_groups_of_the_partitions_it_leads(
         client = RawClient(other.bootstrap)
         assert commit(client, 8, group, "data", {0: 1}) == {0: ErrorCode.NOT_COORDINATOR}
         assert fetch(client, 8, group, "data", [0])[1] == ErrorCode.NOT_COORDINATOR
+        assert fetch(client, 2, group, "data", [0])[1] == ErrorCode.NOT_COORDINATOR
+        # v0-1 have no top-level error: each requested partition carries it
+        got, _ = fetch(client, 1, group, "data", [0, 1])
+        assert {p: v[3] for p, v in got.items()} == {
+            0: ErrorCode.NOT_COORDINATOR,
+            1: ErrorCode.NOT_COORDINATOR,
+        }
         client.close()
         # a real consumer finds the coordinator from either bootstrap
         consumer = Consumer({"bootstrap.servers": other.bootstrap, "group.id": group})
