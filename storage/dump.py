@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import struct
 import sys
-import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
@@ -24,11 +23,15 @@ from typing import TextIO
 from protocol.errors import ProtocolError
 from protocol.records import batch as rb
 from protocol.records import control
+from protocol.records import legacy as rl
+from protocol.records.compression import CompressionType
 from storage import files
 from storage import records as stored_records
 
-_CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
-_LEGACY = struct.Struct(">qiIbb")  # offset, size, crc, magic, attributes
+#: A legacy entry's header: offset, size, crc, magic, attributes. Only the header is read, as
+#: Kafka's tool does: rl.read_message would also parse key and value and reject a malformed
+#: body that this tool reports with its CRC check instead.
+_LEGACY = struct.Struct(">qiIbb")
 
 
 def _bool(value: bool) -> str:
@@ -37,6 +40,13 @@ def _bool(value: bool) -> str:
 
 def _text(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
+
+
+def _codec_name(codec: int) -> str:
+    try:
+        return CompressionType(codec).config_name
+    except ValueError:
+        return "unknown"
 
 
 def _timestamp_type(attributes: int) -> str:
@@ -84,10 +94,10 @@ def dump_log(
             if magic == 1 and size >= rb.LOG_OVERHEAD + 14:
                 ts = struct.unpack_from(">q", data, pos + 18)[0]
                 ts_type = _timestamp_type(attributes)
-            valid = zlib.crc32(data[pos + 16 : pos + size]) == crc
+            valid = rl.message_crc(data, pos, size) == crc
             out.write(
                 f"offset: {offset} position: {pos} {ts_type}: {ts} size: {size} magic: {magic} "
-                f"compresscodec: {_CODECS.get(attributes & 0x07, 'unknown')} crc: {crc} "
+                f"compresscodec: {_codec_name(attributes & rl.CODEC_MASK)} crc: {crc} "
                 f"isvalid: {_bool(valid)}\n"
             )
             pos += size
@@ -107,7 +117,7 @@ def dump_log(
             f"isTransactional: {_bool(header.is_transactional)} "
             f"isControl: {_bool(header.is_control)} deleteHorizonMs: {_delete_horizon(header)} "
             f"position: {pos} {ts_type}: {header.max_timestamp} size: {size} magic: 2 "
-            f"compresscodec: {_CODECS.get(header.compression, 'unknown')} crc: {header.crc} "
+            f"compresscodec: {_codec_name(header.compression)} crc: {header.crc} "
             f"isvalid: {_bool(valid)}\n"
         )
         if records or print_data:

@@ -1,6 +1,7 @@
 import io
 
-from protocol.records import control
+from protocol.records import control, legacy
+from protocol.records.record import SimpleRecord
 from storage.config import LogConfig
 from storage.dump import dump_files, main
 from storage.loader import load_log
@@ -98,3 +99,30 @@ def test_main_parses_kafka_options(tmp_path, capsys):
     assert main(["--files", str(log_file), "--deep-iteration"]) == 0
     assert "| offset: 0" in capsys.readouterr().out
     assert main([str(tmp_path / "missing.log")]) == 1
+
+
+def test_legacy_messages(tmp_path):
+    # a v1 entry, a v0 entry, a gzip v1 wrapper, then a v1 entry with a bad CRC
+    entries = [
+        legacy.encode_message(0, b"k", b"v1", magic=1, timestamp=1500),
+        legacy.encode_message(1, None, b"v0", magic=0),
+        legacy.build_message_set(
+            [SimpleRecord(b"x", key=b"a", timestamp=1700)], magic=1, compression=1, base_offset=2
+        ),
+    ]
+    bad = bytearray(legacy.encode_message(3, b"k", b"v", magic=1, timestamp=1800))
+    bad[-1] ^= 0xFF
+    log_file = tmp_path / "00000000000000000000.log"
+    log_file.write_bytes(b"".join(entries) + bytes(bad))
+    status, out, err = run([log_file])
+    lines = out.splitlines()
+    assert status == 0 and not err
+    assert lines[2] == (
+        f"offset: 0 position: 0 CreateTime: 1500 size: {len(entries[0])} magic: 1 "
+        f"compresscodec: none crc: {int.from_bytes(entries[0][12:16], 'big')} isvalid: true"
+    )
+    assert lines[3].startswith(f"offset: 1 position: {len(entries[0])} NoTimestampType: -1 ")
+    assert "magic: 0 compresscodec: none" in lines[3] and lines[3].endswith("isvalid: true")
+    assert "magic: 1 compresscodec: gzip" in lines[4] and lines[4].endswith("isvalid: true")
+    assert lines[5].startswith("offset: 3 ") and lines[5].endswith("isvalid: false")
+    assert len(lines) == 6
