@@ -11,6 +11,8 @@
   partitions through the metadata store (each broker coordinates the groups whose partition it
   leads), loads newly led partitions on a loader thread (COORDINATOR_LOAD_IN_PROGRESS meanwhile),
   and hands out producer ids. It also expires idle producers (``producer.id.expiration.ms``).
+* :func:`runtime`, :func:`future_callback` and :func:`client_host`: what the group handlers
+  share.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from broker.metrics import MetricSamples
 from coordination.errors import KafkaApiError, TopicExists
@@ -43,9 +45,12 @@ from storage.errors import StorageError
 from storage.producer_state import ProducerStateManager
 
 if TYPE_CHECKING:
+    from broker.dispatch import RequestContext
     from broker.server import Broker
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 #: How much of a ``__consumer_offsets`` partition the loader reads at a time.
 LOAD_CHUNK_BYTES = 4 * 1024 * 1024
@@ -185,6 +190,32 @@ def runtime(broker: Broker) -> CoordinatorRuntime:
     """The broker's coordinator runtime (``broker.group_coordinator``), typed."""
     rt: CoordinatorRuntime = broker.group_coordinator
     return rt
+
+
+def client_host(ctx: RequestContext) -> str:
+    """Kafka's member ``clientHost``: "/" and the peer's address."""
+    peer = ctx.conn.peer
+    host = peer[0] if isinstance(peer, tuple) and peer else str(peer)
+    return f"/{host}"
+
+
+def future_callback(
+    loop: asyncio.AbstractEventLoop, kind: type[T]
+) -> tuple[asyncio.Future[T], Callable[[T], None]]:
+    """A future on ``loop`` and a thread-safe callback that completes it (once)."""
+    future: asyncio.Future[T] = loop.create_future()
+
+    def resolve(value: T) -> None:
+        if not future.done():
+            future.set_result(value)
+
+    def callback(value: T) -> None:
+        try:
+            loop.call_soon_threadsafe(resolve, value)
+        except RuntimeError:
+            pass  # the processor's loop is closed: the broker is stopping
+
+    return future, callback
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,9 +8,8 @@ answered MEMBER_ID_REQUIRED first (KIP-394), unless it is static (``group_instan
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from typing import TypeVar
 
+from broker.coordinator_runtime import client_host, future_callback
 from broker.dispatch import RequestContext
 from broker.registry import error_response, handler
 from coordination.group_metadata import JoinResult
@@ -18,34 +17,6 @@ from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.join_group import JoinGroupResponse, JoinGroupResponseMember
 from protocol.schema import Struct
-
-T = TypeVar("T")
-
-
-def client_host(ctx: RequestContext) -> str:
-    """Kafka's member ``clientHost``: "/" and the peer's address."""
-    peer = ctx.conn.peer
-    host = peer[0] if isinstance(peer, tuple) and peer else str(peer)
-    return f"/{host}"
-
-
-def future_callback(
-    loop: asyncio.AbstractEventLoop, kind: type[T]
-) -> tuple[asyncio.Future[T], Callable[[T], None]]:
-    """A future on ``loop`` and a thread-safe callback that completes it (once)."""
-    future: asyncio.Future[T] = loop.create_future()
-
-    def resolve(value: T) -> None:
-        if not future.done():
-            future.set_result(value)
-
-    def callback(value: T) -> None:
-        try:
-            loop.call_soon_threadsafe(resolve, value)
-        except RuntimeError:
-            pass  # the processor's loop is closed: the broker is stopping
-
-    return future, callback
 
 
 def _response(result: JoinResult, version: int) -> Struct:

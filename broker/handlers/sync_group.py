@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+from broker.coordinator_runtime import future_callback
 from broker.dispatch import RequestContext
-from broker.handlers.join_group import future_callback
 from broker.registry import error_response, handler
 from coordination.group_metadata import SyncResult
 from protocol.api_keys import ApiKey
