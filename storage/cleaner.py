@@ -13,9 +13,9 @@ from protocol.records import batch as rb
 from storage import files
 from storage import records as stored_records
 from storage.checkpoint import CorruptCheckpoint, read_offsets_checkpoint, write_offsets_checkpoint
-from storage.index import INT32_MAX
 from storage.log import PartitionLog
 from storage.segment import LogSegment
+from storage.util import INT32_MAX, LONG_MAX
 
 if TYPE_CHECKING:
     from storage.manager import LogManager
@@ -172,7 +172,7 @@ class LogCleaner:
                 uncleanable = segment.base_offset
                 break
             first_ts = segment.first_batch_timestamp()
-            if max_lag < 2**63 - 1 and first_ts is not None and 0 <= first_ts < now_ms - max_lag:
+            if max_lag < LONG_MAX and first_ts is not None and 0 <= first_ts < now_ms - max_lag:
                 forced = True
             dirty_bytes += segment.size
         if dirty_bytes == 0 or first_dirty >= uncleanable:

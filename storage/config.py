@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-LONG_MAX: Final = 2**63 - 1
+from storage.util import LONG_MAX
 
 CLEANUP_POLICY_DELETE: Final = "delete"
 CLEANUP_POLICY_COMPACT: Final = "compact"

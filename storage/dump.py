@@ -27,6 +27,7 @@ from protocol.records import legacy as rl
 from protocol.records.compression import CompressionType
 from storage import files
 from storage import records as stored_records
+from storage.util import INT32_MAX
 
 #: A legacy entry's header: offset, size, crc, magic, attributes. Only the header is read, as
 #: Kafka's tool does: rl.read_message would also parse key and value and reject a malformed
@@ -63,7 +64,7 @@ def dump_log(
     *,
     records: bool = False,
     print_data: bool = False,
-    max_bytes: int = 2**31 - 1,
+    max_bytes: int = INT32_MAX,
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> None:
@@ -125,7 +126,7 @@ def dump_log(
                 data, pos, header, ts_type, print_data, last_offset, gaps, out, err
             )
         pos += size
-    if pos < len(data) and max_bytes == 2**31 - 1:
+    if pos < len(data) and max_bytes == INT32_MAX:
         out.write(f"Found {len(data) - pos} invalid bytes at the end of {path.name}\n")
     if gaps:
         err.write(f"Non-consecutive offsets in {path.absolute()}\n")
@@ -242,7 +243,7 @@ def dump_files(
     *,
     records: bool = False,
     print_data: bool = False,
-    max_bytes: int = 2**31 - 1,
+    max_bytes: int = INT32_MAX,
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
@@ -293,7 +294,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--print-data-log", action="store_true", help="print keys and values (implies --records)"
     )
-    parser.add_argument("--max-bytes", type=int, default=2**31 - 1)
+    parser.add_argument("--max-bytes", type=int, default=INT32_MAX)
     args = parser.parse_args(argv)
     paths = list(args.paths) + [p for p in args.files.split(",") if p]
     if not paths:

@@ -15,12 +15,11 @@ from array import array
 from pathlib import Path
 from typing import ClassVar, Final, NamedTuple
 
+from protocol.records.batch import NO_TIMESTAMP
 from storage.errors import CorruptIndex
+from storage.util import INT32_MAX
 
-INT32_MAX: Final = 2**31 - 1
 _LITTLE_ENDIAN: Final = sys.byteorder == "little"
-
-NO_TIMESTAMP: Final = -1
 
 
 class OffsetPosition(NamedTuple):

@@ -5,13 +5,13 @@ from __future__ import annotations
 import logging
 import struct
 import threading
-import time
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Final, NamedTuple, Protocol
 
 from protocol.records import batch as rb
+from protocol.records.batch import NO_TIMESTAMP
 from storage import files
 from storage.checkpoint import (
     read_partition_metadata,
@@ -30,6 +30,7 @@ from storage.errors import (
 from storage.file_records import BatchInfo, FetchRegion
 from storage.segment import LogSegment
 from storage.segments import LogSegments
+from storage.util import INT32_MAX, LONG_MAX, now_ms
 
 log = logging.getLogger(__name__)
 
@@ -40,17 +41,11 @@ MAX_TIMESTAMP: Final = -3
 EARLIEST_LOCAL_TIMESTAMP: Final = -4
 LATEST_TIERED_TIMESTAMP: Final = -5
 
-NO_TIMESTAMP: Final = -1
-_LONG_MAX: Final = 2**63 - 1
 
 _HEADER_UNPACK: Final = rb.HEADER.unpack_from
 #: baseOffset (int64), then batchLength (int32, rewritten unchanged), then partitionLeaderEpoch
 _OFFSET_AND_EPOCH: Final = struct.Struct(">qii")
 _pack_offset_and_epoch: Final = _OFFSET_AND_EPOCH.pack_into
-
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 class AppendInfo(NamedTuple):
@@ -145,7 +140,7 @@ class PartitionLog:
         recovery_point: int,
         leader_epoch_cache: LeaderEpochFileCache,
         topic_id: uuid.UUID | None = None,
-        clock: Callable[[], int] = _now_ms,
+        clock: Callable[[], int] = now_ms,
     ) -> None:
         self.directory = directory
         self.topic = topic
@@ -524,13 +519,13 @@ class PartitionLog:
             i += 1
         return None
 
-    def read_batches(self, offset: int, max_bytes: int = _LONG_MAX) -> bytes:
+    def read_batches(self, offset: int, max_bytes: int = LONG_MAX) -> bytes:
         """Whole batches from the one holding ``offset`` to the log end (or ``max_bytes``),
         across segments, as bytes (tests and tools; the broker sends regions instead)."""
         parts: list[bytes] = []
         total = 0
         while offset < self.log_end_offset and total < max_bytes:
-            region = self.read(offset, min(max_bytes - total, 2**31 - 1), min_one_batch=not parts)
+            region = self.read(offset, min(max_bytes - total, INT32_MAX), min_one_batch=not parts)
             if region is None:
                 break
             data = region.read()

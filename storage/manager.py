@@ -7,7 +7,6 @@ import logging
 import os
 import shutil
 import threading
-import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -27,14 +26,11 @@ from storage.config import LogConfig, LogManagerConfig
 from storage.errors import InconsistentBrokerMetadata, LogDirInUse
 from storage.loader import RecoveryReport, load_log
 from storage.log import PartitionLog
+from storage.util import now_ms
 
 log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
-
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 class LogManager:
@@ -60,7 +56,7 @@ class LogManager:
         self,
         log_dirs: Sequence[str | Path],
         config: LogConfig | None = None,
-        clock: Callable[[], int] = _now_ms,
+        clock: Callable[[], int] = now_ms,
         *,
         manager_config: LogManagerConfig | None = None,
         broker_id: int | None = None,

@@ -56,6 +56,7 @@ from protocol.errors import ProtocolError
 from protocol.records import batch as rb
 from storage import files
 from storage.errors import StorageError
+from storage.util import INT32_MAX, now_ms
 
 if TYPE_CHECKING:
     from storage.log import AppendInfo, PartitionLog
@@ -67,7 +68,6 @@ NUM_BATCHES_TO_RETAIN: Final = 5
 SNAPSHOT_VERSION: Final = 1
 #: snapshots kept per partition (the newest ones)
 SNAPSHOTS_TO_KEEP: Final = 2
-INT32_MAX: Final = 2**31 - 1
 #: Kafka's producer.id.expiration.ms default
 DEFAULT_PRODUCER_ID_EXPIRATION_MS: Final = 86_400_000
 #: how much of the log is read at a time when replaying batches
@@ -91,10 +91,6 @@ class InvalidProducerEpoch(StorageError):
 
 class CorruptSnapshot(StorageError):
     """A producer snapshot file that fails its version, size or CRC check."""
-
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def _decrement_sequence(sequence: int, decrement: int) -> int:
@@ -260,7 +256,7 @@ class ProducerStateManager:
         name: str,
         *,
         producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
-        clock: Callable[[], int] = _now_ms,
+        clock: Callable[[], int] = now_ms,
     ) -> None:
         self.directory = directory
         self.name = name
@@ -281,7 +277,7 @@ class ProducerStateManager:
         partition_log: PartitionLog,
         *,
         producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
-        clock: Callable[[], int] = _now_ms,
+        clock: Callable[[], int] = now_ms,
     ) -> ProducerStateManager:
         """Rebuilds the state of ``partition_log`` (snapshot + replay) and becomes its hook."""
         manager = cls(

@@ -11,11 +11,13 @@ from pathlib import Path
 
 from protocol.errors import CorruptRecord
 from protocol.records import batch as rb
+from protocol.records.batch import NO_TIMESTAMP
 from storage import files
 from storage.config import LogConfig
 from storage.errors import CorruptIndex, LogSegmentOffsetOverflow
 from storage.file_records import BatchInfo, FetchRegion, FileRecords
-from storage.index import INT32_MAX, NO_TIMESTAMP, OffsetIndex, TimeIndex, TimestampOffset
+from storage.index import OffsetIndex, TimeIndex, TimestampOffset
+from storage.util import INT32_MAX, LONG_MAX
 
 log = logging.getLogger(__name__)
 
@@ -361,7 +363,7 @@ class LogSegment:
         end = start + first.size
         if end < limit:
             jump = offset_index.last_position_within(
-                limit, max_offset if max_offset is not None else 2**63 - 1
+                limit, max_offset if max_offset is not None else LONG_MAX
             )
             if jump > end:
                 end = jump
@@ -384,14 +386,14 @@ class LogSegment:
     def read_next_offset(self) -> int:
         """The offset after the last batch (base offset if empty); scans from the last index
         entry."""
-        position = self.offset_index.lookup(2**63 - 1).position
+        position = self.offset_index.lookup(LONG_MAX).position
         next_offset = self.base_offset
         for info in self.log.batches_from(position):
             next_offset = info.next_offset
         return next_offset
 
     def last_batch(self) -> BatchInfo | None:
-        position = self.offset_index.lookup(2**63 - 1).position
+        position = self.offset_index.lookup(LONG_MAX).position
         last = None
         for info in self.log.batches_from(position):
             last = info
