@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 
-from broker.coordinator_runtime import client_host, future_callback
+from broker.coordinator_runtime import client_host, future_callback, runtime
 from broker.dispatch import RequestContext
 from broker.registry import error_response, handler
 from coordination.group_metadata import JoinResult
@@ -48,7 +48,7 @@ async def handle_join_group(ctx: RequestContext, request: Struct) -> Struct:
     if rebalance_timeout < 0:
         rebalance_timeout = request.session_timeout_ms
     future, callback = future_callback(asyncio.get_running_loop(), JoinResult)
-    ctx.broker.group_coordinator.groups.join_group(
+    runtime(ctx.broker).groups.join_group(
         group_id=request.group_id,
         member_id=request.member_id or "",
         group_instance_id=instance_id,

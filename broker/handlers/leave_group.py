@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from broker.coordinator_runtime import runtime
 from broker.dispatch import RequestContext
 from broker.registry import error_response, handler
 from protocol.api_keys import ApiKey
@@ -17,7 +18,7 @@ def handle_leave_group(ctx: RequestContext, request: Struct) -> Struct:
         leaving = [(m.member_id, m.group_instance_id) for m in request.members]
     else:
         leaving = [(request.member_id, None)]
-    code, results = ctx.broker.group_coordinator.groups.leave_group(
+    code, results = runtime(ctx.broker).groups.leave_group(
         group_id=request.group_id, members=leaving
     )
     if version < 3:

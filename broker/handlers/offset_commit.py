@@ -8,6 +8,7 @@ served for classic groups. Partitions of unknown topics get UNKNOWN_TOPIC_OR_PAR
 
 from __future__ import annotations
 
+from broker.coordinator_runtime import runtime
 from broker.dispatch import RequestContext
 from broker.registry import error_response, handler
 from coordination.group_metadata import OffsetAndMetadata
@@ -45,7 +46,7 @@ def handle_offset_commit(ctx: RequestContext, request: Struct) -> Struct:
             )
     if offsets:
         errors.update(
-            ctx.broker.group_coordinator.groups.commit_offsets(
+            runtime(ctx.broker).groups.commit_offsets(
                 group_id=request.group_id,
                 member_id=request.member_id if version >= 1 else "",
                 group_instance_id=request.group_instance_id if version >= 7 else None,

@@ -3,6 +3,7 @@ consumer group subscribes to (GROUP_SUBSCRIBED_TO_TOPIC)."""
 
 from __future__ import annotations
 
+from broker.coordinator_runtime import runtime
 from broker.dispatch import RequestContext
 from broker.registry import error_response, handler
 from protocol.api_keys import ApiKey
@@ -27,7 +28,7 @@ def handle_offset_delete(ctx: RequestContext, request: Struct) -> Struct:
                 known.append(tp)
             else:
                 unknown.add(tp)
-    code, results = ctx.broker.group_coordinator.groups.delete_offsets(
+    code, results = runtime(ctx.broker).groups.delete_offsets(
         group_id=request.group_id, partitions=known
     )
     if code != ErrorCode.NONE:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from broker.coordinator_runtime import future_callback
+from broker.coordinator_runtime import future_callback, runtime
 from broker.dispatch import RequestContext
 from broker.registry import error_response, handler
 from coordination.group_metadata import SyncResult
@@ -18,7 +18,7 @@ from protocol.schema import Struct
 async def handle_sync_group(ctx: RequestContext, request: Struct) -> Struct:
     version = ctx.api_version
     future, callback = future_callback(asyncio.get_running_loop(), SyncResult)
-    ctx.broker.group_coordinator.groups.sync_group(
+    runtime(ctx.broker).groups.sync_group(
         group_id=request.group_id,
         generation_id=request.generation_id,
         member_id=request.member_id,
