@@ -17,7 +17,6 @@ from storage.checkpoint import (
     read_partition_metadata,
     write_partition_metadata,
 )
-from storage.config import LOG_APPEND_TIME as LOG_APPEND_TIME_TYPE
 from storage.config import LogConfig
 from storage.epoch import LeaderEpochFileCache
 from storage.errors import (
@@ -270,7 +269,7 @@ class PartitionLog:
                 and fields[1] >= rb.HEADER_SIZE - rb.LOG_OVERHEAD
                 and fields[6] >= 0
                 and total <= config.max_message_bytes
-                and config.message_timestamp_type != LOG_APPEND_TIME_TYPE
+                and not config.log_append_time
             ):
                 return self._append_one_batch(buf, fields, total, leader_epoch, now, config)
         # one header unpack per batch: (position, header fields)
@@ -294,9 +293,7 @@ class PartitionLog:
                 raise ValueError(f"batch at position {pos} is cut short or malformed")
             scan.append((pos, fields))
             pos += size
-        log_append_time = (
-            now if config.message_timestamp_type == LOG_APPEND_TIME_TYPE else NO_TIMESTAMP
-        )
+        log_append_time = now if config.log_append_time else NO_TIMESTAMP
         new_header = _tuple_new
         header_type = rb.BatchHeader
 
