@@ -34,25 +34,26 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from crc32c import crc32c
 
 from protocol.errors import CorruptRecord
+from protocol.primitives import read_varint
 from protocol.records import compression as _compression
 from protocol.records.batch import (
-    ATTRIBUTES_AT,
-    COMPRESSION_MASK,
     CONTROL_MASK,
-    HEADER,
     HEADER_SIZE,
     LOG_OVERHEAD,
     MAGIC_AT,
     MAGIC_V2,
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_MASK,
+    BatchHeader,
+    batch_size_at,
+    check_crc,
+    read_header,
 )
-from protocol.records.control import ControlRecordType, parse_control_key
+from protocol.records.control import ControlRecordType, control_type_of
 from protocol.records.legacy import expand_message, read_message
-from protocol.records.record import decode_records_data
+from protocol.records.record import RecordBatch, decode_records, records_section
 
 # --- schema --------------------------------------------------------------------------------------
 
@@ -83,17 +84,13 @@ _INT32_MAX = 0x7FFFFFFF
 
 @dataclass
 class BatchRef:
-    """A batch to decode: where it is and the header fields decoding needs."""
+    """A batch to decode: where it is, and its header (None for a legacy magic 0/1 entry)."""
 
     position: int
     size: int
-    base_offset: int
     last_offset: int
-    attributes: int
-    base_timestamp: int
-    max_timestamp: int
-    record_count: int
     magic: int = MAGIC_V2
+    header: BatchHeader | None = None
 
 
 @dataclass
@@ -145,7 +142,6 @@ def scan_batches(
     end = len(buf)
     next_offset = from_offset
     complete = 0
-    unpack = HEADER.unpack_from
     truncated = False
     while pos < end:
         if end - pos < HEADER_SIZE and (
@@ -155,64 +151,52 @@ def scan_batches(
             break
         magic = buf[pos + MAGIC_AT]
         if magic != MAGIC_V2:
-            ref = _legacy_ref(buf, pos, end)
-            if ref is None:
+            # A legacy entry: a compressed wrapper's offset is its last inner one; where its
+            # inner offsets start is unknown until it is decompressed.
+            size = batch_size_at(buf, pos)
+            if size < LOG_OVERHEAD or pos + size > end:
                 truncated = True
                 break
+            last_offset = int.from_bytes(buf[pos : pos + 8], "big", signed=True)
             complete += 1
-            pos += ref.size
-            if ref.last_offset >= from_offset and ref.base_offset < until_offset:
-                kept.append(ref)
-            next_offset = max(next_offset, ref.last_offset + 1)
+            if last_offset >= from_offset:
+                kept.append(BatchRef(pos, size, last_offset, magic))
+            pos += size
+            next_offset = max(next_offset, last_offset + 1)
             continue
+        header = read_header(buf, pos)
         (
             base_offset,
             batch_length,
-            _epoch,
-            _magic,
-            crc,
+            _,
+            _,
+            _,
             attributes,
             last_delta,
-            base_timestamp,
-            max_timestamp,
+            _,
+            _,
             producer_id,
-            _producer_epoch,
-            _base_sequence,
+            _,
+            _,
             count,
-        ) = unpack(buf, pos)
+        ) = header
         size = batch_length + LOG_OVERHEAD
-        if batch_length < HEADER_SIZE - LOG_OVERHEAD:
-            raise CorruptRecord(f"record batch length {batch_length} at {pos}")
         if pos + size > end:
             truncated = True
             break
         if check_crcs:
-            actual = crc32c(buf[pos + ATTRIBUTES_AT : pos + size])
-            if actual != crc:
-                raise CorruptRecord(
-                    f"record batch at offset {base_offset} has CRC {crc:#010x}, "
-                    f"computed {actual:#010x}"
-                )
+            check_crc(buf, pos, header)
         if count < 0 or last_delta < 0:
             raise CorruptRecord(f"record batch at offset {base_offset}: {count} records")
         complete += 1
         last_offset = base_offset + last_delta
         if last_offset + 1 > next_offset:
             next_offset = last_offset + 1
-        ref = BatchRef(
-            pos,
-            size,
-            base_offset,
-            last_offset,
-            attributes,
-            base_timestamp,
-            max_timestamp,
-            count,
-        )
+        at = pos
         pos += size
         if attributes & CONTROL_MASK:
             if transactions is not None and attributes & TRANSACTIONAL_MASK:
-                control_type = _control_type(buf, ref)
+                control_type = _control_type(buf, at, header)
                 if control_type is not None:
                     transactions.control_batch(producer_id, control_type)
             continue
@@ -224,41 +208,14 @@ def scan_batches(
             continue
         if count == 0 or last_offset < from_offset or base_offset >= until_offset:
             continue
-        kept.append(ref)
+        kept.append(BatchRef(at, size, last_offset, MAGIC_V2, header))
     return Scan(kept, next_offset, complete, truncated)
 
 
-def _control_type(buf: memoryview, ref: BatchRef) -> int | None:
-    records = _records_section(buf, ref)
-    if ref.record_count < 1:
-        return None
-    decoded = decode_records_data(records, ref.record_count, ref.base_offset, ref.base_timestamp)
-    return parse_control_key(decoded[0].key).control_type
-
-
-def _legacy_ref(buf: memoryview, pos: int, end: int) -> BatchRef | None:
-    if end - pos < LOG_OVERHEAD:
-        return None
-    size = int.from_bytes(buf[pos + 8 : pos + 12], "big", signed=True) + LOG_OVERHEAD
-    if size < LOG_OVERHEAD or pos + size > end:
-        return None
-    last_offset = int.from_bytes(buf[pos : pos + 8], "big", signed=True)
-    # A compressed wrapper's inner offsets end at its own; where they start is unknown here.
-    return BatchRef(pos, size, -1, last_offset, 0, -1, -1, -1, magic=buf[pos + MAGIC_AT])
-
-
-def _records_section(buf: memoryview, ref: BatchRef, max_bytes: int | None = None) -> bytes:
-    start = ref.position + HEADER_SIZE
-    end = ref.position + ref.size
-    codec = ref.attributes & COMPRESSION_MASK
-    if codec == 0:
-        return bytes(buf[start:end])
-    return _compression.decompress(
-        codec,
-        buf[start:end],
-        magic=MAGIC_V2,
-        max_bytes=max_bytes or _compression.DEFAULT_MAX_DECOMPRESSED_BYTES,
-    )
+def _control_type(buf: memoryview, pos: int, header: BatchHeader) -> int | None:
+    if header.record_count < 1:
+        return None  # checked before anything is decompressed
+    return control_type_of(RecordBatch(header, decode_records(buf, pos, header)))
 
 
 # --- step 2: records into columns ----------------------------------------------------------------
@@ -305,25 +262,15 @@ def _record_starts_loop(data: bytes, count: int, end: int) -> np.ndarray:
                     if d < 0x80:
                         pos += (((b & 0x7F) | ((c & 0x7F) << 7) | (d << 14)) >> 1) + 3
                     else:
-                        length, size = _slow_varint(data, pos)
+                        length, pos = read_varint(data, pos)
                         if length < 0:
                             raise CorruptRecord(f"record length {length}")
-                        pos += length + size
+                        pos += length
             if pos > end:
                 raise CorruptRecord(f"record {i} runs past the end of its batch")
     except IndexError:
         raise CorruptRecord("record runs past the end of its batch") from None
     return np.frombuffer(starts, np.int64)
-
-
-def _slow_varint(data: bytes, pos: int) -> tuple[int, int]:
-    result = 0
-    for i, shift in enumerate(range(0, 35, 7)):
-        b = data[pos + i]
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return (result >> 1) ^ -(result & 1), i + 1
-    raise CorruptRecord("varint longer than 5 bytes")
 
 
 @dataclass
@@ -381,23 +328,15 @@ def decode_batches(
     max_decompressed_bytes: int = _compression.DEFAULT_MAX_DECOMPRESSED_BYTES,
 ) -> Columns:
     """The records of ``refs`` (batches of ``buf``) with offsets in [from_offset, until_offset)."""
-    if any(ref.magic != MAGIC_V2 for ref in refs):
+    batch_headers = [ref.header for ref in refs if ref.header is not None]
+    if len(batch_headers) != len(refs):
         return _decode_slow(buf, refs, from_offset, until_offset, include_headers)
-    sections: list[Any] = []
-    counts = np.empty(len(refs), np.int64)
-    for i, ref in enumerate(refs):
-        start = ref.position + HEADER_SIZE
-        end = ref.position + ref.size
-        codec = ref.attributes & COMPRESSION_MASK
-        if codec == 0:
-            sections.append(buf[start:end])
-        else:
-            sections.append(
-                _compression.decompress(
-                    codec, buf[start:end], magic=MAGIC_V2, max_bytes=max_decompressed_bytes
-                )
-            )
-        counts[i] = ref.record_count
+    sections: list[Any] = [
+        records_section(buf, ref.position, header, max_decompressed_bytes=max_decompressed_bytes)
+        for ref, header in zip(refs, batch_headers, strict=True)
+    ]
+    n_batches = len(batch_headers)
+    counts = np.fromiter((h.record_count for h in batch_headers), np.int64, n_batches)
     total = int(counts.sum())
     section_lens = np.fromiter((len(s) for s in sections), np.int64, len(sections))
     data_len = int(section_lens.sum())
@@ -428,7 +367,7 @@ def decode_batches(
             raise CorruptRecord(f"record length {int(lengths.min())} is below the minimum")
         if not (ends[:-1] == starts[1:]).all() or ends[-1] != data_len:
             raise CorruptRecord("record lengths do not add up to their batches' sizes")
-    if len(refs) > 1:
+    if n_batches > 1:
         # Each batch's records must end where its section ends, or a wrong recordCount would
         # shift records (and their offsets and timestamps) into the neighbouring batch.
         first_of_next = np.cumsum(counts)[:-1]
@@ -459,15 +398,15 @@ def decode_batches(
     if not (pos[no_headers] == ends[no_headers]).all() or (pos > ends).any():
         raise CorruptRecord("a record's fields do not add up to its length")
 
-    base_offsets = np.fromiter((r.base_offset for r in refs), np.int64, len(refs))
+    base_offsets = np.fromiter((h.base_offset for h in batch_headers), np.int64, n_batches)
     offsets = np.repeat(base_offsets, counts) + offset_delta
     if len(offsets) > 1 and not (offsets[1:] > offsets[:-1]).all():
         raise CorruptRecord("record offsets do not increase")
     log_append = np.fromiter(
-        (bool(r.attributes & TIMESTAMP_TYPE_MASK) for r in refs), np.bool_, len(refs)
+        (bool(h.attributes & TIMESTAMP_TYPE_MASK) for h in batch_headers), np.bool_, n_batches
     )
-    base_ts = np.fromiter((r.base_timestamp for r in refs), np.int64, len(refs))
-    max_ts = np.fromiter((r.max_timestamp for r in refs), np.int64, len(refs))
+    base_ts = np.fromiter((h.base_timestamp for h in batch_headers), np.int64, n_batches)
+    max_ts = np.fromiter((h.max_timestamp for h in batch_headers), np.int64, n_batches)
     if log_append.any():
         rec_append = np.repeat(log_append, counts)
         timestamps = np.where(
@@ -517,14 +456,12 @@ def _headers_column(
         end = int(ends[i])
         try:
             for _ in range(int(header_count[i])):
-                m, size = _slow_varint(data, p)
-                p += size
+                m, p = read_varint(data, p)
                 if m < 0 or p + m > end:
                     raise CorruptRecord(f"header key length {m}")
                 keys.append(str(data[p : p + m], "utf-8"))
                 p += m
-                m, size = _slow_varint(data, p)
-                p += size
+                m, p = read_varint(data, p)
                 if m == -1:
                     values.append(None)
                 elif m < 0 or p + m > end:
@@ -583,17 +520,9 @@ def _decode_slow(
     types: list[int] = []
     header_lists: list[list[tuple[str, bytes | None]]] = []
     for ref in refs:
-        if ref.magic == MAGIC_V2:
-            section = _records_section(buf, ref)
-            log_append = ref.attributes & TIMESTAMP_TYPE_MASK
-            records = decode_records_data(
-                section,
-                ref.record_count,
-                ref.base_offset,
-                ref.base_timestamp,
-                ref.max_timestamp if log_append else None,
-            )
-            ts_type = 1 if log_append else 0
+        if ref.header is not None:
+            records = decode_records(buf, ref.position, ref.header)
+            ts_type = ref.header.timestamp_type
         else:
             entry = expand_message(read_message(buf, ref.position))
             records = entry.records

@@ -141,11 +141,15 @@ def peek_magic(buf: Buffer, pos: int = 0) -> int:
     return buf[pos + MAGIC_AT]
 
 
+_new_header = tuple.__new__
+_unpack_header = HEADER.unpack_from
+
+
 def read_header(buf: Buffer, pos: int = 0) -> BatchHeader:
     """The header of the magic-2 batch at ``pos``; no CRC check. Raises CorruptRecord."""
     if len(buf) - pos < HEADER_SIZE:
         raise CorruptRecord(f"{len(buf) - pos} bytes are too few for a record batch header")
-    header = BatchHeader._make(HEADER.unpack_from(buf, pos))
+    header: BatchHeader = _new_header(BatchHeader, _unpack_header(buf, pos))
     if header.magic != MAGIC_V2:
         raise CorruptRecord(f"record batch magic {header.magic} at position {pos}, expected 2")
     if header.batch_length < HEADER_SIZE - LOG_OVERHEAD:
@@ -161,7 +165,8 @@ def crc_of(buf: Buffer, pos: int, size: int) -> int:
 
 
 def check_crc(buf: Buffer, pos: int, header: BatchHeader) -> None:
-    actual = crc_of(buf, pos, header.size)
+    """Raises CorruptRecord unless the batch at ``pos`` carries the CRC-32C of its bytes."""
+    actual = crc32c(memoryview(buf)[pos + ATTRIBUTES_AT : pos + header.batch_length + LOG_OVERHEAD])
     if actual != header.crc:
         raise CorruptRecord(
             f"record batch at position {pos} has CRC {header.crc:#010x}, computed {actual:#010x}"

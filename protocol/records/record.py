@@ -343,6 +343,27 @@ def decode_records_data(
     return records
 
 
+def records_section(
+    buf: Buffer,
+    pos: int,
+    header: BatchHeader,
+    *,
+    max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
+) -> bytes | memoryview:
+    """The records section of the batch at ``pos``: a view into ``buf`` when uncompressed (no
+    copy), else the decompressed bytes."""
+    start = pos + HEADER_SIZE
+    end = pos + header.size
+    if end > len(buf):
+        raise CorruptRecord(f"record batch at {pos} claims {header.size} bytes, {len(buf) - pos}")
+    codec = header.attributes & COMPRESSION_MASK
+    if codec == 0:
+        return memoryview(buf)[start:end]
+    return _compression.decompress(
+        codec, memoryview(buf)[start:end], magic=MAGIC_V2, max_bytes=max_decompressed_bytes
+    )
+
+
 def records_data(
     buf: Buffer,
     pos: int,
@@ -350,18 +371,9 @@ def records_data(
     *,
     max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
 ) -> bytes:
-    """The records section of the batch at ``pos``, decompressed."""
-    start = pos + HEADER_SIZE
-    end = pos + header.size
-    if end > len(buf):
-        raise CorruptRecord(f"record batch at {pos} claims {header.size} bytes, {len(buf) - pos}")
-    codec = header.attributes & COMPRESSION_MASK
-    if codec == 0:
-        section = buf[start:end]
-        return section if isinstance(section, bytes) else bytes(section)
-    return _compression.decompress(
-        codec, memoryview(buf)[start:end], magic=MAGIC_V2, max_bytes=max_decompressed_bytes
-    )
+    """The records section of the batch at ``pos``, decompressed, as bytes."""
+    section = records_section(buf, pos, header, max_decompressed_bytes=max_decompressed_bytes)
+    return section if isinstance(section, bytes) else bytes(section)
 
 
 def decode_records(
