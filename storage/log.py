@@ -13,6 +13,7 @@ from typing import Final, NamedTuple, Protocol
 from protocol.records import batch as rb
 from protocol.records.batch import NO_TIMESTAMP
 from storage import files
+from storage import records as stored_records
 from storage.checkpoint import (
     read_partition_metadata,
     write_partition_metadata,
@@ -545,8 +546,6 @@ class PartitionLog:
         ``-1`` latest (log end offset, capped at ``max_offset``), ``-3`` the record with the
         largest timestamp, ``T >= 0`` the first record with timestamp >= T. None when no record
         qualifies (or the one found is at/after ``max_offset``, e.g. the high watermark)."""
-        from storage import records as stored_records
-
         epochs = self.leader_epoch_cache
         if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
             start = self._log_start_offset
@@ -602,8 +601,6 @@ class PartitionLog:
     def _search_segment_for_timestamp(
         segment: LogSegment, timestamp: int, starting_offset: int
     ) -> OffsetAndTimestamp | None:
-        from storage import records as stored_records
-
         info: BatchInfo | None = segment.find_batch_by_timestamp(timestamp, starting_offset)
         while info is not None:
             data = segment.log.pread(info.size, info.position)

@@ -22,6 +22,7 @@ from storage.checkpoint import (
     write_meta_properties,
     write_offsets_checkpoint,
 )
+from storage.cleaner import LogCleaner
 from storage.config import LogConfig, LogManagerConfig
 from storage.errors import InconsistentBrokerMetadata, LogDirInUse
 from storage.loader import RecoveryReport, load_log
@@ -85,7 +86,7 @@ class LogManager:
         self._next_start_checkpoint_ms = 0
         self._next_hw_checkpoint_ms = 0
         self._next_clean_ms = 0
-        self.cleaner: Any = None  # storage.cleaner.LogCleaner, created in startup()
+        self.cleaner: LogCleaner | None = None  # created in startup()
         #: recovery reports by partition from the last startup()
         self.recovery_reports: dict[TopicPartition, RecoveryReport] = {}
 
@@ -94,8 +95,6 @@ class LogManager:
     def startup(self) -> dict[TopicPartition, RecoveryReport]:
         """Locks the log dirs, checks ``meta.properties`` and loads every partition directory
         (recovering those of a dir that was not shut down cleanly). Returns what recovery did."""
-        from storage.cleaner import LogCleaner
-
         with self._lock:
             if self._started:
                 raise RuntimeError("LogManager.startup() called twice")
@@ -474,4 +473,4 @@ class LogManager:
         if self.cleaner is None:
             return 0
         now = self.clock() if now_ms is None else now_ms
-        return int(self.cleaner.clean_one(now))
+        return self.cleaner.clean_one(now)

@@ -48,7 +48,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from crc32c import crc32c
 
@@ -56,10 +56,8 @@ from protocol.errors import ProtocolError
 from protocol.records import batch as rb
 from storage import files
 from storage.errors import StorageError
+from storage.log import AppendInfo, PartitionLog
 from storage.util import INT32_MAX, now_ms
-
-if TYPE_CHECKING:
-    from storage.log import AppendInfo, PartitionLog
 
 log = logging.getLogger(__name__)
 
@@ -446,8 +444,6 @@ class ProducerStateManager:
 
     @staticmethod
     def _duplicate_answer(partition_log: PartitionLog, batch: BatchMetadata) -> AppendInfo:
-        from storage.log import AppendInfo
-
         return AppendInfo(
             first_offset=batch.first_offset,
             last_offset=batch.last_offset,
