@@ -135,8 +135,10 @@ def scan_batches(
     *,
     check_crcs: bool = True,
     transactions: TransactionFilter | None = None,
+    max_decompressed_bytes: int = _compression.DEFAULT_MAX_DECOMPRESSED_BYTES,
 ) -> Scan:
-    """The batches of ``buf`` that hold offsets in [from_offset, until_offset)."""
+    """The batches of ``buf`` that hold offsets in [from_offset, until_offset).
+    ``max_decompressed_bytes`` bounds the control batches decoded here (read_committed)."""
     kept: list[BatchRef] = []
     pos = 0
     end = len(buf)
@@ -196,7 +198,7 @@ def scan_batches(
         pos += size
         if attributes & CONTROL_MASK:
             if transactions is not None and attributes & TRANSACTIONAL_MASK:
-                control_type = _control_type(buf, at, header)
+                control_type = _control_type(buf, at, header, max_decompressed_bytes)
                 if control_type is not None:
                     transactions.control_batch(producer_id, control_type)
             continue
@@ -212,10 +214,13 @@ def scan_batches(
     return Scan(kept, next_offset, complete, truncated)
 
 
-def _control_type(buf: memoryview, pos: int, header: BatchHeader) -> int | None:
+def _control_type(
+    buf: memoryview, pos: int, header: BatchHeader, max_decompressed_bytes: int
+) -> int | None:
     if header.record_count < 1:
         return None  # checked before anything is decompressed
-    return control_type_of(RecordBatch(header, decode_records(buf, pos, header)))
+    records = decode_records(buf, pos, header, max_decompressed_bytes=max_decompressed_bytes)
+    return control_type_of(RecordBatch(header, records))
 
 
 # --- step 2: records into columns ----------------------------------------------------------------
@@ -327,10 +332,13 @@ def decode_batches(
     include_headers: bool = False,
     max_decompressed_bytes: int = _compression.DEFAULT_MAX_DECOMPRESSED_BYTES,
 ) -> Columns:
-    """The records of ``refs`` (batches of ``buf``) with offsets in [from_offset, until_offset)."""
+    """The records of ``refs`` (batches of ``buf``) with offsets in [from_offset, until_offset).
+    ``max_decompressed_bytes`` bounds every compressed batch and legacy wrapper, on every path."""
     batch_headers = [ref.header for ref in refs if ref.header is not None]
     if len(batch_headers) != len(refs):
-        return _decode_slow(buf, refs, from_offset, until_offset, include_headers)
+        return _decode_slow(
+            buf, refs, from_offset, until_offset, include_headers, max_decompressed_bytes
+        )
     sections: list[Any] = [
         records_section(buf, ref.position, header, max_decompressed_bytes=max_decompressed_bytes)
         for ref, header in zip(refs, batch_headers, strict=True)
@@ -511,6 +519,7 @@ def _decode_slow(
     from_offset: int,
     until_offset: int,
     include_headers: bool,
+    max_decompressed_bytes: int,
 ) -> Columns:
     """Any mix of legacy (magic 0/1) entries and batches, record by record."""
     keys: list[bytes | None] = []
@@ -521,10 +530,14 @@ def _decode_slow(
     header_lists: list[list[tuple[str, bytes | None]]] = []
     for ref in refs:
         if ref.header is not None:
-            records = decode_records(buf, ref.position, ref.header)
+            records = decode_records(
+                buf, ref.position, ref.header, max_decompressed_bytes=max_decompressed_bytes
+            )
             ts_type = ref.header.timestamp_type
         else:
-            entry = expand_message(read_message(buf, ref.position))
+            entry = expand_message(
+                read_message(buf, ref.position), max_decompressed_bytes=max_decompressed_bytes
+            )
             records = entry.records
             ts_type = entry.timestamp_type
         for r in records:

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocol.errors import CorruptRecord, RemoteProtocolError
+from protocol.errors import CorruptRecord, DecompressionLimitExceeded, RemoteProtocolError
 from protocol.records.batch import CRC_AT, RECORD_COUNT_AT, crc_of
-from protocol.records.control import ControlRecordType, build_control_batch
+from protocol.records.control import ControlRecordType, build_control_batch, control_record_key
 from protocol.records.legacy import build_message_set
 from protocol.records.record import (
     LOG_APPEND_TIME,
@@ -276,3 +276,26 @@ def test_record_count_off_by_batch_is_caught(same_size):
         list(iter_record_batches(blob))  # protocol.records refuses the same bytes
     with pytest.raises(CorruptRecord, match="record count"):
         decode(blob)
+
+
+def test_one_decompression_limit_bounds_every_path():
+    big = [SimpleRecord(b"z" * 50_000, timestamp=1), SimpleRecord(b"z" * 50_000, timestamp=2)]
+    batch = build_batch(big, compression=4)  # zstd: about 100 kB when decompressed
+    legacy = build_message_set(big, magic=1, compression=1)  # a gzip wrapper
+    control = RecordBatchBuilder(
+        compression=1, producer_id=9, producer_epoch=0, transactional=True, control=True
+    )
+    control.append(b"z" * 100_000, key=control_record_key(ControlRecordType.ABORT), timestamp=1)
+    marker = control.build()
+    for blob in (batch, legacy):
+        view = memoryview(blob)
+        scan = scan_batches(view, 0, 1 << 62)
+        assert decode_batches(view, scan.batches, 0, 1 << 62).count == 2
+        with pytest.raises(DecompressionLimitExceeded):
+            decode_batches(view, scan.batches, 0, 1 << 62, max_decompressed_bytes=50_000)
+    txn = TransactionFilter()
+    assert scan_batches(memoryview(marker), 0, 1 << 62, transactions=txn).complete_batches == 1
+    with pytest.raises(DecompressionLimitExceeded):
+        scan_batches(
+            memoryview(marker), 0, 1 << 62, transactions=txn, max_decompressed_bytes=50_000
+        )
