@@ -384,15 +384,12 @@ class LogSegment:
         return None
 
     def read_next_offset(self) -> int:
-        """The offset after the last batch (base offset if empty); scans from the last index
-        entry."""
-        position = self.offset_index.lookup(LONG_MAX).position
-        next_offset = self.base_offset
-        for info in self.log.batches_from(position):
-            next_offset = info.next_offset
-        return next_offset
+        """The offset after the last batch (base offset if empty)."""
+        last = self.last_batch()
+        return self.base_offset if last is None else last.next_offset
 
     def last_batch(self) -> BatchInfo | None:
+        """The last batch's header (None if empty); scans from the last index entry."""
         position = self.offset_index.lookup(LONG_MAX).position
         last = None
         for info in self.log.batches_from(position):
@@ -502,12 +499,13 @@ class LogSegment:
         self._max_timestamp_so_far = best
         return removed
 
-    def on_become_inactive(self) -> None:
-        """The segment rolled: write its max timestamp to the time index and trim the files."""
+    def on_become_inactive(self, *, fsync: bool = False) -> None:
+        """The segment rolled (or closes): write its max timestamp to the time index and trim the
+        files (fsyncing the indexes with ``fsync``)."""
         current = self.max_timestamp_so_far
         self.time_index.maybe_append(current.timestamp, current.offset, skip_full_check=True)
-        self.offset_index.trim(fsync=False)
-        self.time_index.trim(fsync=False)
+        self.offset_index.trim(fsync=fsync)
+        self.time_index.trim(fsync=fsync)
         self.log.trim()
 
     def write_indexes(self) -> None:
@@ -531,11 +529,9 @@ class LogSegment:
         if self.log.closed:
             return
         if self._offset_index.loaded and self._time_index.loaded:
-            current = self.max_timestamp_so_far
-            self._time_index.maybe_append(current.timestamp, current.offset, skip_full_check=True)
-            self._offset_index.trim()
-            self._time_index.trim()
-        self.log.trim()
+            self.on_become_inactive(fsync=True)
+        else:  # indexes never used: their files stay as they are
+            self.log.trim()
         self.log.close()
 
     # --- files ------------------------------------------------------------------------------------
