@@ -189,6 +189,7 @@ def decode_records_data(
     record_type = Record
     varint = _varint
     varlong = _varlong
+    append_time = log_append_time
     pos = 0
     try:
         for _ in range(count):
@@ -324,7 +325,7 @@ def decode_records_data(
                     record_type,
                     (
                         base_offset + offset_delta,
-                        base_timestamp + timestamp_delta,
+                        base_timestamp + timestamp_delta if append_time is None else append_time,
                         key,
                         value,
                         headers,
@@ -338,8 +339,6 @@ def decode_records_data(
         raise CorruptRecord("record header key is not UTF-8") from None
     if pos != end:
         raise CorruptRecord(f"{end - pos} bytes left after the last of {count} records")
-    if log_append_time is not None:
-        return [new(record_type, (r[0], log_append_time, r[2], r[3], r[4], r[5])) for r in records]
     return records
 
 
