@@ -236,9 +236,8 @@ class LogCleaner:
         offsets: dict[bytes, int] = {}
         end_offset = candidate.first_dirty
         snapshot = partition_log.segments
+        # between() stops below first_uncleanable
         for segment in snapshot.between(candidate.first_dirty, candidate.first_uncleanable):
-            if segment.base_offset >= candidate.first_uncleanable:
-                break
             segment_map: dict[bytes, int] = {}
             segment_used = 0
             for info in segment.log.batches_from(0):
@@ -433,8 +432,7 @@ class LogCleaner:
                 stats.empty_batches_kept += 1
                 return stored_records.rebuild(header, [], delete_horizon_ms=existing_horizon)
             return None
-        new_horizon = horizon if set_horizon else existing_horizon
-        return stored_records.rebuild(header, kept, delete_horizon_ms=new_horizon)
+        return stored_records.rebuild(header, kept, delete_horizon_ms=kept_horizon)
 
 
 class _Aborted(Exception):

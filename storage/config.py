@@ -199,8 +199,10 @@ class LogManagerConfig:
     cleaner_enable: bool = True
     #: ``log.cleaner.backoff.ms``: pause between cleaning passes when nothing was cleanable
     cleaner_backoff_ms: int = 15_000
-    #: ``log.cleaner.dedupe.buffer.size``: bytes of key map one cleaning pass may use (Kafka
-    #: counts 24 bytes per entry; so do we)
+    #: ``log.cleaner.dedupe.buffer.size``: bytes of key map one cleaning pass may use. Kafka
+    #: counts 24 bytes per entry (a 16-byte key hash and an 8-byte offset); our map keeps the
+    #: keys themselves, so an entry counts its key's length plus
+    #: :data:`storage.cleaner.MAP_ENTRY_OVERHEAD` (96) bytes
     cleaner_dedupe_buffer_size: int = 128 * 1024 * 1024
 
     @classmethod

@@ -184,9 +184,8 @@ def load_log(
         for i, segment in enumerate(segments):
             if segment.base_offset <= recovery_point:
                 start = i
-        if start < len(segments):
-            # the cache may name epochs from data we are about to re-validate
-            epoch_cache.truncate_from_end(segments[start].base_offset, flush=False)
+        # the cache may name epochs from data we are about to re-validate
+        epoch_cache.truncate_from_end(segments[start].base_offset, flush=False)
         keep = len(segments)
         for i in range(start, len(segments)):
             segment = segments[i]
@@ -264,6 +263,4 @@ def load_log(
     )
     if topic_id is not None and stored_id is None:
         partition_log.write_partition_metadata(topic_id)
-    for path, position, dropped in report.truncations:
-        log.warning("%s: recovery dropped %d bytes at %s:%d", directory, dropped, path, position)
     return partition_log
