@@ -129,6 +129,37 @@ class GroupConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class JoinRequest:
+    """A JoinGroup request, as the coordinator needs it."""
+
+    group_id: str
+    member_id: str
+    group_instance_id: str | None
+    #: KIP-394 (JoinGroup v4+, dynamic members): answer MEMBER_ID_REQUIRED first
+    require_known_member_id: bool
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    protocol_type: str
+    #: (protocol name, member metadata), in the member's order of preference
+    protocols: list[tuple[str, bytes]]
+    #: KIP-814 (JoinGroup v9+)
+    supports_skip_assignment: bool = False
+    #: KIP-800 (JoinGroup v8+)
+    reason: str | None = None
+
+    @property
+    def protocol_names(self) -> list[str]:
+        return [name for name, _ in self.protocols]
+
+    @property
+    def why(self) -> str:
+        """The reason, for the coordinator's log lines."""
+        return f"client reason: {self.reason}" if self.reason else "no reason given"
+
+
+@dataclass(frozen=True, slots=True)
 class MemberSummary:
     member_id: str
     group_instance_id: str | None
@@ -571,17 +602,8 @@ class GroupCoordinator:
             group.size,
             group.protocol_name,
         )
-        leader_view = group.current_member_metadata()
         for member in list(group.members.values()):
-            result = JoinResult(
-                ErrorCode.NONE,
-                member.member_id,
-                group.generation_id,
-                group.protocol_type,
-                group.protocol_name,
-                group.leader_id or "",
-                list(leader_view) if group.is_leader(member.member_id) else [],
-            )
+            result = self._join_ok(group, member.member_id, leader_gets_members=True)
             group.maybe_invoke_join_callback(member, result)
             self._complete_and_schedule_next_heartbeat(group, member)
             member.is_new = False
@@ -664,25 +686,19 @@ class GroupCoordinator:
         self,
         group: GroupMetadata,
         member_id: str,
-        group_instance_id: str | None,
-        client_id: str,
-        client_host: str,
-        rebalance_timeout_ms: int,
-        session_timeout_ms: int,
-        protocol_type: str,
-        protocols: list[tuple[str, bytes]],
+        request: JoinRequest,
         callback: JoinCallback,
         reason: str,
     ) -> None:
         member = MemberMetadata(
             member_id,
-            group_instance_id,
-            client_id,
-            client_host,
-            rebalance_timeout_ms,
-            session_timeout_ms,
-            protocol_type,
-            protocols,
+            request.group_instance_id,
+            request.client_id,
+            request.client_host,
+            request.rebalance_timeout_ms,
+            request.session_timeout_ms,
+            request.protocol_type,
+            request.protocols,
         )
         member.is_new = True
         if group.is_in(GroupState.PREPARING_REBALANCE) and group.generation_id == 0:
@@ -695,13 +711,17 @@ class GroupCoordinator:
         self,
         group: GroupMetadata,
         member: MemberMetadata,
-        protocols: list[tuple[str, bytes]],
-        rebalance_timeout_ms: int,
-        session_timeout_ms: int,
+        request: JoinRequest,
         callback: JoinCallback,
         reason: str,
     ) -> None:
-        group.update_member(member, protocols, rebalance_timeout_ms, session_timeout_ms, callback)
+        group.update_member(
+            member,
+            request.protocols,
+            request.rebalance_timeout_ms,
+            request.session_timeout_ms,
+            callback,
+        )
         self._maybe_prepare_rebalance(group, reason)
 
     # -- storage -----------------------------------------------------------------------------------
@@ -741,68 +761,40 @@ class GroupCoordinator:
 
     # -- JoinGroup -------------------------------------------------------------------------------
 
-    def join_group(
-        self,
-        *,
-        group_id: str,
-        member_id: str,
-        group_instance_id: str | None,
-        require_known_member_id: bool,
-        client_id: str,
-        client_host: str,
-        rebalance_timeout_ms: int,
-        session_timeout_ms: int,
-        protocol_type: str,
-        protocols: list[tuple[str, bytes]],
-        callback: JoinCallback,
-        supports_skip_assignment: bool = False,
-        reason: str | None = None,
-    ) -> None:
+    def join_group(self, request: JoinRequest, callback: JoinCallback) -> None:
         with self._lock:
-            error = self._validate_group(group_id, allow_empty=False)
+            member_id = request.member_id
+            error = self._validate_group(request.group_id, allow_empty=False)
             if error is not None:
                 callback(JoinResult(error, member_id))
                 return
             if not (
                 self.config.min_session_timeout_ms
-                <= session_timeout_ms
+                <= request.session_timeout_ms
                 <= self.config.max_session_timeout_ms
             ):
                 callback(JoinResult(ErrorCode.INVALID_SESSION_TIMEOUT, member_id))
                 return
             unknown = member_id == UNKNOWN_MEMBER_ID
-            group = self._groups.get(group_id)
+            group = self._groups.get(request.group_id)
             if group is None:
                 if not unknown:
                     callback(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id))
                     return
-                group = self._new_group(group_id, self._clock())
+                group = self._new_group(request.group_id, self._clock())
             if not self._accept_joining_member(group, member_id):
                 callback(JoinResult(ErrorCode.GROUP_MAX_SIZE_REACHED, UNKNOWN_MEMBER_ID))
                 return
-            why = f"client reason: {reason}" if reason else "no reason given"
-            args = (
-                group,
-                client_id,
-                client_host,
-                rebalance_timeout_ms,
-                session_timeout_ms,
-                protocol_type,
-                protocols,
-                callback,
-                why,
-            )
+            if group.is_in(GroupState.DEAD):
+                callback(JoinResult(ErrorCode.COORDINATOR_NOT_AVAILABLE, member_id))
+                return
+            if not group.supports_protocols(request.protocol_type, request.protocol_names):
+                callback(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id))
+                return
             if unknown:
-                self._do_unknown_join(
-                    *args,
-                    group_instance_id=group_instance_id,
-                    require_known_member_id=require_known_member_id,
-                    supports_skip_assignment=supports_skip_assignment,
-                )
+                self._do_unknown_join(group, request, callback)
             else:
-                self._do_current_member_join(
-                    *args, member_id=member_id, group_instance_id=group_instance_id
-                )
+                self._do_current_member_join(group, request, callback)
             if group.is_in(GroupState.PREPARING_REBALANCE):
                 self._try_complete_join(group)
 
@@ -817,92 +809,68 @@ class GroupCoordinator:
             ) or group.num_members_awaiting_join < max_size
         return group.has(member_id) or group.size < max_size
 
-    def _do_unknown_join(
+    def _join_ok(
         self,
         group: GroupMetadata,
-        client_id: str,
-        client_host: str,
-        rebalance_timeout_ms: int,
-        session_timeout_ms: int,
-        protocol_type: str,
-        protocols: list[tuple[str, bytes]],
-        callback: JoinCallback,
-        reason: str,
+        member_id: str,
         *,
-        group_instance_id: str | None,
-        require_known_member_id: bool,
-        supports_skip_assignment: bool,
+        leader_gets_members: bool,
+        leader_id: str | None = None,
+        skip_assignment: bool = False,
+    ) -> JoinResult:
+        """A successful JoinGroup answer in the group's current generation. The leader gets
+        the members' metadata when ``leader_gets_members``; ``leader_id`` overrides the group's
+        leader in the answer."""
+        return JoinResult(
+            ErrorCode.NONE,
+            member_id,
+            group.generation_id,
+            group.protocol_type,
+            group.protocol_name,
+            (group.leader_id if leader_id is None else leader_id) or "",
+            group.current_member_metadata()
+            if leader_gets_members and group.is_leader(member_id)
+            else [],
+            skip_assignment=skip_assignment,
+        )
+
+    def _do_unknown_join(
+        self, group: GroupMetadata, request: JoinRequest, callback: JoinCallback
     ) -> None:
-        if group.is_in(GroupState.DEAD):
-            callback(JoinResult(ErrorCode.COORDINATOR_NOT_AVAILABLE, UNKNOWN_MEMBER_ID))
-            return
-        if not group.supports_protocols(protocol_type, [p for p, _ in protocols]):
-            callback(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, UNKNOWN_MEMBER_ID))
-            return
-        new_member_id = f"{group_instance_id or client_id}-{uuid.uuid4()}"
-        if group_instance_id is not None:
-            self._do_static_join(
-                group,
-                new_member_id,
-                group_instance_id,
-                client_id,
-                client_host,
-                rebalance_timeout_ms,
-                session_timeout_ms,
-                protocol_type,
-                protocols,
-                callback,
-                reason,
-                supports_skip_assignment,
-            )
-        elif require_known_member_id:
+        new_member_id = f"{request.group_instance_id or request.client_id}-{uuid.uuid4()}"
+        if request.group_instance_id is not None:
+            self._do_static_join(group, request, request.group_instance_id, new_member_id, callback)
+        elif request.require_known_member_id:
             # KIP-394: hand out the id first; the member joins with it
-            self._schedule_pending_member_expiration(group, new_member_id, session_timeout_ms)
+            self._schedule_pending_member_expiration(
+                group, new_member_id, request.session_timeout_ms
+            )
             callback(JoinResult(ErrorCode.MEMBER_ID_REQUIRED, new_member_id))
         else:
             self._add_member_and_rebalance(
                 group,
                 new_member_id,
-                None,
-                client_id,
-                client_host,
-                rebalance_timeout_ms,
-                session_timeout_ms,
-                protocol_type,
-                protocols,
+                request,
                 callback,
-                f"adding new member {new_member_id} ({reason})",
+                f"adding new member {new_member_id} ({request.why})",
             )
 
     def _do_static_join(
         self,
         group: GroupMetadata,
-        new_member_id: str,
+        request: JoinRequest,
         group_instance_id: str,
-        client_id: str,
-        client_host: str,
-        rebalance_timeout_ms: int,
-        session_timeout_ms: int,
-        protocol_type: str,
-        protocols: list[tuple[str, bytes]],
+        new_member_id: str,
         callback: JoinCallback,
-        reason: str,
-        supports_skip_assignment: bool,
     ) -> None:
         old_member_id = group.static_member_id(group_instance_id)
         if old_member_id is None:
             self._add_member_and_rebalance(
                 group,
                 new_member_id,
-                group_instance_id,
-                client_id,
-                client_host,
-                rebalance_timeout_ms,
-                session_timeout_ms,
-                protocol_type,
-                protocols,
+                request,
                 callback,
-                f"adding new static member {group_instance_id} ({reason})",
+                f"adding new static member {group_instance_id} ({request.why})",
             )
             return
         # a known static member came back with a new member id: it replaces the old one
@@ -912,7 +880,13 @@ class GroupCoordinator:
         old_timeouts = (old.rebalance_timeout_ms, old.session_timeout_ms)
         member = group.replace_static_member(group_instance_id, old_member_id, new_member_id)
         self._complete_and_schedule_next_heartbeat(group, member)
-        group.update_member(member, protocols, rebalance_timeout_ms, session_timeout_ms, callback)
+        group.update_member(
+            member,
+            request.protocols,
+            request.rebalance_timeout_ms,
+            request.session_timeout_ms,
+            callback,
+        )
         log.info(
             "static member %s of group %s rejoined as %s (was %s)",
             group_instance_id,
@@ -936,136 +910,86 @@ class GroupCoordinator:
                 group.replace_static_member(group_instance_id, new_member_id, old_member_id)
                 callback(JoinResult(e.error_code, UNKNOWN_MEMBER_ID))
                 return
-            is_leader = group.is_leader(new_member_id)
-            if supports_skip_assignment:
-                result = JoinResult(
-                    ErrorCode.NONE,
+            if request.supports_skip_assignment:
+                result = self._join_ok(
+                    group,
                     new_member_id,
-                    group.generation_id,
-                    group.protocol_type,
-                    group.protocol_name,
-                    group.leader_id or "",
-                    group.current_member_metadata() if is_leader else [],
-                    skip_assignment=is_leader,
+                    leader_gets_members=True,
+                    skip_assignment=group.is_leader(new_member_id),
                 )
             else:
                 # the old leader id keeps the member from running an assignment the stable
                 # group would ignore
-                result = JoinResult(
-                    ErrorCode.NONE,
-                    new_member_id,
-                    group.generation_id,
-                    group.protocol_type,
-                    group.protocol_name,
-                    current_leader or "",
-                    [],
+                result = self._join_ok(
+                    group, new_member_id, leader_gets_members=False, leader_id=current_leader or ""
                 )
             group.maybe_invoke_join_callback(member, result)
         elif group.is_in(GroupState.COMPLETING_REBALANCE):
             self._prepare_rebalance(
-                group, f"updating metadata of static member {group_instance_id} ({reason})"
+                group, f"updating metadata of static member {group_instance_id} ({request.why})"
             )
 
     def _do_current_member_join(
-        self,
-        group: GroupMetadata,
-        client_id: str,
-        client_host: str,
-        rebalance_timeout_ms: int,
-        session_timeout_ms: int,
-        protocol_type: str,
-        protocols: list[tuple[str, bytes]],
-        callback: JoinCallback,
-        reason: str,
-        *,
-        member_id: str,
-        group_instance_id: str | None,
+        self, group: GroupMetadata, request: JoinRequest, callback: JoinCallback
     ) -> None:
-        if group.is_in(GroupState.DEAD):
-            callback(JoinResult(ErrorCode.COORDINATOR_NOT_AVAILABLE, member_id))
-            return
-        if not group.supports_protocols(protocol_type, [p for p, _ in protocols]):
-            callback(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id))
-            return
+        member_id = request.member_id
+        instance_id = request.group_instance_id
         if group.is_pending_member(member_id):
-            if group_instance_id is not None:
+            if instance_id is not None:
                 callback(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id))
                 return
             self._add_member_and_rebalance(
                 group,
                 member_id,
-                None,
-                client_id,
-                client_host,
-                rebalance_timeout_ms,
-                session_timeout_ms,
-                protocol_type,
-                protocols,
+                request,
                 callback,
-                f"pending member {member_id} joined ({reason})",
+                f"pending member {member_id} joined ({request.why})",
             )
             return
-        if group.is_static_member_fenced(group_instance_id, member_id):
+        if group.is_static_member_fenced(instance_id, member_id):
             callback(JoinResult(ErrorCode.FENCED_INSTANCE_ID, member_id))
             return
         member = group.members.get(member_id)
-        if member is None or (
-            group_instance_id is not None and group_instance_id not in group.static_members
-        ):
+        if member is None or (instance_id is not None and instance_id not in group.static_members):
             callback(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id))
             return
-        update = (
-            group,
-            member,
-            protocols,
-            rebalance_timeout_ms,
-            session_timeout_ms,
-            callback,
-        )
+        changed = not member.matches(request.protocols)
         if group.is_in(GroupState.PREPARING_REBALANCE):
             self._update_member_and_rebalance(
-                *update, f"member {member_id} joining during a rebalance ({reason})"
+                group,
+                member,
+                request,
+                callback,
+                f"member {member_id} joining during a rebalance ({request.why})",
             )
         elif group.is_in(GroupState.COMPLETING_REBALANCE):
-            if member.matches(protocols):
-                # it missed the JoinGroup answer: the same answer again
-                callback(
-                    JoinResult(
-                        ErrorCode.NONE,
-                        member_id,
-                        group.generation_id,
-                        group.protocol_type,
-                        group.protocol_name,
-                        group.leader_id or "",
-                        group.current_member_metadata() if group.is_leader(member_id) else [],
-                    )
+            if changed:
+                self._update_member_and_rebalance(
+                    group,
+                    member,
+                    request,
+                    callback,
+                    f"member {member_id} changed its metadata ({request.why})",
                 )
             else:
-                self._update_member_and_rebalance(
-                    *update, f"member {member_id} changed its metadata ({reason})"
-                )
+                # it missed the JoinGroup answer: the same answer again
+                callback(self._join_ok(group, member_id, leader_gets_members=True))
         elif group.is_in(GroupState.STABLE):
             if group.is_leader(member_id):
                 # the leader may rejoin to force a rebalance (topic metadata changed...)
                 self._update_member_and_rebalance(
-                    *update, f"leader {member_id} rejoined ({reason})"
+                    group, member, request, callback, f"leader {member_id} rejoined ({request.why})"
                 )
-            elif not member.matches(protocols):
+            elif changed:
                 self._update_member_and_rebalance(
-                    *update, f"member {member_id} changed its metadata ({reason})"
+                    group,
+                    member,
+                    request,
+                    callback,
+                    f"member {member_id} changed its metadata ({request.why})",
                 )
             else:
-                callback(
-                    JoinResult(
-                        ErrorCode.NONE,
-                        member_id,
-                        group.generation_id,
-                        group.protocol_type,
-                        group.protocol_name,
-                        group.leader_id or "",
-                        [],
-                    )
-                )
+                callback(self._join_ok(group, member_id, leader_gets_members=False))
         else:
             callback(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id))
 

@@ -12,6 +12,7 @@ import asyncio
 from broker.coordinator_runtime import client_host, future_callback, runtime
 from broker.dispatch import RequestContext
 from broker.registry import error_response, handler
+from coordination.group_coordinator import JoinRequest
 from coordination.group_metadata import JoinResult
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
@@ -49,19 +50,21 @@ async def handle_join_group(ctx: RequestContext, request: Struct) -> Struct:
         rebalance_timeout = request.session_timeout_ms
     future, callback = future_callback(asyncio.get_running_loop(), JoinResult)
     runtime(ctx.broker).groups.join_group(
-        group_id=request.group_id,
-        member_id=request.member_id or "",
-        group_instance_id=instance_id,
-        require_known_member_id=version >= 4 and instance_id is None,
-        client_id=ctx.header.client_id or "",
-        client_host=client_host(ctx),
-        rebalance_timeout_ms=rebalance_timeout,
-        session_timeout_ms=request.session_timeout_ms,
-        protocol_type=request.protocol_type,
-        protocols=[(p.name, bytes(p.metadata)) for p in request.protocols],
-        callback=callback,
-        supports_skip_assignment=version >= 9,
-        reason=request.reason if version >= 8 else None,
+        JoinRequest(
+            group_id=request.group_id,
+            member_id=request.member_id or "",
+            group_instance_id=instance_id,
+            require_known_member_id=version >= 4 and instance_id is None,
+            client_id=ctx.header.client_id or "",
+            client_host=client_host(ctx),
+            rebalance_timeout_ms=rebalance_timeout,
+            session_timeout_ms=request.session_timeout_ms,
+            protocol_type=request.protocol_type,
+            protocols=[(p.name, bytes(p.metadata)) for p in request.protocols],
+            supports_skip_assignment=version >= 9,
+            reason=request.reason if version >= 8 else None,
+        ),
+        callback,
     )
     result = await future
     return _response(result, version)

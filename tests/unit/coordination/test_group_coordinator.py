@@ -15,6 +15,7 @@ from coordination.group_coordinator import (
     CoordinatorWriteError,
     GroupConfig,
     GroupCoordinator,
+    JoinRequest,
     java_string_hash,
     partition_for,
 )
@@ -113,18 +114,20 @@ class Harness:
     ) -> list[JoinResult]:
         out: list[JoinResult] = []
         self.gc.join_group(
-            group_id=group,
-            member_id=member_id,
-            group_instance_id=instance,
-            require_known_member_id=require_known,
-            client_id="client",
-            client_host="/127.0.0.1",
-            rebalance_timeout_ms=rebalance_ms,
-            session_timeout_ms=session_ms,
-            protocol_type="consumer",
-            protocols=protocols or [("range", encode_subscription(["t"]))],
-            callback=out.append,
-            supports_skip_assignment=skip,
+            JoinRequest(
+                group_id=group,
+                member_id=member_id,
+                group_instance_id=instance,
+                require_known_member_id=require_known,
+                client_id="client",
+                client_host="/127.0.0.1",
+                rebalance_timeout_ms=rebalance_ms,
+                session_timeout_ms=session_ms,
+                protocol_type="consumer",
+                protocols=protocols or [("range", encode_subscription(["t"]))],
+                supports_skip_assignment=skip,
+            ),
+            out.append,
         )
         return out
 
