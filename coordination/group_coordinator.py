@@ -417,6 +417,26 @@ class GroupCoordinator:
             return ErrorCode.NOT_COORDINATOR
         return None
 
+    def _check_member(
+        self,
+        group: GroupMetadata,
+        member_id: str,
+        group_instance_id: str | None,
+        generation_id: int,
+    ) -> ErrorCode | None:
+        """Kafka's checks of a request from a member (SyncGroup, Heartbeat, OffsetCommit), in
+        its order: the group is gone, the static member was fenced, the member is unknown, the
+        generation is not the group's."""
+        if group.is_in(GroupState.DEAD):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if group.is_static_member_fenced(group_instance_id, member_id):
+            return ErrorCode.FENCED_INSTANCE_ID
+        if not group.has(member_id):
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if generation_id != group.generation_id:
+            return ErrorCode.ILLEGAL_GENERATION
+        return None
+
     def _new_group(self, group_id: str, now_ms: int) -> GroupMetadata:
         group = GroupMetadata(group_id, self.partition_for(group_id), now_ms)
         self._groups[group_id] = group
@@ -1020,14 +1040,9 @@ class GroupCoordinator:
             if group is None:
                 callback(SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
                 return
-            if group.is_in(GroupState.DEAD):
-                callback(SyncResult(ErrorCode.COORDINATOR_NOT_AVAILABLE))
-            elif group.is_static_member_fenced(group_instance_id, member_id):
-                callback(SyncResult(ErrorCode.FENCED_INSTANCE_ID))
-            elif not group.has(member_id):
-                callback(SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
-            elif generation_id != group.generation_id:
-                callback(SyncResult(ErrorCode.ILLEGAL_GENERATION))
+            error = self._check_member(group, member_id, group_instance_id, generation_id)
+            if error is not None:
+                callback(SyncResult(error))
             elif (protocol_type is not None and protocol_type != group.protocol_type) or (
                 protocol_name is not None and protocol_name != group.protocol_name
             ):
@@ -1082,18 +1097,12 @@ class GroupCoordinator:
             group = self._groups.get(group_id)
             if group is None:
                 return ErrorCode.UNKNOWN_MEMBER_ID
-            if group.is_in(GroupState.DEAD):
-                return ErrorCode.COORDINATOR_NOT_AVAILABLE
-            if group.is_static_member_fenced(group_instance_id, member_id):
-                return ErrorCode.FENCED_INSTANCE_ID
-            member = group.members.get(member_id)
-            if member is None:
-                return ErrorCode.UNKNOWN_MEMBER_ID
-            if generation_id != group.generation_id:
-                return ErrorCode.ILLEGAL_GENERATION
+            error = self._check_member(group, member_id, group_instance_id, generation_id)
+            if error is not None:
+                return error
             if group.is_in(GroupState.EMPTY):
                 return ErrorCode.UNKNOWN_MEMBER_ID
-            self._complete_and_schedule_next_heartbeat(group, member)
+            self._complete_and_schedule_next_heartbeat(group, group.members[member_id])
             if group.is_in(GroupState.PREPARING_REBALANCE):
                 return ErrorCode.REBALANCE_IN_PROGRESS
             return ErrorCode.NONE
@@ -1181,16 +1190,11 @@ class GroupCoordinator:
         group_instance_id: str | None,
         generation_id: int,
     ) -> ErrorCode | None:
+        if generation_id >= 0 or member_id != UNKNOWN_MEMBER_ID or group_instance_id is not None:
+            return self._check_member(group, member_id, group_instance_id, generation_id)
+        # a commit from outside the group (a "simple" consumer, an admin tool)
         if group.is_in(GroupState.DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        if generation_id >= 0 or member_id != UNKNOWN_MEMBER_ID or group_instance_id is not None:
-            if group.is_static_member_fenced(group_instance_id, member_id):
-                return ErrorCode.FENCED_INSTANCE_ID
-            if not group.has(member_id):
-                return ErrorCode.UNKNOWN_MEMBER_ID
-            if generation_id != group.generation_id:
-                return ErrorCode.ILLEGAL_GENERATION
-            return None
         if not group.is_in(GroupState.EMPTY):
             # commits without membership while the group has members would undo theirs
             return ErrorCode.UNKNOWN_MEMBER_ID
