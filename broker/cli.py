@@ -11,6 +11,8 @@ import sys
 import uvloop
 
 from broker.config import BrokerConfig, ConfigError
+from storage.dump import dump_files
+from storage.util import INT32_MAX
 
 log = logging.getLogger("odradek")
 
@@ -60,15 +62,34 @@ def main(argv: list[str] | None = None) -> int:
         help="set a configuration key (repeatable)",
     )
     serve.add_argument("--log-level", default="INFO")
-    dump = sub.add_parser("dump-log", help="print the batches (and records) of segment files")
-    dump.add_argument("files", nargs="+")
-    dump.add_argument("--records", action="store_true", help="print every record too")
+    dump = sub.add_parser(
+        "dump-log",
+        help="print the batches (and records) of segment files",
+        description="Print the batches (and records) of log segments and their indexes, "
+        "like kafka-dump-log.",
+    )
+    dump.add_argument("paths", nargs="*", metavar="FILE", help=".log, .index or .timeindex")
+    dump.add_argument("--files", default="", help="comma-separated files (Kafka's spelling)")
+    dump.add_argument(
+        "--records",
+        "--deep-iteration",
+        dest="records",
+        action="store_true",
+        help="print every record, not only batches",
+    )
+    dump.add_argument(
+        "--print-data-log", action="store_true", help="print keys and values (implies --records)"
+    )
+    dump.add_argument("--max-bytes", type=int, default=INT32_MAX)
     args = parser.parse_args(argv)
 
     if args.command == "dump-log":
-        from storage.dump import main as dump_main
-
-        return int(dump_main([*args.files, *(["--records"] if args.records else [])]))
+        paths = [*args.paths, *(p for p in args.files.split(",") if p)]
+        if not paths:
+            dump.error("no files given")
+        return dump_files(
+            paths, records=args.records, print_data=args.print_data_log, max_bytes=args.max_bytes
+        )
 
     _setup_logging(args.log_level)
     try:

@@ -1,9 +1,7 @@
-"""``odradek dump-log FILE...``: prints segment and index files the way kafka-dump-log does.
+"""Prints segment and index files the way kafka-dump-log does (``odradek dump-log FILE...``,
+whose arguments :mod:`broker.cli` parses before calling :func:`dump_files`).
 
-``main(argv)`` parses ``FILE... [--records] [--print-data-log] [--max-bytes N]`` (``--files
-a,b`` and ``--deep-iteration`` as in Kafka are accepted too) and returns an exit status;
-:func:`dump_files` is the same without argument parsing. Output lines follow Kafka's
-DumpLogSegments so scripts written against it keep working::
+Output lines follow Kafka's DumpLogSegments so scripts written against it keep working::
 
     Dumping 00000000000000000000.log
     Log starting offset: 0
@@ -13,7 +11,6 @@ DumpLogSegments so scripts written against it keep working::
 
 from __future__ import annotations
 
-import argparse
 import struct
 import sys
 from collections.abc import Sequence
@@ -274,35 +271,3 @@ def dump_files(
             err.write(f"{path}: {e}\n")
             status = 1
     return status
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="odradek dump-log",
-        description="Print the batches (and records) of log segments and their indexes, "
-        "like kafka-dump-log.",
-    )
-    parser.add_argument("paths", nargs="*", metavar="FILE", help=".log, .index or .timeindex")
-    parser.add_argument("--files", default="", help="comma-separated files (Kafka's spelling)")
-    parser.add_argument(
-        "--records",
-        "--deep-iteration",
-        dest="records",
-        action="store_true",
-        help="print every record, not only batches",
-    )
-    parser.add_argument(
-        "--print-data-log", action="store_true", help="print keys and values (implies --records)"
-    )
-    parser.add_argument("--max-bytes", type=int, default=INT32_MAX)
-    args = parser.parse_args(argv)
-    paths = list(args.paths) + [p for p in args.files.split(",") if p]
-    if not paths:
-        parser.error("no files given")
-    return dump_files(
-        paths, records=args.records, print_data=args.print_data_log, max_bytes=args.max_bytes
-    )
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

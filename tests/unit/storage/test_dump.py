@@ -3,7 +3,7 @@ import io
 from protocol.records import control, legacy
 from protocol.records.record import SimpleRecord
 from storage.config import LogConfig
-from storage.dump import dump_files, main
+from storage.dump import dump_files
 from storage.loader import load_log
 from tests.unit.storage.util import FakeClock, make_batch
 
@@ -91,14 +91,6 @@ def test_indexes_and_trailing_garbage(tmp_path):
     assert "timestamp: 2000 offset: 4" in out
     assert "Found 7 invalid bytes at the end of 00000000000000000000.log" in out
     assert "Ignoring unknown file" in err and not err.count("Mismatches")
-
-
-def test_main_parses_kafka_options(tmp_path, capsys):
-    directory = build(tmp_path)
-    log_file = directory / "00000000000000000000.log"
-    assert main(["--files", str(log_file), "--deep-iteration"]) == 0
-    assert "| offset: 0" in capsys.readouterr().out
-    assert main([str(tmp_path / "missing.log")]) == 1
 
 
 def test_legacy_messages(tmp_path):
