@@ -50,6 +50,7 @@ from coordination.group_metadata import (
     SyncCallback,
     SyncResult,
     Timer,
+    TokenTimer,
 )
 from coordination.group_records import (
     CorruptGroupRecord,
@@ -238,7 +239,6 @@ class GroupCoordinator:
         self._loading: dict[int, int] = {}
         self._load_ids = 0
         self._active = False
-        self._tokens = 0
         self._cleanup_timer: Timer | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------------
@@ -452,9 +452,12 @@ class GroupCoordinator:
 
         return self._scheduler.schedule(max(delay_ms, 0), run)
 
-    def _next_token(self) -> int:
-        self._tokens += 1
-        return self._tokens
+    def _schedule_token(self, delay_ms: int, fn: Callable[[TokenTimer], None]) -> TokenTimer:
+        """A timer whose callback is handed the timer itself, to check that its group or member
+        still holds it (a cancelled timer may already be waiting for the lock to fire)."""
+        token = TokenTimer()
+        token.timer = self._schedule(delay_ms, lambda: fn(token))
+        return token
 
     def _is_current(self, group: GroupMetadata) -> bool:
         return self._groups.get(group.group_id) is group
@@ -468,10 +471,10 @@ class GroupCoordinator:
         member.heartbeat_satisfied = False
         timeout = member.session_timeout_ms if timeout_ms is None else timeout_ms
 
-        def expire() -> None:
+        def expire(timer: TokenTimer) -> None:
             if not self._is_current(group) or group.members.get(member.member_id) is not member:
                 return
-            if member.heartbeat_timer is not timer_cell[0]:
+            if member.heartbeat_timer is not timer:
                 return
             member.heartbeat_timer = None
             if not member.has_satisfied_heartbeat():
@@ -482,26 +485,18 @@ class GroupCoordinator:
                 )
                 self._remove_member_and_update_group(group, member, "session timeout expired")
 
-        timer_cell: list[Timer] = []
-        timer = self._schedule(timeout, expire)
-        timer_cell.append(timer)
-        member.heartbeat_timer = timer
+        member.heartbeat_timer = self._schedule_token(timeout, expire)
 
     def _schedule_pending_member_expiration(
         self, group: GroupMetadata, member_id: str, timeout_ms: int
     ) -> None:
-        token = self._next_token()
-
-        def expire() -> None:
-            if not self._is_current(group) or member_id not in group.pending_members:
-                return
-            if getattr(group.pending_members[member_id], "_token", None) != token:
+        def expire(timer: TokenTimer) -> None:
+            if not self._is_current(group) or group.pending_members.get(member_id) is not timer:
                 return
             log.info("pending member %s in group %s has expired", member_id, group.group_id)
             self._remove_pending_member_and_update_group(group, member_id)
 
-        timer = self._schedule(timeout_ms, expire)
-        group.pending_members[member_id] = _TokenTimer(timer, token)
+        group.pending_members[member_id] = self._schedule_token(timeout_ms, expire)
 
     def _remove_pending_member_and_update_group(self, group: GroupMetadata, member_id: str) -> None:
         timer = group.pending_members.pop(member_id, None)
@@ -547,10 +542,8 @@ class GroupCoordinator:
             self._try_complete_join(group)
 
     def _schedule_initial_delay(self, group: GroupMetadata, delay_ms: int) -> None:
-        token = self._next_token()
-
-        def fire() -> None:
-            if not self._is_current(group) or getattr(group.join_timer, "_token", None) != token:
+        def fire(timer: TokenTimer) -> None:
+            if not self._is_current(group) or group.join_timer is not timer:
                 return
             group.join_timer = None
             remaining = group.initial_delay_remaining_ms or 0
@@ -563,18 +556,16 @@ class GroupCoordinator:
                 group.initial_delay_remaining_ms = None
                 self._on_complete_join(group)
 
-        group.join_timer = _TokenTimer(self._schedule(delay_ms, fire), token)
+        group.join_timer = self._schedule_token(delay_ms, fire)
 
     def _schedule_join_expiration(self, group: GroupMetadata) -> None:
-        token = self._next_token()
-
-        def fire() -> None:
-            if not self._is_current(group) or getattr(group.join_timer, "_token", None) != token:
+        def fire(timer: TokenTimer) -> None:
+            if not self._is_current(group) or group.join_timer is not timer:
                 return
             group.join_timer = None
             self._on_complete_join(group)
 
-        group.join_timer = _TokenTimer(self._schedule(group.rebalance_timeout_ms, fire), token)
+        group.join_timer = self._schedule_token(group.rebalance_timeout_ms, fire)
 
     def _try_complete_join(self, group: GroupMetadata) -> None:
         if (
@@ -632,10 +623,9 @@ class GroupCoordinator:
     def _schedule_pending_sync(self, group: GroupMetadata) -> None:
         group.pending_sync_members = set(group.members)
         generation = group.generation_id
-        token = self._next_token()
 
-        def fire() -> None:
-            if not self._is_current(group) or getattr(group.sync_timer, "_token", None) != token:
+        def fire(timer: TokenTimer) -> None:
+            if not self._is_current(group) or group.sync_timer is not timer:
                 return
             group.sync_timer = None
             if generation != group.generation_id or not group.is_in(
@@ -661,7 +651,7 @@ class GroupCoordinator:
 
         if group.sync_timer is not None:
             group.sync_timer.cancel()
-        group.sync_timer = _TokenTimer(self._schedule(group.rebalance_timeout_ms, fire), token)
+        group.sync_timer = self._schedule_token(group.rebalance_timeout_ms, fire)
 
     def _reset_and_propagate_assignment_error(self, group: GroupMetadata, error: ErrorCode) -> None:
         for member in group.members.values():
@@ -1443,19 +1433,6 @@ class GroupCoordinator:
     def group(self, group_id: str) -> GroupMetadata | None:
         with self._lock:
             return self._groups.get(group_id)
-
-
-class _TokenTimer:
-    """A timer tagged with the token its callback checks (stale callbacks do nothing)."""
-
-    __slots__ = ("_timer", "_token")
-
-    def __init__(self, timer: Timer, token: int) -> None:
-        self._timer = timer
-        self._token = token
-
-    def cancel(self) -> None:
-        self._timer.cancel()
 
 
 def _offset_value(oam: OffsetAndMetadata) -> bytes:

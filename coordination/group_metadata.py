@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Protocol
+from typing import Protocol
 
 from coordination.consumer_protocol import CONSUMER_PROTOCOL_TYPE, subscribed_topics
 from protocol.error_codes import ErrorCode
@@ -27,6 +27,21 @@ class Scheduler(Protocol):
     clock. Callbacks run on the scheduler's thread, never inside ``schedule``."""
 
     def schedule(self, delay_ms: int, callback: Callable[[], None]) -> Timer: ...
+
+
+class TokenTimer:
+    """A group coordinator's timer, and the token its callback checks: the callback is handed
+    this object and does nothing unless its group or member still holds it (a timer cancelled
+    under the coordinator's lock may already be waiting for that lock to fire)."""
+
+    __slots__ = ("timer",)
+
+    def __init__(self) -> None:
+        self.timer: Timer | None = None
+
+    def cancel(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
 
 
 class GroupState(Enum):
@@ -145,7 +160,7 @@ class MemberMetadata:
         self.awaiting_sync: SyncCallback | None = None
         self.is_new = False
         self.heartbeat_satisfied = False
-        self.heartbeat_timer: Timer | None = None
+        self.heartbeat_timer: TokenTimer | None = None
 
     def __repr__(self) -> str:
         return f"Member({self.member_id}, instance={self.group_instance_id})"
@@ -210,7 +225,7 @@ class GroupMetadata:
         #: group.instance.id -> member id
         self.static_members: dict[str, str] = {}
         #: members that were answered MEMBER_ID_REQUIRED and have not joined yet
-        self.pending_members: dict[str, Timer | None] = {}
+        self.pending_members: dict[str, TokenTimer] = {}
         self.pending_sync_members: set[str] = set()
         self.num_members_awaiting_join = 0
         self.supported_protocols: Counter[str] = Counter()
@@ -218,8 +233,8 @@ class GroupMetadata:
         self.subscribed_topics: frozenset[str] | None = None
         self.offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
         #: the delayed join (rebalance) and the pending-sync timers
-        self.join_timer: Timer | None = None
-        self.sync_timer: Timer | None = None
+        self.join_timer: TokenTimer | None = None
+        self.sync_timer: TokenTimer | None = None
         #: (remaining_ms) while the delayed initial rebalance is running, else None
         self.initial_delay_remaining_ms: int | None = None
 
@@ -445,8 +460,8 @@ class GroupMetadata:
             self.transition_to(GroupState.EMPTY, now_ms)
         self.pending_sync_members.clear()
 
-    def all_timers(self) -> list[Any]:
-        timers: list[Any] = [self.join_timer, self.sync_timer]
+    def all_timers(self) -> list[TokenTimer]:
+        timers = [self.join_timer, self.sync_timer]
         timers += [m.heartbeat_timer for m in self.members.values()]
         timers += list(self.pending_members.values())
         return [t for t in timers if t is not None]

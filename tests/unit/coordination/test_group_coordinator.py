@@ -41,10 +41,12 @@ class FakeTimer:
 
 
 class FakeScheduler:
-    """Timers fire only when the test advances the clock."""
+    """Timers fire only when the test advances the clock. ``ignore_cancel``: cancelled timers
+    fire anyway (a cancel that loses the race with a timer already waiting for the lock)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, ignore_cancel: bool = False) -> None:
         self.now = 1_000_000
+        self.ignore_cancel = ignore_cancel
         self._heap: list[tuple[int, int, FakeTimer, Callable[[], None]]] = []
         self._seq = itertools.count()
 
@@ -61,7 +63,7 @@ class FakeScheduler:
         while self._heap and self._heap[0][0] <= target:
             due, _, timer, callback = heapq.heappop(self._heap)
             self.now = max(self.now, due)
-            if not timer.cancelled:
+            if not timer.cancelled or self.ignore_cancel:
                 callback()
         self.now = target
 
@@ -91,8 +93,10 @@ CONFIG = GroupConfig(
 
 
 class Harness:
-    def __init__(self, config: GroupConfig = CONFIG, *, load: bool = True) -> None:
-        self.sched = FakeScheduler()
+    def __init__(
+        self, config: GroupConfig = CONFIG, *, load: bool = True, ignore_cancel: bool = False
+    ) -> None:
+        self.sched = FakeScheduler(ignore_cancel=ignore_cancel)
         self.log = MemoryLog()
         self.gc = GroupCoordinator(config, self.sched, self.log, clock=self.sched.clock)
         self.gc.startup()
@@ -259,6 +263,23 @@ def test_session_timeout_evicts_member_and_rebalances() -> None:
     rejoin = h.join("g", a.member_id)
     assert rejoin[0].error == E.NONE and rejoin[0].generation_id == 2
     assert [m.member_id for m in rejoin[0].members] == [a.member_id]
+
+
+def test_cancelled_timers_that_fire_anyway_do_nothing() -> None:
+    h = Harness(ignore_cancel=True)
+    a, b = h.stable_group(2)
+    for _ in range(10):
+        h.sched.advance(400)
+        assert h.heartbeat("g", a.member_id, 1) == E.NONE
+        assert h.heartbeat("g", b.member_id, 1) == E.NONE
+    group = h.gc.group("g")
+    assert group is not None and group.state == GroupState.STABLE and group.generation_id == 1
+    # b stops: its session timer (the current one) still ends it
+    for _ in range(4):
+        h.sched.advance(400)
+        h.heartbeat("g", a.member_id, 1)
+    assert set(group.members) == {a.member_id}
+    assert group.state == GroupState.PREPARING_REBALANCE
 
 
 def test_rebalance_timeout_drops_members_that_do_not_rejoin() -> None:
