@@ -401,12 +401,27 @@ def zstd_compress(data: Buffer, *, level: int = DEFAULT_ZSTD_LEVEL) -> bytes:
 
 
 def zstd_decompress(data: Buffer, *, max_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> bytes:
-    """zstd frames back to back. Input is fed in steps small enough that no step can produce
-    much more than the remaining budget, so a bomb is stopped early."""
+    """zstd frames back to back.
+
+    A single frame whose header states its content size within the budget is decompressed in
+    one call into a buffer of exactly that size (more output fails). Otherwise (no content size,
+    as the Java client writes, or several frames) input is fed in steps small enough that no
+    step can produce much more than the remaining budget, so a bomb is stopped early."""
     chunks: list[bytes] = []
     total = 0
     rest = memoryview(data)
     try:
+        content_size = zstandard.frame_content_size(rest)
+        if content_size > max_bytes:
+            raise _exceeded(max_bytes)
+        if content_size > 0:
+            try:
+                out: bytes = _ZSTD_DECOMPRESSOR.decompress(
+                    rest, max_output_size=content_size, allow_extra_data=False
+                )
+                return out
+            except zstandard.ZstdError:
+                pass  # more frames follow, or the frame is corrupt: the steps below tell which
         while True:
             content_size = zstandard.frame_content_size(rest)
             if content_size > max_bytes - total:

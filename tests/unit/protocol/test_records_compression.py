@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import struct
 import tracemalloc
 
 import lz4.frame
@@ -167,6 +168,22 @@ def test_zstd_without_content_size_and_several_frames():
     data = PAYLOADS["text"]
     assert c.zstd_decompress(streaming.compress(data)) == data
     assert c.zstd_decompress(streaming.compress(b"ab") + c.zstd_compress(b"cd")) == b"abcd"
+
+
+def test_zstd_frames_with_content_sizes():
+    # one call when a single frame states its size; the stepwise path for several frames
+    data = PAYLOADS["text"]
+    assert c.zstd_decompress(c.zstd_compress(data)) == data
+    assert c.zstd_decompress(c.zstd_compress(b"ab") + c.zstd_compress(b"cd")) == b"abcd"
+    assert c.zstd_decompress(c.zstd_compress(b"") + c.zstd_compress(b"cd")) == b"cd"
+    # a header that understates or overstates the content size is corrupt
+    frame = c.zstd_compress(bytes(range(256)) * 400)
+    assert frame[4] == 0b10100000  # single segment, 4-byte content size at byte 5
+    for claim in (1000, 200_000):
+        lying = bytearray(frame)
+        struct.pack_into("<I", lying, 5, claim)
+        with pytest.raises(CorruptRecord):
+            c.zstd_decompress(bytes(lying))
 
 
 def test_jvm_codecs_both_ways(tmp_path):
