@@ -834,8 +834,7 @@ class _Retry(Exception):
 def _check_retriable(code: int, what: str) -> _Retry:
     """A :class:`_Retry` for a retriable error code; raises the error for any other."""
     error = KafkaErrorResponse(code, what)
-    member = ErrorCode.of(code)
-    if member in _REFRESH_METADATA or member.retriable:
+    if is_retriable(code):
         return _Retry(error)
     raise error
 
