@@ -173,6 +173,29 @@ class ClientConfig:
         return cls(bootstrap_servers=parse_bootstrap_servers(bootstrap), **kwargs)
 
 
+class Backoff:
+    """The wait between retries: ``retry.backoff.ms``, doubled after each failure up to
+    ``retry.backoff.max.ms`` (as Kafka's clients do, without their jitter; a ``retry.backoff.ms``
+    above the maximum gives the maximum throughout). :meth:`reset` after a success."""
+
+    def __init__(self, config: ClientConfig) -> None:
+        self.max_s = config.retry_backoff_max_ms / 1000
+        self.initial_s = min(config.retry_backoff_ms / 1000, self.max_s)
+        self.delay_s = self.initial_s
+
+    def next_delay_s(self) -> float:
+        """The wait before the next retry; the one after will be twice as long (up to the max)."""
+        delay = self.delay_s
+        self.delay_s = min(delay * 2, self.max_s)
+        return delay
+
+    def sleep(self) -> None:
+        time.sleep(self.next_delay_s())
+
+    def reset(self) -> None:
+        self.delay_s = self.initial_s
+
+
 # --- one broker connection -----------------------------------------------------------------------
 
 
@@ -445,6 +468,10 @@ class KafkaClient:
 
     # -- retries ------------------------------------------------------------------------------
 
+    def backoff(self) -> Backoff:
+        """A fresh :class:`Backoff` for one operation's retries, from this client's config."""
+        return Backoff(self.config)
+
     def retrying(
         self, what: str, attempt: Callable[[], T], *, deadline_s: float | None = None
     ) -> T:
@@ -453,21 +480,20 @@ class KafkaClient:
         deadline = time.monotonic() + (
             deadline_s if deadline_s is not None else self.config.default_api_timeout_ms / 1000
         )
-        backoff = self.config.retry_backoff_ms / 1000
+        backoff = self.backoff()
         last: Exception | None = None
         while True:
             try:
                 return attempt()
             except (_Retry, BrokerUnavailable) as e:
                 last = e
-            now = time.monotonic()
-            if now + backoff > deadline:
+            delay = backoff.next_delay_s()
+            if time.monotonic() + delay > deadline:
                 if isinstance(last, _Retry) and last.error is not None:
                     raise last.error from None
                 raise BrokerUnavailable(f"{what}: gave up after retries: {last}") from last
             log.debug("%s: retrying after %s", what, last)
-            time.sleep(backoff)
-            backoff = min(backoff * 2, self.config.retry_backoff_max_ms / 1000)
+            time.sleep(delay)
             self._metadata_at = 0.0
 
     # -- metadata -----------------------------------------------------------------------------

@@ -271,7 +271,7 @@ class Producer:
         """Sends the oldest ready batch of every partition, round after round, until nothing
         is ready (``wait_all``) or the ready bytes are back under the request size."""
         deadline = time.monotonic() + self.options.delivery_timeout_ms / 1000
-        backoff = self.client.config.retry_backoff_ms / 1000
+        backoff = self.client.backoff()
         while True:
             heads = [q.ready[0] for q in self.queues.values() if q.ready]
             if not heads:
@@ -286,14 +286,13 @@ class Producer:
                         f"records not acknowledged within kafka.delivery.timeout.ms "
                         f"({self.options.delivery_timeout_ms} ms): {failed}"
                     )
-                time.sleep(backoff)
-                backoff = min(backoff * 2, 1.0)
+                backoff.sleep()
                 try:
                     self.client.refresh_metadata({b.tp[0] for b in heads})
                 except KafkaClientError as e:
                     log.debug("metadata refresh failed: %s", e)
             else:
-                backoff = self.client.config.retry_backoff_ms / 1000
+                backoff.reset()
 
     def _send_round(self, heads: list[_Batch]) -> str | None:
         """One request per leader with the given batches; returns why some must be retried."""

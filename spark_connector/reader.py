@@ -95,7 +95,7 @@ class _RangeReader:
         self.read_committed = settings.fetch.isolation_level == READ_COMMITTED
         self.transactions = TransactionFilter() if self.read_committed else None
         self.stalled_since: float | None = None
-        self.backoff_s = client.config.retry_backoff_ms / 1000
+        self.backoff = client.backoff()
 
     @property
     def tp_name(self) -> str:
@@ -150,6 +150,7 @@ class _RangeReader:
                             yield to_record_batch(columns, self.topic, self.partition)
                     position = next_position
                     self.stalled_since = None
+                    self.backoff.reset()
                     continue
                 position = self._no_progress(position, until, fetched, scan.truncated)
         finally:
@@ -182,8 +183,7 @@ class _RangeReader:
                 f"(kafkaConsumer.pollTimeoutMs): {why}"
             )
         log.debug("%s; retrying", why)
-        time.sleep(self.backoff_s)
-        self.backoff_s = min(self.backoff_s * 2, 1.0)
+        self.backoff.sleep()
         try:
             self.client.refresh_metadata([self.topic])
         except KafkaClientError as e:
@@ -240,8 +240,7 @@ class _RangeReader:
         if self.stalled_since is None:
             self.stalled_since = now
         if now - self.stalled_since < LOG_END_GRACE_S:
-            time.sleep(self.backoff_s)
-            self.backoff_s = min(self.backoff_s * 2, 1.0)
+            self.backoff.sleep()
             try:
                 self.client.refresh_metadata([self.topic])
             except (KafkaClientError, _Retry) as e:
