@@ -56,9 +56,6 @@ MESSAGE_OVERHEAD_V1: Final = 22
 _ENTRY = struct.Struct(">qiIbb")  # offset, size, crc, magic, attributes
 _INT32 = struct.Struct(">i")
 _INT64 = struct.Struct(">q")
-_HEAD_V0 = struct.Struct(">qiIbb")
-_HEAD_V1 = struct.Struct(">qiIbbq")
-_CRC_AT: Final = 12
 _MAGIC_AT: Final = 16
 
 

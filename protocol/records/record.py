@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Iterator, Sequence
-from enum import IntEnum
 from typing import Final, NamedTuple
 
 from crc32c import crc32c
@@ -61,11 +60,6 @@ from protocol.records.batch import (
 from protocol.records.compression import DEFAULT_MAX_DECOMPRESSED_BYTES
 
 Header = tuple[str, bytes | None]
-
-
-class TimestampType(IntEnum):
-    CREATE_TIME = 0
-    LOG_APPEND_TIME = 1
 
 
 CREATE_TIME: Final = 0
