@@ -78,6 +78,11 @@ class LoopScheduler:
         self.loop = loop
         self._loop_thread = threading.get_ident()
 
+    def now_ms(self) -> int:
+        # CLOCK_MONOTONIC, the clock of asyncio's and uvloop's timers (loop.time() is not for
+        # other threads: uvloop's updates the loop's cached time)
+        return time.monotonic_ns() // 1_000_000
+
     def schedule(self, delay_ms: int, callback: Callable[[], None]) -> _LoopTimer:
         timer = _LoopTimer()
         delay = max(delay_ms, 0) / 1000

@@ -455,7 +455,7 @@ class GroupCoordinator:
     def _schedule_token(self, delay_ms: int, fn: Callable[[TokenTimer], None]) -> TokenTimer:
         """A timer whose callback is handed the timer itself, to check that its group or member
         still holds it (a cancelled timer may already be waiting for the lock to fire)."""
-        token = TokenTimer()
+        token = TokenTimer(self._scheduler.now_ms() + max(delay_ms, 0))
         token.timer = self._schedule(delay_ms, lambda: fn(token))
         return token
 
@@ -465,16 +465,34 @@ class GroupCoordinator:
     def _complete_and_schedule_next_heartbeat(
         self, group: GroupMetadata, member: MemberMetadata, timeout_ms: int | None = None
     ) -> None:
-        """The member has shown it is alive: expect the next sign within its session timeout."""
-        if member.heartbeat_timer is not None:
-            member.heartbeat_timer.cancel()
+        """The member has shown it is alive: expect the next sign within its session timeout.
+
+        Only the member's deadline moves: its one timer is replaced only when it would fire
+        after the new deadline, and a timer that fires before the deadline re-arms itself for
+        the rest. So a heartbeat schedules nothing, and no cancelled timer per heartbeat waits
+        a whole session timeout in the scheduler."""
         member.heartbeat_satisfied = False
         timeout = member.session_timeout_ms if timeout_ms is None else timeout_ms
+        member.heartbeat_deadline_ms = self._scheduler.now_ms() + timeout
+        timer = member.heartbeat_timer
+        if timer is not None:
+            if timer.due_ms <= member.heartbeat_deadline_ms:
+                return
+            timer.cancel()
+        self._schedule_heartbeat_expiration(group, member, timeout)
 
+    def _schedule_heartbeat_expiration(
+        self, group: GroupMetadata, member: MemberMetadata, delay_ms: int
+    ) -> None:
         def expire(timer: TokenTimer) -> None:
             if not self._is_current(group) or group.members.get(member.member_id) is not member:
                 return
             if member.heartbeat_timer is not timer:
+                return
+            remaining = member.heartbeat_deadline_ms - self._scheduler.now_ms()
+            if remaining > 0:
+                # signs of life moved the deadline since this timer was armed
+                self._schedule_heartbeat_expiration(group, member, remaining)
                 return
             member.heartbeat_timer = None
             if not member.has_satisfied_heartbeat():
@@ -485,7 +503,7 @@ class GroupCoordinator:
                 )
                 self._remove_member_and_update_group(group, member, "session timeout expired")
 
-        member.heartbeat_timer = self._schedule_token(timeout, expire)
+        member.heartbeat_timer = self._schedule_token(delay_ms, expire)
 
     def _schedule_pending_member_expiration(
         self, group: GroupMetadata, member_id: str, timeout_ms: int

@@ -28,15 +28,21 @@ class Scheduler(Protocol):
 
     def schedule(self, delay_ms: int, callback: Callable[[], None]) -> Timer: ...
 
+    def now_ms(self) -> int:
+        """The clock delays count in (monotonic milliseconds); callable from any thread."""
+        ...
+
 
 class TokenTimer:
     """A group coordinator's timer, and the token its callback checks: the callback is handed
     this object and does nothing unless its group or member still holds it (a timer cancelled
     under the coordinator's lock may already be waiting for that lock to fire)."""
 
-    __slots__ = ("timer",)
+    __slots__ = ("due_ms", "timer")
 
-    def __init__(self) -> None:
+    def __init__(self, due_ms: int) -> None:
+        #: when it fires, on the scheduler's clock
+        self.due_ms = due_ms
         self.timer: Timer | None = None
 
     def cancel(self) -> None:
@@ -125,6 +131,7 @@ class MemberMetadata:
         "client_host",
         "client_id",
         "group_instance_id",
+        "heartbeat_deadline_ms",
         "heartbeat_satisfied",
         "heartbeat_timer",
         "is_new",
@@ -160,6 +167,9 @@ class MemberMetadata:
         self.awaiting_sync: SyncCallback | None = None
         self.is_new = False
         self.heartbeat_satisfied = False
+        #: on the scheduler's clock: the session ends unless a sign of life moves it
+        self.heartbeat_deadline_ms = 0
+        #: the one session timer; it re-arms itself while the deadline lies ahead
         self.heartbeat_timer: TokenTimer | None = None
 
     def __repr__(self) -> str:

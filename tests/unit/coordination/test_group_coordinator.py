@@ -47,14 +47,20 @@ class FakeScheduler:
     def __init__(self, *, ignore_cancel: bool = False) -> None:
         self.now = 1_000_000
         self.ignore_cancel = ignore_cancel
+        #: how many timers were ever scheduled
+        self.scheduled = 0
         self._heap: list[tuple[int, int, FakeTimer, Callable[[], None]]] = []
         self._seq = itertools.count()
 
     def clock(self) -> int:
         return self.now
 
+    def now_ms(self) -> int:
+        return self.now
+
     def schedule(self, delay_ms: int, callback: Callable[[], None]) -> FakeTimer:
         timer = FakeTimer()
+        self.scheduled += 1
         heapq.heappush(self._heap, (self.now + delay_ms, next(self._seq), timer, callback))
         return timer
 
@@ -263,6 +269,27 @@ def test_session_timeout_evicts_member_and_rebalances() -> None:
     rejoin = h.join("g", a.member_id)
     assert rejoin[0].error == E.NONE and rejoin[0].generation_id == 2
     assert [m.member_id for m in rejoin[0].members] == [a.member_id]
+
+
+def test_heartbeats_move_the_deadline_without_scheduling_timers() -> None:
+    h = Harness()
+    a, b = h.stable_group(2)
+    before = h.sched.scheduled
+    for _ in range(20):
+        h.sched.advance(100)
+        assert h.heartbeat("g", a.member_id, 1) == E.NONE
+        assert h.heartbeat("g", b.member_id, 1) == E.NONE
+    # 40 heartbeats over two session timeouts: each member's timer re-armed itself about twice
+    # (plus the offset expiration checks), not once per heartbeat
+    assert h.sched.scheduled - before <= 8
+    # the session still ends one session timeout after the last heartbeat
+    for _ in range(9):
+        h.sched.advance(100)
+        h.heartbeat("g", a.member_id, 1)
+    group = h.gc.group("g")
+    assert group is not None and group.has(b.member_id)
+    h.sched.advance(100)
+    assert not group.has(b.member_id)
 
 
 def test_cancelled_timers_that_fire_anyway_do_nothing() -> None:
