@@ -598,8 +598,3 @@ def to_record_batch(columns: Columns, topic: str, partition: int) -> pa.RecordBa
         arrays.append(columns.headers)
         return pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA_WITH_HEADERS)
     return pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA)
-
-
-def empty_record_batch(include_headers: bool) -> pa.RecordBatch:
-    schema = ARROW_SCHEMA_WITH_HEADERS if include_headers else ARROW_SCHEMA
-    return pa.RecordBatch.from_pylist([], schema)

@@ -259,9 +259,6 @@ class BrokerConnection:
             raise KafkaErrorResponse(body.error_code, f"ApiVersions from {self.host}:{self.port}")
         self.versions = {k.api_key: (k.min_version, k.max_version) for k in body.api_keys}
 
-    def supports(self, api_key: int) -> bool:
-        return self.version_for(api_key, required=False) >= 0
-
     def version_for(self, api_key: int, *, required: bool = True) -> int:
         """The highest version both sides speak (-1 if none and not ``required``)."""
         ours = CLIENT_VERSIONS[api_key]
@@ -403,7 +400,6 @@ class PendingFetch:
     correlation_id: int
     topic: str
     partition: int
-    offset: int
     timeout_s: float
 
 
@@ -550,14 +546,13 @@ class KafkaClient:
         """Every topic the cluster has (internal topics included), with partitions."""
         return dict(self.refresh_metadata(None).topics)
 
-    def partitions_for(
-        self, topics: Iterable[str], *, refresh: bool = True
-    ) -> dict[str, list[int]]:
-        """Partition ids per existing topic (missing topics are left out)."""
+    def partitions_for(self, topics: Iterable[str]) -> dict[str, list[int]]:
+        """Partition ids per existing topic (missing topics are left out), from fresh
+        metadata."""
         topics = list(topics)
         if not topics:
             return {}
-        md = self.refresh_metadata(topics) if refresh else self.ensure_metadata(topics)
+        md = self.refresh_metadata(topics)
         return {t: sorted(md.topics[t].partitions) for t in topics if t in md.topics}
 
     def leader_for(self, topic: str, partition: int) -> int:
@@ -753,7 +748,7 @@ class KafkaClient:
         )
         cid = conn.send(request, version)
         timeout_s = (self.config.request_timeout_ms + max_wait_ms) / 1000
-        return PendingFetch(conn, cid, topic, partition, offset, timeout_s)
+        return PendingFetch(conn, cid, topic, partition, timeout_s)
 
     def receive_fetch(self, pending: PendingFetch) -> FetchedPartition:
         body = pending.connection.receive(pending.correlation_id, timeout_s=pending.timeout_s)
@@ -890,9 +885,3 @@ def shared_client(config: ClientConfig) -> KafkaClient:
     if client is None:
         client = _SHARED[config] = KafkaClient(config)
     return client
-
-
-def drop_shared_client(config: ClientConfig) -> None:
-    client = _SHARED.pop(config, None)
-    if client is not None:
-        client.close()

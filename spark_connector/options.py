@@ -189,13 +189,6 @@ class OffsetSpec:
     def offset_map(self) -> dict[TopicPartition, int]:
         return dict(self.offsets)
 
-    def describe(self) -> str:
-        if self.kind in ("earliest", "latest"):
-            return self.kind
-        if self.kind == "timestamp":
-            return f"timestamp {self.timestamp}"
-        return json.dumps(offsets_to_json(self.offset_map))
-
 
 EARLIEST_SPEC = OffsetSpec("earliest")
 LATEST_SPEC = OffsetSpec("latest")
@@ -238,7 +231,6 @@ class SourceOptions:
     subscription: Subscription
     starting: OffsetSpec
     ending: OffsetSpec | None
-    streaming: bool
     starting_timestamp_strategy: str = "error"
     ending_timestamp_given: bool = False
     max_offsets_per_trigger: int | None = None
@@ -249,8 +241,6 @@ class SourceOptions:
     fail_on_data_loss: bool = True
     include_headers: bool = False
     fetch: FetchSettings = field(default_factory=FetchSettings)
-    fetch_offset_retries: int = 3
-    fetch_offset_retry_interval_ms: int = 10
 
     @property
     def isolation_level(self) -> int:
@@ -353,9 +343,7 @@ def _subscription(options: Mapping[str, str]) -> Subscription:
     return Subscription("assign", assigned=parse_assign(text))
 
 
-def _offset_spec(
-    options: Mapping[str, str], which: str, streaming: bool
-) -> tuple[OffsetSpec | None, bool]:
+def _offset_spec(options: Mapping[str, str], which: str) -> tuple[OffsetSpec | None, bool]:
     """(spec, given by timestamp) for ``which`` = "starting" or "ending"; None if not given.
 
     Precedence as in Spark: ``<which>Timestamp``, then ``<which>OffsetsByTimestamp``, then
@@ -400,8 +388,8 @@ def parse_source_options(raw: Mapping[str, Any], *, streaming: bool) -> SourceOp
     client = _client_config(options, "source")
     subscription = _subscription(options)
 
-    starting, _ = _offset_spec(options, "starting", streaming)
-    ending, ending_by_ts = _offset_spec(options, "ending", streaming)
+    starting, _ = _offset_spec(options, "starting")
+    ending, ending_by_ts = _offset_spec(options, "ending")
     if streaming:
         if ending is not None:
             raise OptionError(
@@ -467,6 +455,10 @@ def parse_source_options(raw: Mapping[str, Any], *, streaming: bool) -> SourceOp
     min_per_trigger = _int(options, "minoffsetspertrigger", None)
     delay_text = options.get("maxtriggerdelay")
     delay_ms = parse_duration_ms(delay_text, "maxTriggerDelay") if delay_text else 15 * 60_000
+    # Accepted for compatibility (docs/spark.md) and checked, but nothing uses them: offsets are
+    # looked up with the client's own retries.
+    _int(options, "fetchoffset.numretries", None, minimum=0)
+    _int(options, "fetchoffset.retryintervalms", None, minimum=0)
     if (
         max_per_trigger is not None
         and min_per_trigger is not None
@@ -482,7 +474,6 @@ def parse_source_options(raw: Mapping[str, Any], *, streaming: bool) -> SourceOp
         subscription=subscription,
         starting=starting,
         ending=ending,
-        streaming=streaming,
         starting_timestamp_strategy=strategy,
         ending_timestamp_given=ending_by_ts,
         max_offsets_per_trigger=max_per_trigger if streaming else None,
@@ -493,9 +484,6 @@ def parse_source_options(raw: Mapping[str, Any], *, streaming: bool) -> SourceOp
         fail_on_data_loss=_bool(options, "failondataloss", True),
         include_headers=_bool(options, "includeheaders", False),
         fetch=fetch,
-        fetch_offset_retries=_int(options, "fetchoffset.numretries", 3, minimum=0) or 0,
-        fetch_offset_retry_interval_ms=_int(options, "fetchoffset.retryintervalms", 10, minimum=0)
-        or 0,
     )
 
 

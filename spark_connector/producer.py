@@ -193,9 +193,6 @@ class Producer:
             )
         return count
 
-    def check_topic(self, topic: str) -> None:
-        self.partitions_of(topic)
-
     # -- appending ------------------------------------------------------------------------------
 
     def append(

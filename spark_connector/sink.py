@@ -41,13 +41,7 @@ from pyspark.sql.types import (
 
 from spark_connector.client import KafkaClientError, TopicNotFound, shared_client
 from spark_connector.options import OptionError, SinkOptions
-from spark_connector.producer import (
-    Producer,
-    default_partition,
-    murmur2,
-    shared_producer,
-    stamp_batch,
-)
+from spark_connector.producer import Producer, shared_producer
 
 log = logging.getLogger(__name__)
 
@@ -235,7 +229,4 @@ __all__ = [
     "OdradekStreamWriter",
     "Producer",
     "check_sink_schema",
-    "default_partition",
-    "murmur2",
-    "stamp_batch",
 ]

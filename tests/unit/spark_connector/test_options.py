@@ -73,6 +73,9 @@ def test_keys_are_case_insensitive():
         ({**BASE, "startingOffsetsByTimestampStrategy": "earliest"}, "'error' or 'latest'"),
         ({**BASE, "minPartitions": "0"}, "at least 1"),
         ({**BASE, "startingTimestamp": "-5"}, "at least 0"),
+        # accepted and unused (docs/spark.md), but still checked
+        ({**BASE, "fetchOffset.numRetries": "three"}, "integer"),
+        ({**BASE, "fetchOffset.retryIntervalMs": "-1"}, "at least 0"),
     ],
 )
 def test_bad_source_options_fail_clearly(options, message):
