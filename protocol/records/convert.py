@@ -20,7 +20,7 @@ from protocol.records.batch import Buffer
 from protocol.records.compression import DEFAULT_MAX_DECOMPRESSED_BYTES
 from protocol.records.legacy import MAGIC_V1, build_message_set, expand_message, iter_messages
 from protocol.records.memory import iter_any_batches
-from protocol.records.record import CREATE_TIME, LOG_APPEND_TIME, RecordBatchBuilder
+from protocol.records.record import CREATE_TIME, LOG_APPEND_TIME, build_batch
 
 
 def legacy_to_batch(
@@ -50,15 +50,11 @@ def legacy_to_batch(
         records.extend(batch.records)
     if not records:
         raise InvalidRecord("no messages in the message set")
-    builder = RecordBatchBuilder(
+    return build_batch(
+        records,
         compression=source_codec if compression is None else compression,
         compression_level=compression_level,
-        timestamp_type=CREATE_TIME,
     )
-    append = builder.append
-    for record in records:
-        append(record.value, key=record.key, timestamp=record.timestamp)
-    return builder.build()
 
 
 def batches_to_legacy(

@@ -32,7 +32,7 @@ from typing import Final, NamedTuple
 
 from protocol.errors import CorruptRecord, LocalProtocolError
 from protocol.records import compression as _compression
-from protocol.records.batch import LOG_OVERHEAD, NO_TIMESTAMP, Buffer
+from protocol.records.batch import LOG_OVERHEAD, NO_TIMESTAMP, Buffer, batch_size_at
 from protocol.records.compression import DEFAULT_MAX_DECOMPRESSED_BYTES
 from protocol.records.record import (
     CREATE_TIME,
@@ -196,15 +196,6 @@ def read_message(buf: Buffer, pos: int = 0, *, verify_crc: bool = True) -> Legac
     return LegacyMessage(offset, magic, attributes, timestamp, key, value, crc, size)
 
 
-def _partial_at(buf: Buffer, pos: int) -> bool:
-    """True if the entry at ``pos`` is cut short by the end of ``buf``."""
-    remaining = len(buf) - pos
-    if remaining < LOG_OVERHEAD:
-        return True
-    message_size: int = _INT32.unpack_from(buf, pos + 8)[0]
-    return message_size + LOG_OVERHEAD > remaining
-
-
 def iter_messages(
     buf: Buffer, *, verify_crc: bool = True, allow_partial: bool = False
 ) -> Iterator[tuple[int, LegacyMessage]]:
@@ -213,8 +204,8 @@ def iter_messages(
     pos = 0
     end = len(buf)
     while pos < end:
-        if allow_partial and _partial_at(buf, pos):
-            return
+        if allow_partial and (end - pos < LOG_OVERHEAD or pos + batch_size_at(buf, pos) > end):
+            return  # cut short by the end of buf
         message = read_message(buf, pos, verify_crc=verify_crc)
         yield pos, message
         pos += message.size
