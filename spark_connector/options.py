@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from protocol.errors import UnsupportedCompression
+from protocol.messages.list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from protocol.records.compression import CompressionType
 from spark_connector.client import (
     READ_COMMITTED,
@@ -30,10 +31,6 @@ from spark_connector.client import (
 )
 
 TopicPartition = tuple[str, int]
-
-#: The sentinels Spark's Kafka source accepts in per-partition offset JSON.
-LATEST = -1
-EARLIEST = -2
 
 
 class OptionError(ValueError):
@@ -370,7 +367,7 @@ def _offset_spec(options: Mapping[str, str], which: str) -> tuple[OffsetSpec | N
         return OffsetSpec(text.lower()), False
     mapping = parse_partition_map(text, f"{which}Offsets")
     for tp, offset in mapping.items():
-        if offset < EARLIEST:
+        if offset < EARLIEST_TIMESTAMP:  # -2 earliest and -1 latest, as in ListOffsets
             raise OptionError(
                 f"option '{which}Offsets': offset {offset} for {tp[0]}-{tp[1]} is invalid "
                 "(use -2 for earliest, -1 for latest)"
@@ -405,12 +402,12 @@ def parse_source_options(raw: Mapping[str, Any], *, streaming: bool) -> SourceOp
         if ending.kind == "earliest":
             raise OptionError("endingOffsets can't be earliest for batch queries")
         for (t, p), offset in starting.offsets if starting.kind == "offsets" else ():
-            if offset == LATEST:
+            if offset == LATEST_TIMESTAMP:
                 raise OptionError(
                     f"startingOffsets for {t}-{p} can't be latest (-1) for batch queries"
                 )
         for (t, p), offset in ending.offsets if ending.kind == "offsets" else ():
-            if offset == EARLIEST:
+            if offset == EARLIEST_TIMESTAMP:
                 raise OptionError(
                     f"endingOffsets for {t}-{p} can't be earliest (-2) for batch queries"
                 )

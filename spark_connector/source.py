@@ -54,11 +54,10 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from protocol.messages.list_offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from spark_connector.client import KafkaClient, TopicPartition, shared_client
 from spark_connector.offsets import OffsetRange, TriggerDelay, plan_ranges, rate_limit
 from spark_connector.options import (
-    EARLIEST,
-    LATEST,
     OffsetSpec,
     OptionError,
     SourceOptions,
@@ -190,9 +189,10 @@ def resolve_offsets(
         return client.latest_offsets(tps, isolation_level=isolation)
     if spec.kind in ("offsets", "timestamps"):
         given = spec.offset_map
-        if options.subscription.kind != "assign" and set(given) != set(tps):
-            missing = sorted(set(tps) - set(given))
-            extra = sorted(set(given) - set(tps))
+        wanted = set(tps)
+        if options.subscription.kind != "assign" and given.keys() != wanted:
+            missing = sorted(wanted - given.keys())
+            extra = sorted(given.keys() - wanted)
             detail = []
             if missing:
                 detail.append("missing " + ", ".join(f"{t}-{p}" for t, p in missing))
@@ -203,13 +203,13 @@ def resolve_offsets(
                 f"option '{key}' must name every partition of the subscribed topics "
                 f"({'; '.join(detail)})"
             )
-        given = {tp: v for tp, v in given.items() if tp in set(tps)}
+        given = {tp: v for tp, v in given.items() if tp in wanted}
     else:
         assert spec.timestamp is not None
         given = dict.fromkeys(tps, spec.timestamp)
     if spec.kind == "offsets":
-        earliest = [tp for tp, o in given.items() if o == EARLIEST]
-        latest = [tp for tp, o in given.items() if o == LATEST]
+        earliest = [tp for tp, o in given.items() if o == EARLIEST_TIMESTAMP]
+        latest = [tp for tp, o in given.items() if o == LATEST_TIMESTAMP]
         out = dict(given)
         out.update(client.earliest_offsets(earliest))
         out.update(client.latest_offsets(latest, isolation_level=isolation))
