@@ -25,12 +25,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from coordination.errors import (
-    InvalidPartitions,
-    InvalidReplicaAssignment,
-    TopicExists,
-    UnknownTopic,
-)
+from coordination.errors import InvalidPartitions, TopicExists, UnknownTopic
 from coordination.metadata import (
     BrokerInfo,
     ClusterView,
@@ -38,9 +33,11 @@ from coordination.metadata import (
     PartitionState,
     TopicMetadata,
     assign_replicas,
+    new_partition_states,
     random_kafka_uuid,
     uuid_from_base64,
     uuid_to_base64,
+    validate_assignment,
     validate_topic_name,
 )
 from storage.files import write_atomically
@@ -168,37 +165,6 @@ class EmbeddedMetadataStore(MetadataStore):
 
     # -- changes -----------------------------------------------------------------------------
 
-    def _partitions(
-        self,
-        count: int,
-        first: int,
-        replication_factor: int,
-        assignment: Sequence[Sequence[int]] | None,
-    ) -> list[PartitionState]:
-        brokers = list(self._view.brokers.values())
-        if assignment is not None:
-            if len(assignment) != count:
-                raise InvalidReplicaAssignment(
-                    f"Replica assignment has {len(assignment)} partitions, expected {count}"
-                )
-            for replicas in assignment:
-                if not replicas or len(set(replicas)) != len(replicas):
-                    raise InvalidReplicaAssignment("Duplicate or empty replica assignment")
-                unknown = set(replicas) - set(self._view.brokers)
-                if unknown:
-                    raise InvalidReplicaAssignment(
-                        f"Unknown broker(s) {sorted(unknown)} in assignment"
-                    )
-            layout = [list(r) for r in assignment]
-        else:
-            layout = assign_replicas(brokers, count, replication_factor, first_partition=first)
-        return [
-            PartitionState(
-                partition=first + i, leader=r[0], leader_epoch=0, replicas=tuple(r), isr=tuple(r)
-            )
-            for i, r in enumerate(layout)
-        ]
-
     def create_topic(
         self,
         name: str,
@@ -210,16 +176,19 @@ class EmbeddedMetadataStore(MetadataStore):
         internal: bool = False,
         validate_only: bool = False,
     ) -> TopicMetadata:
-        validate_topic_name(name)
         with self._lock:
             if name in self._view.topics:
                 raise TopicExists(f"Topic '{name}' already exists.")
-            count = len(assignment) if assignment is not None else num_partitions
-            parts = self._partitions(count, 0, replication_factor, assignment)
+            validate_topic_name(name, existing=self._view.topics)
+            if assignment is not None:
+                layout = validate_assignment(assignment, self._view.brokers)
+            else:
+                brokers = list(self._view.brokers.values())
+                layout = assign_replicas(brokers, num_partitions, replication_factor)
             topic = TopicMetadata(
                 name=name,
                 topic_id=random_kafka_uuid(),
-                partitions=tuple(parts),
+                partitions=new_partition_states(layout),
                 configs=MappingProxyType(dict(configs)),
                 internal=internal,
             )
@@ -258,11 +227,23 @@ class EmbeddedMetadataStore(MetadataStore):
                     "increase."
                 )
             rf = len(topic.partitions[0].replicas) if topic.partitions else 1
-            new = self._partitions(total_count - current, current, rf, assignment)
+            if assignment is not None:
+                layout = validate_assignment(
+                    assignment,
+                    self._view.brokers,
+                    replication_factor=rf,
+                    partitions_added=total_count - current,
+                )
+            else:
+                brokers = list(self._view.brokers.values())
+                layout = assign_replicas(
+                    brokers, total_count - current, rf, first_partition=current
+                )
+            new = new_partition_states(layout, first_partition=current)
             updated = TopicMetadata(
                 topic.name,
                 topic.topic_id,
-                topic.partitions + tuple(new),
+                topic.partitions + new,
                 topic.configs,
                 topic.internal,
             )

@@ -15,11 +15,16 @@ import re
 import threading
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from coordination.errors import InvalidPartitions, InvalidReplicationFactor, InvalidTopic
+from coordination.errors import (
+    InvalidPartitions,
+    InvalidReplicaAssignment,
+    InvalidReplicationFactor,
+    InvalidTopic,
+)
 
 #: Internal topics Kafka creates itself.
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -30,8 +35,9 @@ MAX_TOPIC_NAME_LENGTH = 249
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
 
 
-def validate_topic_name(name: str) -> None:
-    """Kafka's rules: 1-249 chars of [a-zA-Z0-9._-], not '.' or '..'."""
+def validate_topic_name(name: str, *, existing: Iterable[str] = ()) -> None:
+    """Kafka's rules: 1-249 chars of [a-zA-Z0-9._-], not '.' or '..', and (for a topic about to
+    be created) no collision with an ``existing`` topic (:func:`topics_colliding`)."""
     if not name:
         raise InvalidTopic("Topic name is illegal, it can't be empty")
     if name in (".", ".."):
@@ -45,8 +51,19 @@ def validate_topic_name(name: str) -> None:
             f"Topic name {name} is illegal, it contains a character other than ASCII "
             "alphanumerics, '.', '_' and '-'"
         )
+    collisions = topics_colliding(name, existing)
+    if collisions:
+        raise InvalidTopic(f"Topic '{name}' collides with existing topics: {', '.join(collisions)}")
 
 
+def topics_colliding(name: str, existing: Iterable[str]) -> list[str]:
+    """Kafka's Topic.hasCollision: names equal once '.' is read as '_' (metric names collide)."""
+    key = name.replace(".", "_")
+    return sorted(t for t in existing if t != name and t.replace(".", "_") == key)
+
+
+# storage/checkpoint.py has its own copy (uuid_to_kafka_string, uuid_from_kafka_string) for
+# partition.metadata: storage may not import coordination.
 def uuid_to_base64(u: uuid.UUID) -> str:
     """Kafka's Uuid.toString(): URL-safe base64 of the 16 bytes, without padding (22 chars)."""
     return base64.urlsafe_b64encode(u.bytes).decode().rstrip("=")
@@ -195,6 +212,53 @@ def assign_replicas(
                 k += 1
         result.append(replicas)
     return result
+
+
+def validate_assignment(
+    assignment: Sequence[Sequence[int]],
+    brokers: Collection[int],
+    *,
+    replication_factor: int | None = None,
+    partitions_added: int | None = None,
+) -> list[list[int]]:
+    """Kafka's checks of an explicit replica assignment (CreateTopics, CreatePartitions): one
+    per added partition (``partitions_added``), none empty, no broker twice, only known
+    ``brokers``, and the same number of replicas everywhere (``replication_factor`` too, when
+    given: the existing partitions'). Returns the layout; raises InvalidReplicaAssignment."""
+    if partitions_added is not None and len(assignment) != partitions_added:
+        raise InvalidReplicaAssignment(
+            f"Increasing the number of partitions by {partitions_added} but "
+            f"{len(assignment)} assignments provided."
+        )
+    known = set(brokers)
+    layout = [list(r) for r in assignment]
+    for p, replicas in enumerate(layout):
+        if not replicas:
+            raise InvalidReplicaAssignment(f"Partition {p} has an empty replica assignment")
+        if len(set(replicas)) != len(replicas):
+            raise InvalidReplicaAssignment(
+                f"Duplicate replica assignment found: {replicas} for partition {p}"
+            )
+        unknown = sorted(set(replicas) - known)
+        if unknown:
+            raise InvalidReplicaAssignment(f"Unknown broker(s) in replica assignment: {unknown}")
+    sizes = {len(r) for r in layout}
+    if replication_factor is not None:
+        sizes.add(replication_factor)
+    if len(sizes) > 1:
+        raise InvalidReplicaAssignment("All partitions should have the same number of replicas")
+    return layout
+
+
+def new_partition_states(
+    layout: Sequence[Sequence[int]], *, first_partition: int = 0
+) -> tuple[PartitionState, ...]:
+    """The states of new partitions ``first_partition...``: the first replica leads, every
+    replica is in sync, epochs 0."""
+    return tuple(
+        PartitionState(first_partition + i, r[0], 0, tuple(r), tuple(r))
+        for i, r in enumerate(layout)
+    )
 
 
 def _replica_index(first: int, shift: int, j: int, n: int) -> int:

@@ -47,7 +47,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -500,9 +500,3 @@ def encode_feature_znode(features: Mapping[str, Mapping[str, int]] | None = None
     return to_json(
         {"version": 2, "status": 1, "features": {k: dict(v) for k, v in (features or {}).items()}}
     )
-
-
-def topics_colliding(name: str, existing: Iterable[str]) -> list[str]:
-    """Kafka's Topic.hasCollision: names equal once '.' is read as '_' (metric names collide)."""
-    key = name.replace(".", "_")
-    return sorted(t for t in existing if t != name and t.replace(".", "_") == key)

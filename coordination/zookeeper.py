@@ -75,7 +75,6 @@ from kazoo.retry import KazooRetry
 from coordination import zk_data as zd
 from coordination.errors import (
     InvalidPartitions,
-    InvalidReplicaAssignment,
     InvalidTopic,
     KafkaApiError,
     TopicExists,
@@ -90,8 +89,10 @@ from coordination.metadata import (
     PartitionState,
     TopicMetadata,
     assign_replicas,
+    new_partition_states,
     random_kafka_uuid,
     uuid_to_base64,
+    validate_assignment,
     validate_topic_name,
 )
 from coordination.zk_errors import (
@@ -1203,30 +1204,6 @@ class ZkMetadataStore(MetadataStore):
         except (KazooException, KazooTimeoutError) as e:
             raise _unavailable(e) from e
 
-    def _validate_assignment(
-        self, assignment: Sequence[Sequence[int]], *, replication_factor: int | None = None
-    ) -> list[list[int]]:
-        live = set(self._view.brokers)
-        layout = [list(r) for r in assignment]
-        for p, replicas in enumerate(layout):
-            if not replicas:
-                raise InvalidReplicaAssignment(f"Partition {p} has an empty replica assignment")
-            if len(set(replicas)) != len(replicas):
-                raise InvalidReplicaAssignment(
-                    f"Duplicate replica assignment found: {replicas} for partition {p}"
-                )
-            unknown = sorted(set(replicas) - live)
-            if unknown:
-                raise InvalidReplicaAssignment(
-                    f"Unknown broker(s) in replica assignment: {unknown}"
-                )
-        sizes = {len(r) for r in layout}
-        if replication_factor is not None:
-            sizes.add(replication_factor)
-        if len(sizes) > 1:
-            raise InvalidReplicaAssignment("All partitions should have the same number of replicas")
-        return layout
-
     @staticmethod
     def _random_index(n: int) -> int:
         return uuid.uuid4().int % max(n, 1)
@@ -1242,7 +1219,8 @@ class ZkMetadataStore(MetadataStore):
         internal: bool = False,
         validate_only: bool = False,
     ) -> TopicMetadata:
-        validate_topic_name(name)
+        # before any ZooKeeper path is made of the name
+        validate_topic_name(name, existing=self._view.topics)
         return self._admin(
             lambda: self._create_topic(
                 name,
@@ -1272,13 +1250,8 @@ class ZkMetadataStore(MetadataStore):
             raise TopicExists(f"Topic '{name}' already exists.")
         if self.zk.exists(zd.delete_topic_path(name)) is not None:
             raise TopicExists(f"Topic '{name}' is marked for deletion.")
-        collisions = zd.topics_colliding(name, view.topics)
-        if collisions:
-            raise InvalidTopic(
-                f"Topic '{name}' collides with existing topics: {', '.join(collisions)}"
-            )
         if assignment is not None:
-            layout = self._validate_assignment(assignment)
+            layout = validate_assignment(assignment, view.brokers)
         else:
             brokers = list(view.brokers.values())
             layout = assign_replicas(
@@ -1292,9 +1265,7 @@ class ZkMetadataStore(MetadataStore):
         prospective = TopicMetadata(
             name=name,
             topic_id=topic_id,
-            partitions=tuple(
-                PartitionState(p, r[0], 0, tuple(r), tuple(r)) for p, r in enumerate(layout)
-            ),
+            partitions=new_partition_states(layout),
             configs=MappingProxyType(dict(configs)),
             internal=internal or name in INTERNAL_TOPICS,
         )
@@ -1401,12 +1372,12 @@ class ZkMetadataStore(MetadataStore):
             rf = len(existing)
             new_count = total_count - count
             if assignment is not None:
-                if len(assignment) != new_count:
-                    raise InvalidReplicaAssignment(
-                        f"Increasing the number of partitions by {new_count} but "
-                        f"{len(assignment)} assignments provided."
-                    )
-                layout = self._validate_assignment(assignment, replication_factor=rf)
+                layout = validate_assignment(
+                    assignment,
+                    self._view.brokers,
+                    replication_factor=rf,
+                    partitions_added=new_count,
+                )
             else:
                 brokers = list(self._view.brokers.values())
                 ids = sorted(b.broker_id for b in brokers)
@@ -1420,10 +1391,7 @@ class ZkMetadataStore(MetadataStore):
             updated = TopicMetadata(
                 name=name,
                 topic_id=current.topic_id or ZERO_UUID,
-                partitions=tuple(
-                    PartitionState(p, r[0], 0, tuple(r), tuple(r))
-                    for p, r in sorted(partitions.items())
-                ),
+                partitions=new_partition_states([r for _, r in sorted(partitions.items())]),
                 configs=MappingProxyType(dict(self._view.topics[name].configs))
                 if name in self._view.topics
                 else MappingProxyType({}),

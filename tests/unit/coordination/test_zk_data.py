@@ -137,8 +137,3 @@ def test_security_protocol_map_and_endpoints() -> None:
         zd.parse_security_protocol_map("oops")
     assert zd.parse_endpoint("SSL://[::1]:9093") == Endpoint("SSL", "::1", 9093)
     assert zd.parse_endpoint("PLAINTEXT://:9092") == Endpoint("PLAINTEXT", "", 9092)
-
-
-def test_topic_collisions() -> None:
-    assert zd.topics_colliding("a.b", ["a_b", "a.b", "c"]) == ["a_b"]
-    assert zd.topics_colliding("x", ["y"]) == []

@@ -1,0 +1,75 @@
+"""Topic rules both metadata stores share, and the embedded store following them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from coordination.embedded import EmbeddedMetadataStore
+from coordination.errors import InvalidReplicaAssignment, InvalidTopic
+from coordination.metadata import (
+    BrokerInfo,
+    Endpoint,
+    PartitionState,
+    new_partition_states,
+    topics_colliding,
+    validate_assignment,
+    validate_topic_name,
+)
+
+
+def test_topic_collisions() -> None:
+    assert topics_colliding("a.b", ["a_b", "a.b", "c"]) == ["a_b"]
+    assert topics_colliding("x", ["y"]) == []
+    validate_topic_name("a.b", existing=["a.b", "c"])
+    with pytest.raises(InvalidTopic, match="collides with existing topics: a_b"):
+        validate_topic_name("a.b", existing=["a_b"])
+
+
+def test_validate_assignment() -> None:
+    brokers = {1, 2, 3}
+    assert validate_assignment([(1, 2), (2, 3)], brokers) == [[1, 2], [2, 3]]
+    for bad, message in [
+        ([[1], []], "empty"),
+        ([[1, 1]], "Duplicate"),
+        ([[1, 7]], "Unknown broker"),
+        ([[1, 2], [2]], "same number of replicas"),
+    ]:
+        with pytest.raises(InvalidReplicaAssignment, match=message):
+            validate_assignment(bad, brokers)
+    with pytest.raises(InvalidReplicaAssignment, match="same number of replicas"):
+        validate_assignment([[1, 2]], brokers, replication_factor=3)
+    with pytest.raises(InvalidReplicaAssignment, match="by 2 but 1 assignments"):
+        validate_assignment([[1, 2]], brokers, partitions_added=2)
+
+
+def test_new_partition_states() -> None:
+    assert new_partition_states([[2, 1], [1, 2]], first_partition=3) == (
+        PartitionState(3, 2, 0, (2, 1), (2, 1)),
+        PartitionState(4, 1, 0, (1, 2), (1, 2)),
+    )
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> EmbeddedMetadataStore:
+    broker = BrokerInfo(0, (Endpoint("PLAINTEXT", "localhost", 9092),))
+    s = EmbeddedMetadataStore(tmp_path / "metadata.json", broker)
+    s.start()
+    return s
+
+
+def test_embedded_store_refuses_colliding_names(store: EmbeddedMetadataStore) -> None:
+    store.create_topic("a.b", 1, 1, {})
+    with pytest.raises(InvalidTopic, match="collides"):
+        store.create_topic("a_b", 1, 1, {})
+
+
+def test_embedded_store_checks_added_partitions_like_kafka(store: EmbeddedMetadataStore) -> None:
+    store.create_topic("t", 1, 1, {})
+    with pytest.raises(InvalidReplicaAssignment, match="empty"):
+        store.create_partitions("t", 2, assignment=[[]])
+    with pytest.raises(InvalidReplicaAssignment, match="by 1 but 2 assignments"):
+        store.create_partitions("t", 2, assignment=[[0], [0]])
+    grown = store.create_partitions("t", 2, assignment=[[0]])
+    assert grown.partitions[1] == PartitionState(1, 0, 0, (0,), (0,))
