@@ -12,7 +12,8 @@ Every change writes a new file and renames it over the old one (after fsync), so
 either the old or the new document, never a torn one. Kafka's tools ignore the file: it is not a
 partition directory.
 
-Thread-safety: writers serialise on a lock; readers use the immutable ``view``.
+Thread-safety: writers serialise on a lock; readers use the immutable ``view``. Listeners are
+called after the lock is released, on the writer's thread.
 """
 
 from __future__ import annotations
@@ -156,12 +157,15 @@ class EmbeddedMetadataStore(MetadataStore):
         self.path.parent.mkdir(parents=True, exist_ok=True)
         write_atomically(self.path, data)
 
-    def _publish(self, topics: dict[str, TopicMetadata]) -> None:
+    def _publish(self, topics: dict[str, TopicMetadata]) -> tuple[ClusterView, ClusterView]:
+        """Saves and publishes a new view (under the lock); returns (old, new) for the listeners,
+        which are told after the lock is released: it is not reentrant, and they re-read the
+        current view under their own locks, so the order they hear of changes in is free."""
         old = self._view
         new = ClusterView(old.cluster_id, old.controller_id, old.brokers, MappingProxyType(topics))
         self._save(new)
         self._view = new
-        self._notify(old, new)
+        return old, new
 
     # -- changes -----------------------------------------------------------------------------
 
@@ -192,11 +196,13 @@ class EmbeddedMetadataStore(MetadataStore):
                 configs=MappingProxyType(dict(configs)),
                 internal=internal,
             )
-            if not validate_only:
-                topics = dict(self._view.topics)
-                topics[name] = topic
-                self._publish(topics)
-            return topic
+            if validate_only:
+                return topic
+            topics = dict(self._view.topics)
+            topics[name] = topic
+            change = self._publish(topics)
+        self._notify(*change)
+        return topic
 
     def delete_topic(self, name: str) -> TopicMetadata:
         with self._lock:
@@ -205,8 +211,9 @@ class EmbeddedMetadataStore(MetadataStore):
                 raise UnknownTopic(f"Topic '{name}' does not exist.")
             topics = dict(self._view.topics)
             del topics[name]
-            self._publish(topics)
-            return topic
+            change = self._publish(topics)
+        self._notify(*change)
+        return topic
 
     def create_partitions(
         self,
@@ -247,11 +254,13 @@ class EmbeddedMetadataStore(MetadataStore):
                 topic.configs,
                 topic.internal,
             )
-            if not validate_only:
-                topics = dict(self._view.topics)
-                topics[name] = updated
-                self._publish(topics)
-            return updated
+            if validate_only:
+                return updated
+            topics = dict(self._view.topics)
+            topics[name] = updated
+            change = self._publish(topics)
+        self._notify(*change)
+        return updated
 
     def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> TopicMetadata:
         with self._lock:
@@ -267,8 +276,9 @@ class EmbeddedMetadataStore(MetadataStore):
             )
             topics = dict(self._view.topics)
             topics[name] = updated
-            self._publish(topics)
-            return updated
+            change = self._publish(topics)
+        self._notify(*change)
+        return updated
 
     def allocate_producer_id_block(self, size: int) -> tuple[int, int]:
         with self._lock:

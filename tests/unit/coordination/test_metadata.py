@@ -10,6 +10,7 @@ from coordination.embedded import EmbeddedMetadataStore
 from coordination.errors import InvalidReplicaAssignment, InvalidTopic
 from coordination.metadata import (
     BrokerInfo,
+    ClusterView,
     Endpoint,
     PartitionState,
     new_partition_states,
@@ -73,3 +74,24 @@ def test_embedded_store_checks_added_partitions_like_kafka(store: EmbeddedMetada
         store.create_partitions("t", 2, assignment=[[0], [0]])
     grown = store.create_partitions("t", 2, assignment=[[0]])
     assert grown.partitions[1] == PartitionState(1, 0, 0, (0,), (0,))
+
+
+def test_embedded_store_tells_listeners_after_releasing_its_lock(
+    store: EmbeddedMetadataStore,
+) -> None:
+    free: list[bool] = []
+
+    def listener(old: ClusterView, new: ClusterView) -> None:
+        acquired = store._lock.acquire(blocking=False)
+        if acquired:
+            store._lock.release()
+        free.append(acquired)
+        assert store.view is new
+
+    store.add_listener(listener)
+    store.create_topic("t", 1, 1, {})
+    store.create_partitions("t", 2)
+    store.set_topic_configs("t", {"retention.ms": "1"})
+    store.delete_topic("t")
+    store.create_topic("dry", 1, 1, {}, validate_only=True)
+    assert free == [True] * 4
