@@ -263,6 +263,7 @@ class CoordinatorRuntime:
         self.producer_ids = ProducerIdManager(broker.metadata)
         self._led: set[int] = set()
         self._lock = threading.Lock()
+        self._offsets_topic_lock = threading.Lock()
         self._loads: queue.Queue[tuple[int, int] | None] = queue.Queue()
         self._loader: threading.Thread | None = None
         self._producer_timer: Any = None
@@ -365,29 +366,38 @@ class CoordinatorRuntime:
     # -- FindCoordinator -------------------------------------------------------------------------
 
     def ensure_offsets_topic(self) -> bool:
-        """Creates ``__consumer_offsets`` if it does not exist; returns whether it exists now."""
+        """Creates ``__consumer_offsets`` if it does not exist; returns whether it exists now.
+
+        Concurrent callers wait for the one creating it: the embedded store tells its listeners
+        (the replicas, then this coordinator) on the creating thread after publishing the topic,
+        so without the wait the others would answer COORDINATOR_NOT_AVAILABLE meanwhile (a few
+        hundred ms), which librdkafka's admin client can take long to retry (seen: its
+        DescribeConsumerGroups not answered within 10 s)."""
         if OFFSETS_TOPIC in self.broker.metadata.view.topics:
             return True
-        c = self.config
-        live = max(len(self.broker.metadata.view.brokers), 1)
-        try:
-            self.broker.admin.create_topic(
-                OFFSETS_TOPIC,
-                num_partitions=int(c["offsets.topic.num.partitions"]),
-                replication_factor=min(int(c["offsets.topic.replication.factor"]), live),
-                configs={
-                    "cleanup.policy": "compact",
-                    "compression.type": "producer",
-                    "segment.bytes": str(c["offsets.topic.segment.bytes"]),
-                },
-                internal=True,
-            )
-        except TopicExists:
-            pass
-        except KafkaApiError as e:
-            log.warning("could not create %s: %s", OFFSETS_TOPIC, e)
-            return False
-        return OFFSETS_TOPIC in self.broker.metadata.view.topics
+        with self._offsets_topic_lock:
+            if OFFSETS_TOPIC in self.broker.metadata.view.topics:
+                return True
+            c = self.config
+            live = max(len(self.broker.metadata.view.brokers), 1)
+            try:
+                self.broker.admin.create_topic(
+                    OFFSETS_TOPIC,
+                    num_partitions=int(c["offsets.topic.num.partitions"]),
+                    replication_factor=min(int(c["offsets.topic.replication.factor"]), live),
+                    configs={
+                        "cleanup.policy": "compact",
+                        "compression.type": "producer",
+                        "segment.bytes": str(c["offsets.topic.segment.bytes"]),
+                    },
+                    internal=True,
+                )
+            except TopicExists:
+                pass
+            except KafkaApiError as e:
+                log.warning("could not create %s: %s", OFFSETS_TOPIC, e)
+                return False
+            return OFFSETS_TOPIC in self.broker.metadata.view.topics
 
     def find_group_coordinator(self, group_id: str, listener: str) -> CoordinatorNode:
         if not self.ensure_offsets_topic():

@@ -314,6 +314,28 @@ def test_two_members_leader_assigns_follower_waits(fresh_broker):
     follower.close()
 
 
+def test_concurrent_first_find_coordinators_all_get_the_coordinator(fresh_broker):
+    broker = fresh_broker()
+    clients = [RawClient(broker.bootstrap) for _ in range(3)]
+    start = threading.Barrier(len(clients))
+    codes: list[int] = []
+
+    def find(client: RawClient, group: str) -> None:
+        start.wait()
+        codes.append(client.request(FindCoordinatorRequest(key=group), 1).error_code)
+
+    threads = [threading.Thread(target=find, args=(c, f"g{i}")) for i, c in enumerate(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    # the first creates __consumer_offsets; the others wait for it instead of being answered
+    # COORDINATOR_NOT_AVAILABLE while the coordinator takes its partitions
+    assert codes == [E.NONE] * len(clients)
+    for c in clients:
+        c.close()
+
+
 def test_describe_unknown_group_by_version(broker):
     client = RawClient(broker.bootstrap)
     client.request(FindCoordinatorRequest(key="unknown-g"), 0)
