@@ -11,15 +11,11 @@ rack (KIP-881). Assignment: v0 assigned partitions and user data (v1-3 are ident
 
 from __future__ import annotations
 
-import struct as _struct
-
-from protocol.codegen import decoder, encoder
+from protocol.codegen import decode_version_prefixed, encode_version_prefixed
 from protocol.errors import RemoteProtocolError
-from protocol.schema import BYTES, INT32, STRING, Message, array, f, message, struct
+from protocol.schema import BYTES, INT32, STRING, array, f, message, struct
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
-
-_INT16 = _struct.Struct(">h")
 
 ConsumerTopicPartition = struct(
     "ConsumerTopicPartition",
@@ -57,28 +53,10 @@ ConsumerProtocolAssignment = message(
 )
 
 
-def _encode(cls: type[Message], version: int, value: Message) -> bytes:
-    parts: list[bytes] = [_INT16.pack(version)]
-    encoder(cls, version, False)(value, parts)
-    return b"".join(bytes(p) for p in parts)
-
-
-def _decode(cls: type[Message], data: bytes) -> Message:
-    if len(data) < 2:
-        raise RemoteProtocolError(f"{cls.__name__}: {len(data)} bytes are too few")
-    (version,) = _INT16.unpack_from(data, 0)
-    # newer versions only add fields at the end: read them as our newest
-    version = min(version, cls.valid_versions.hi)
-    if version < 0:
-        raise RemoteProtocolError(f"{cls.__name__}: negative version {version}")
-    value: Message = decoder(cls, version, False)(memoryview(data), 2)[0]
-    return value
-
-
 def encode_subscription(
     topics: list[str], *, version: int = 0, user_data: bytes | None = None
 ) -> bytes:
-    return _encode(
+    return encode_version_prefixed(
         ConsumerProtocolSubscription,
         version,
         ConsumerProtocolSubscription(topics=list(topics), user_data=user_data),
@@ -86,7 +64,7 @@ def encode_subscription(
 
 
 def encode_assignment(partitions: dict[str, list[int]], *, user_data: bytes | None = None) -> bytes:
-    return _encode(
+    return encode_version_prefixed(
         ConsumerProtocolAssignment,
         0,
         ConsumerProtocolAssignment(
@@ -101,7 +79,10 @@ def encode_assignment(partitions: dict[str, list[int]], *, user_data: bytes | No
 def subscribed_topics(metadata: bytes) -> frozenset[str] | None:
     """The topics a consumer subscription names, or None if it cannot be read."""
     try:
-        value = _decode(ConsumerProtocolSubscription, metadata)
+        # newer versions only add fields at the end: read them as our newest
+        _, value = decode_version_prefixed(
+            ConsumerProtocolSubscription, metadata, newer_as_latest=True
+        )
     except RemoteProtocolError:
         return None
     return frozenset(value.topics)
@@ -112,7 +93,9 @@ def assigned_partitions(assignment: bytes) -> dict[str, list[int]] | None:
     if not assignment:
         return {}
     try:
-        value = _decode(ConsumerProtocolAssignment, assignment)
+        _, value = decode_version_prefixed(
+            ConsumerProtocolAssignment, assignment, newer_as_latest=True
+        )
     except RemoteProtocolError:
         return None
     return {tp.topic: list(tp.partitions) for tp in value.assigned_partitions}

@@ -22,7 +22,7 @@ from __future__ import annotations
 import struct as _struct
 from dataclasses import dataclass
 
-from protocol.codegen import decoder, encoder
+from protocol.codegen import decode_version_prefixed, encode_version_prefixed
 from protocol.errors import RemoteProtocolError
 from protocol.schema import BYTES, INT32, INT64, STRING, Message, array, f, message, struct
 
@@ -120,28 +120,16 @@ class GroupKey:
     group: str
 
 
-def _encode(cls: type[Message], version: int, value: Message) -> bytes:
-    parts: list[bytes] = [_INT16.pack(version)]
-    encoder(cls, version, version in cls.flexible_versions)(value, parts)
-    return b"".join(bytes(p) for p in parts)
-
-
 def _decode(cls: type[Message], data: bytes | memoryview) -> tuple[int, Message]:
-    if len(data) < 2:
-        raise CorruptGroupRecord(f"{cls.__name__}: {len(data)} bytes are too few")
-    (version,) = _INT16.unpack_from(data, 0)
-    if version not in cls.valid_versions:
-        raise CorruptGroupRecord(f"unknown {cls.__name__} version {version}")
-    view = data if isinstance(data, memoryview) else memoryview(data)
     try:
-        value, _ = decoder(cls, version, version in cls.flexible_versions)(view, 2)
-    except RemoteProtocolError as e:  # MalformedMessage: truncated or inconsistent bytes
+        version, value = decode_version_prefixed(cls, data)
+    except RemoteProtocolError as e:  # MalformedMessage: truncated, unknown version...
         raise CorruptGroupRecord(str(e)) from e
     return version, value
 
 
 def offset_commit_key(group: str, topic: str, partition: int) -> bytes:
-    return _encode(
+    return encode_version_prefixed(
         OffsetCommitKey,
         OFFSET_COMMIT_KEY_VERSION,
         OffsetCommitKey(group=group, topic=topic, partition=partition),
@@ -149,7 +137,9 @@ def offset_commit_key(group: str, topic: str, partition: int) -> bytes:
 
 
 def group_metadata_key(group: str) -> bytes:
-    return _encode(GroupMetadataKey, GROUP_METADATA_KEY_VERSION, GroupMetadataKey(group=group))
+    return encode_version_prefixed(
+        GroupMetadataKey, GROUP_METADATA_KEY_VERSION, GroupMetadataKey(group=group)
+    )
 
 
 def parse_key(data: bytes | memoryview) -> OffsetKey | GroupKey | None:
@@ -187,7 +177,7 @@ def offset_commit_value(
     """Version 3, or version 1 when the commit carries an explicit expire timestamp (OffsetCommit
     v1-4 with a retention time), as Kafka writes them."""
     version = OFFSET_COMMIT_VALUE_VERSION if expire_timestamp < 0 else 1
-    return _encode(
+    return encode_version_prefixed(
         OffsetCommitValue,
         version,
         OffsetCommitValue(
@@ -235,7 +225,7 @@ class GroupValue:
 
 
 def group_metadata_value(value: GroupValue) -> bytes:
-    return _encode(
+    return encode_version_prefixed(
         GroupMetadataValue,
         GROUP_METADATA_VALUE_VERSION,
         GroupMetadataValue(

@@ -28,6 +28,7 @@ from protocol.schema import (
     ArrayOf,
     Field,
     FieldType,
+    Message,
     Primitive,
     Struct,
 )
@@ -649,3 +650,34 @@ def encoder(cls: type[Struct], version: int, flexible: bool) -> Encoder:
         fn = compile_encoder(cls, version, flexible)
         cls.__codecs__[key] = fn
     return fn
+
+
+# --- version-prefixed data -------------------------------------------------------------------
+
+_VERSION_PREFIX = struct.Struct(">h")
+
+
+def encode_version_prefixed(cls: type[Message], version: int, value: Any) -> bytes:
+    """Kafka's MessageUtil.toVersionPrefixedBytes: an int16 version, then ``value`` encoded at
+    that version (``__consumer_offsets`` records, the consumer protocol's metadata)."""
+    parts: list[Any] = [_VERSION_PREFIX.pack(version)]
+    encoder(cls, version, version in cls.flexible_versions)(value, parts)
+    return b"".join(bytes(p) for p in parts)
+
+
+def decode_version_prefixed(
+    cls: type[Message], data: bytes | memoryview, *, newer_as_latest: bool = False
+) -> tuple[int, Any]:
+    """The reverse: (version, value). A version ``cls`` does not know is an error, except that
+    ``newer_as_latest`` reads a newer one as the newest (for formats whose versions only add
+    fields at the end). Raises MalformedMessage."""
+    if len(data) < 2:
+        raise MalformedMessage(f"{cls.__name__}: {len(data)} bytes are too few")
+    (version,) = _VERSION_PREFIX.unpack_from(data, 0)
+    if newer_as_latest and version > cls.valid_versions.hi:
+        version = cls.valid_versions.hi
+    if version not in cls.valid_versions:
+        raise MalformedMessage(f"unknown {cls.__name__} version {version}")
+    view = data if isinstance(data, memoryview) else memoryview(data)
+    value, _ = decoder(cls, version, version in cls.flexible_versions)(view, 2)
+    return version, value
