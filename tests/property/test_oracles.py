@@ -15,7 +15,7 @@ import os
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from protocol.messages import SCHEMAS, ApiSchema
@@ -30,6 +30,7 @@ from tests.property.oracles import (
     oracle_codec,
 )
 from tests.property.strategies import struct_of
+from tests.support.hypothesis_cases import given_data
 
 EXAMPLES = int(os.environ.get("ODRADEK_ORACLE_EXAMPLES", "15"))
 
@@ -137,32 +138,35 @@ def _first_difference(ours: bytes, theirs: bytes) -> str:
     )
 
 
-@pytest.mark.parametrize(("schema", "version", "kind", "oracle"), CASES)
-@settings(
+SETTINGS = settings(
     max_examples=EXAMPLES,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-@given(data=st.data())
-def test_oracle_agrees(
-    schema: ApiSchema, version: int, kind: str, oracle: str, data: st.DataObject
-) -> None:
+
+
+@pytest.mark.parametrize(("schema", "version", "kind", "oracle"), CASES)
+def test_oracle_agrees(schema: ApiSchema, version: int, kind: str, oracle: str) -> None:
     codec, strategy = _prepared(oracle, schema, version, kind)
-    value = data.draw(strategy, label="value")
     if kind == "request":
         encode, decode = schema.request_encoder(version), schema.request_decoder(version)
     else:
         encode, decode = schema.response_encoder(version), schema.response_decoder(version)
-    parts: list[Any] = []
-    encode(value, parts)
-    ours = b"".join(bytes(p) for p in parts)
 
-    theirs = codec.round_trip(ours)
-    assert theirs == ours, f"{oracle} {codec.their_name}: " + _first_difference(ours, theirs)
+    def body(data: st.DataObject) -> None:
+        value = data.draw(strategy, label="value")
+        parts: list[Any] = []
+        encode(value, parts)
+        ours = b"".join(bytes(p) for p in parts)
 
-    decoded, end = decode(memoryview(theirs), 0)
-    assert end == len(theirs)
-    assert decoded == value
+        theirs = codec.round_trip(ours)
+        assert theirs == ours, f"{oracle} {codec.their_name}: " + _first_difference(ours, theirs)
+
+        decoded, end = decode(memoryview(theirs), 0)
+        assert end == len(theirs)
+        assert decoded == value
+
+    given_data(SETTINGS, body)
 
 
 def test_every_version_has_an_oracle() -> None:
