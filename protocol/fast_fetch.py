@@ -30,14 +30,16 @@ PartitionTuple = tuple[int, int, int, int, int, list[Any] | None, int, Any]
 TopicTuple = tuple[str | uuid.UUID, Sequence[PartitionTuple]]
 
 _HEAD = struct.Struct(">ihi")  # throttle_time_ms, error_code, session_id
-# partition fixed fields + aborted marker (B) + preferred_read_replica, then the records length
-# as a 1-, 2- or 3-byte unsigned varint
-_PART = (
-    struct.Struct(">ihqqqBiB").pack,
-    struct.Struct(">ihqqqBiBB").pack,
-    struct.Struct(">ihqqqBiBBB").pack,
-)
+# One struct call per partition writes: a lead byte (the previous partition's empty tagged fields,
+# or for a topic's first partition the last byte of the partition count), the partition's fixed
+# fields, the aborted-transactions marker (0 null, 1 empty), preferred_read_replica and the records
+# length as a 1-, 2- or 3-byte unsigned varint. Leading with the previous partition's tag byte
+# lets a partition whose records travel as their own buffer start a new buffer with its header.
+_PART1 = struct.Struct(">BihqqqBiB").pack
+_PART2 = struct.Struct(">BihqqqBiBB").pack
+_PART3 = struct.Struct(">BihqqqBiBBB").pack
 _BYTES_LIKE = (bytes, bytearray, memoryview)
+_INLINE_MAX_U = INLINE_RECORDS_MAX + 1  # the length varint's value (length + 1) at the limit
 
 
 def encode(
@@ -48,14 +50,17 @@ def encode(
     topics: Sequence[TopicTuple],
 ) -> list[Any] | None:
     """The body of a FetchResponse (no size, no header) as a list of buffers, or None when
-    ``version`` < 12 or a value needs the general codec."""
+    ``version`` < 12 or a value needs the general codec.
+
+    Records above INLINE_RECORDS_MAX bytes, and records that are not bytes-like (file regions),
+    are their own buffers; everything else is gathered into bytearrays between them."""
     if version < 12:
         return None
     by_id = version >= 13
     out: list[Any] = []
+    append = out.append
     b = bytearray(_HEAD.pack(throttle_time_ms, error_code, session_id))
     b += uvarint_bytes(len(topics) + 1)
-    pack1, pack2, pack3 = _PART
     for topic, partitions in topics:
         if by_id:
             b += uuid_to_bytes(topic)  # type: ignore[arg-type]
@@ -63,26 +68,26 @@ def encode(
             name = topic.encode()  # type: ignore[union-attr]
             b += uvarint_bytes(len(name) + 1)
             b += name
-        b += uvarint_bytes(len(partitions) + 1)
+        if not partitions:
+            b += b"\x01\x00"  # no partitions, no topic tagged fields
+            continue
+        count = uvarint_bytes(len(partitions) + 1)
+        b += count[:-1]
+        lead = count[-1]
         for index, error, hw, lso, log_start, aborted, prr, records in partitions:
-            if aborted is None:
-                marker = 0
-            elif not aborted:
-                marker = 1
-            else:
-                return None
+            if aborted:
+                return None  # aborted transactions: the generated codec writes them
+            marker = aborted is not None
             if records is None:
-                b += pack1(index, error, hw, lso, log_start, marker, prr, 0)
-                b.append(0)
+                b += _PART1(lead, index, error, hw, lso, log_start, marker, prr, 0)
+                lead = 0
                 continue
-            n = len(records)
-            u = n + 1
-            if u < 128:
-                b += pack1(index, error, hw, lso, log_start, marker, prr, u)
-            elif u < 16384:
-                b += pack2(index, error, hw, lso, log_start, marker, prr, (u & 127) | 128, u >> 7)
-            elif u < 2097152:
-                b += pack3(
+            u = len(records) + 1
+            if u >= 16384:
+                if u >= 2097152:
+                    return None
+                head = _PART3(
+                    lead,
                     index,
                     error,
                     hw,
@@ -94,16 +99,25 @@ def encode(
                     ((u >> 7) & 127) | 128,
                     u >> 14,
                 )
+            elif u >= 128:
+                head = _PART2(
+                    lead, index, error, hw, lso, log_start, marker, prr, (u & 127) | 128, u >> 7
+                )
             else:
-                return None
-            if n > INLINE_RECORDS_MAX or type(records) not in _BYTES_LIKE:
-                out.append(b)
-                out.append(records)
-                b = bytearray(b"\x00")  # this partition's (empty) tagged fields
+                head = _PART1(lead, index, error, hw, lso, log_start, marker, prr, u)
+            lead = 0
+            if u > _INLINE_MAX_U or type(records) not in _BYTES_LIKE:
+                if b:
+                    b += head
+                    append(b)
+                    b = bytearray()
+                else:
+                    append(head)
+                append(records)
             else:
+                b += head
                 b += records
-                b.append(0)
-        b.append(0)  # topic tagged fields
+        b += b"\x00\x00"  # the last partition's and the topic's tagged fields
     b.append(0)  # top-level tagged fields (no node endpoints)
-    out.append(b)
+    append(b)
     return out

@@ -58,6 +58,11 @@ def test_fast_fetch_matches_the_generated_encoder(version, head, topics):
     tuples = [((tid if by_id else name), parts) for name, tid, parts in topics]
     fast = fast_fetch.encode(version, *head, tuples)
     assert fast is not None
+    assert flatten(fast) == flatten(_generic(version, head, topics))
+
+
+def _generic(version, head, topics):
+    by_id = version >= 13
     value = FetchResponse(
         throttle_time_ms=head[0],
         error_code=head[1],
@@ -85,7 +90,35 @@ def test_fast_fetch_matches_the_generated_encoder(version, head, topics):
     )
     generic: list = []
     SCHEMAS[1].response_encoder(version)(value, generic)
-    assert flatten(fast) == flatten(generic)
+    return generic
+
+
+def test_many_partitions_and_large_records():
+    """A partition count that takes a 2-byte varint, records lengths at every varint width and
+    around the inline limit, and regions of every size, against the generated encoder."""
+    sizes = [0, 1, 126, 127, 511, 512, 513, 16382, 16383, 16384, 70000]
+    parts = [
+        (i, 0, 10 * i, 10 * i, 0, [] if i % 3 else None, -1, kind(sizes[i % len(sizes)]))
+        for i in range(300)
+        for kind in [bytes, lambda n: Region(b"r" * n), lambda n: None][i % 3 : i % 3 + 1]
+    ]
+    topics = [
+        ("many", uuid.uuid4(), parts),
+        ("none", uuid.uuid4(), []),
+        ("one", uuid.uuid4(), parts[:1]),
+    ]
+    for version in (12, 13, 18):
+        by_id = version >= 13
+        tuples = [((tid if by_id else name), p) for name, tid, p in topics]
+        fast = fast_fetch.encode(version, 0, 0, 0, tuples)
+        assert fast is not None
+        assert flatten(fast) == flatten(_generic(version, (0, 0, 0), topics))
+        # every large or region payload is a buffer of its own; nothing else is
+        payloads = {id(p[7]) for p in parts if p[7] is not None}
+        alone = [x for x in fast if id(x) in payloads]
+        assert len(alone) == sum(
+            1 for p in parts if p[7] is not None and (len(p[7]) > 512 or isinstance(p[7], Region))
+        )
 
 
 def test_cases_it_leaves_to_the_generated_codec():
