@@ -90,15 +90,12 @@ class _Index:
         self._written = 0
         #: whether the file is currently extended to its maximum size (an active segment)
         self._preallocated = False
-        self._loaded = False
+        #: whether the entries were read from the file (a plain attribute: read on every append)
+        self.loaded = False
 
     @property
     def max_index_size(self) -> int:
         return self.max_entries * self.entry_size
-
-    @property
-    def loaded(self) -> bool:
-        return self._loaded
 
     @property
     def entries(self) -> int:
@@ -134,7 +131,7 @@ class _Index:
         self._keys = keys
         self._values = values
         self._written = n
-        self._loaded = True
+        self.loaded = True
 
     def _check_loaded(self, keys: array[int], values: array[int], log_size: int) -> None:
         """Subclass checks of non-empty, ordered entries against the log."""
@@ -158,7 +155,7 @@ class _Index:
         self._keys = array(self._KEY_TYPE)
         self._values = array(self._VALUE_TYPE)
         self._written = 0
-        self._loaded = True
+        self.loaded = True
 
     def _read_file(self) -> bytes:
         try:
@@ -192,7 +189,7 @@ class _Index:
 
     def flush(self, *, fsync: bool = True) -> None:
         """Writes the entries appended since the last flush."""
-        if not self._loaded:
+        if not self.loaded:
             return
         n = self.entries
         if n > self._written or not self.path.exists():
@@ -216,7 +213,7 @@ class _Index:
     def trim(self, *, fsync: bool = True) -> None:
         """Writes pending entries and cuts the file to exactly its entries (Kafka's
         trimToValidSize, done when a segment rolls or closes)."""
-        if not self._loaded:
+        if not self.loaded:
             return
         n = self.entries
         data = self._entries_bytes(self._written, n)

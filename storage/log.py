@@ -46,6 +46,8 @@ _HEADER_UNPACK: Final = rb.HEADER.unpack_from
 #: baseOffset (int64), then batchLength (int32, rewritten unchanged), then partitionLeaderEpoch
 _OFFSET_AND_EPOCH: Final = struct.Struct(">qii")
 _pack_offset_and_epoch: Final = _OFFSET_AND_EPOCH.pack_into
+#: the smallest batchLength of a magic-2 batch (a header and no records)
+_MIN_BATCH_LENGTH: Final = rb.HEADER_SIZE - rb.LOG_OVERHEAD
 
 
 class AppendInfo(NamedTuple):
@@ -267,7 +269,7 @@ class PartitionLog:
             if (
                 fields[1] + rb.LOG_OVERHEAD == total
                 and fields[3] == rb.MAGIC_V2
-                and fields[1] >= rb.HEADER_SIZE - rb.LOG_OVERHEAD
+                and fields[1] >= _MIN_BATCH_LENGTH
                 and fields[6] >= 0
                 and total <= config.max_message_bytes
                 and not config.log_append_time
@@ -284,7 +286,7 @@ class PartitionLog:
             fields = unpack(buf, pos)
             length = fields[1]
             size = length + rb.LOG_OVERHEAD
-            if fields[3] != rb.MAGIC_V2 or length < rb.HEADER_SIZE - rb.LOG_OVERHEAD:
+            if fields[3] != rb.MAGIC_V2 or length < _MIN_BATCH_LENGTH:
                 raise ValueError(f"not a magic-2 batch at position {pos}")
             if size > max_bytes:
                 raise RecordTooLarge(
@@ -408,7 +410,7 @@ class PartitionLog:
             first = self._log_end_offset
             last = first + delta
             _pack_offset_and_epoch(buf, 0, first, length, leader_epoch)
-            header = _tuple_new(rb.BatchHeader, (first, length, leader_epoch, *fields[3:]))
+            header = _tuple_new(rb.BatchHeader, _HEADER_UNPACK(buf, 0))
             segment = self._segments.segments[-1]
             if segment.should_roll(total, max_ts, last, now, config):
                 segment = self._roll_locked(now, first)
