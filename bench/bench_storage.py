@@ -48,8 +48,10 @@ def _plain_write(path: Path, batch: bytearray, count: int) -> float:
     return elapsed
 
 
-def _storage_append(directory: Path, batch: bytearray, count: int) -> float:
-    log = load_log(directory, LogConfig(), clock=lambda: 0, had_clean_shutdown=True)
+def _storage_append(
+    directory: Path, batch: bytearray, count: int, config: LogConfig | None = None
+) -> float:
+    log = load_log(directory, config or LogConfig(), clock=lambda: 0, had_clean_shutdown=True)
     append = log.append
     start = time.perf_counter()
     for _ in range(count):
@@ -65,10 +67,16 @@ def bench_append(root: Path) -> None:
         "plain run and one append run back to back (order alternating)"
     )
     print(
-        f"{'batch':>8} {'plain write MB/s':>17} {'PartitionLog.append MB/s':>25} "
+        f"{'batch':>30} {'plain write MB/s':>17} {'PartitionLog.append MB/s':>25} "
         f"{'ratio (median of rounds)':>25}"
     )
-    for label, size in (("1 MiB", 1 << 20), ("16 KiB", 16 << 10)):
+    cases = (
+        ("1 MiB", 1 << 20, LogConfig()),
+        ("16 KiB", 16 << 10, LogConfig()),
+        # not the default (it reserves segment.bytes of disk per partition): for comparison
+        ("16 KiB, log.preallocate=true", 16 << 10, LogConfig(preallocate=True)),
+    )
+    for label, size, config in cases:
         batch = _batch(size)
         count = TOTAL_BYTES // len(batch)
         total = count * len(batch)
@@ -81,12 +89,12 @@ def bench_append(root: Path) -> None:
                     os.unlink(root / f"plain-{i}.bin")
                 else:
                     directory = root / f"bench-{i}"
-                    stored.append(_storage_append(directory, batch, count))
+                    stored.append(_storage_append(directory, batch, count, config))
                     shutil.rmtree(directory)
         ratio = statistics.median(p / s for p, s in zip(plain, stored, strict=True))
         plain_mbs = total / min(plain) / 1e6
         stored_mbs = total / min(stored) / 1e6
-        print(f"{label:>8} {plain_mbs:17.0f} {stored_mbs:25.0f} {ratio:25.2f}")
+        print(f"{label:>30} {plain_mbs:17.0f} {stored_mbs:25.0f} {ratio:25.2f}")
 
 
 def bench_locate(root: Path) -> None:
