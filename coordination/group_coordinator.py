@@ -471,7 +471,6 @@ class GroupCoordinator:
         after the new deadline, and a timer that fires before the deadline re-arms itself for
         the rest. So a heartbeat schedules nothing, and no cancelled timer per heartbeat waits
         a whole session timeout in the scheduler."""
-        member.heartbeat_satisfied = False
         timeout = member.session_timeout_ms if timeout_ms is None else timeout_ms
         member.heartbeat_deadline_ms = self._scheduler.now_ms() + timeout
         timer = member.heartbeat_timer

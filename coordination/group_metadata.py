@@ -132,7 +132,6 @@ class MemberMetadata:
         "client_id",
         "group_instance_id",
         "heartbeat_deadline_ms",
-        "heartbeat_satisfied",
         "heartbeat_timer",
         "is_new",
         "member_id",
@@ -166,7 +165,6 @@ class MemberMetadata:
         self.awaiting_join: JoinCallback | None = None
         self.awaiting_sync: SyncCallback | None = None
         self.is_new = False
-        self.heartbeat_satisfied = False
         #: on the scheduler's clock: the session ends unless a sign of life moves it
         self.heartbeat_deadline_ms = 0
         #: the one session timer; it re-arms itself while the deadline lies ahead
@@ -209,13 +207,12 @@ class MemberMetadata:
         raise ValueError(f"member {self.member_id} supports none of {sorted(candidates)}")
 
     def has_satisfied_heartbeat(self) -> bool:
-        """Kafka's rule: members waiting in a rebalance need no heartbeat, except new members,
-        which are expired if they never come back for their JoinGroup answer."""
-        if self.is_new:
-            return self.heartbeat_satisfied
-        if self.is_awaiting_join or self.is_awaiting_sync:
-            return True
-        return self.heartbeat_satisfied
+        """Asked when the session deadline has passed. Kafka's rule: members waiting in a
+        rebalance need no heartbeat, except new members, which are expired if they never come
+        back for their JoinGroup answer. (Kafka's heartbeatSatisfied flag is only true while a
+        heartbeat completes its delayed operation; with a deadline instead of one delayed
+        operation per heartbeat, a passed deadline means it is false.)"""
+        return not self.is_new and (self.is_awaiting_join or self.is_awaiting_sync)
 
 
 class GroupMetadata:
