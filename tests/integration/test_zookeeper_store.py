@@ -31,6 +31,7 @@ from coordination.zookeeper import (
     ZkMetadataStore,
     ZooKeeperUnavailable,
 )
+from tests.support.gated_proxy import GatedProxy
 from tests.support.zookeeper import (
     ZooKeeperServer,
     expire_session,
@@ -46,9 +47,11 @@ B64_UUID = r"^[A-Za-z0-9_-]{22}$"
 class Cluster:
     """Stores sharing one chroot, plus a raw kazoo client on that chroot to read znodes."""
 
-    def __init__(self, server: ZooKeeperServer, tmp: Path) -> None:
+    def __init__(self, server: ZooKeeperServer, tmp: Path, *, hosts: str | None = None) -> None:
         self.server = server
         self.connect = server.chroot_connect()
+        if hosts is not None:  # e.g. a proxy in front of the server
+            self.connect = hosts + self.connect[self.connect.index("/") :]
         self.stores: list[ZkMetadataStore] = []
         self._raw: KazooClient | None = None
 
@@ -542,11 +545,16 @@ def test_first_broker_creates_a_random_cluster_id(cluster: Cluster) -> None:
 
 def test_zookeeper_restart_keeps_sessions_and_rearms_watches(tmp_path: Path) -> None:
     """kazoo drops every watch when its connection drops; the store re-reads (re-arming them)
-    after reconnecting, so changes made after a ZooKeeper restart still reach every broker."""
+    after reconnecting, so changes made after a ZooKeeper restart still reach every broker.
+
+    The brokers reach ZooKeeper through a proxy that refuses connections until the restarted
+    server serves: one that arrives while it is still loading hangs until the session has
+    expired (see tests/support/gated_proxy.py), which is ZooKeeper's race, not the store's."""
     require_zookeeper()
     server = ZooKeeperServer(tmp_path / "zk", tick_time_ms=200)
     server.start()
-    cluster = Cluster(server, tmp_path)
+    proxy = GatedProxy(server.host, server.port)
+    cluster = Cluster(server, tmp_path, hosts=f"127.0.0.1:{proxy.port}")
     try:
         b1 = cluster.start(1, session_timeout_ms=10000)
         b2 = cluster.start(2, session_timeout_ms=10000)
@@ -556,8 +564,10 @@ def test_zookeeper_restart_keeps_sessions_and_rearms_watches(tmp_path: Path) -> 
             cluster._raw.stop()
             cluster._raw.close()
             cluster._raw = None
+        proxy.close_gate()
         server.stop()
-        server.start()
+        server.start()  # returns once the server answers srvr with its mode (serving)
+        proxy.open_gate()
         wait_for(lambda: b1.zk.raw.connected and b2.zk.raw.connected, "reconnected")
         assert (b1.session_id, b2.session_id) == sessions  # the sessions survived
         topic = b2.create_topic("after-restart", 2, 2, {})
@@ -565,6 +575,7 @@ def test_zookeeper_restart_keeps_sessions_and_rearms_watches(tmp_path: Path) -> 
         assert cluster.raw.exists("/brokers/ids/1").ephemeralOwner == sessions[0]
     finally:
         cluster.close()
+        proxy.stop()
         server.stop()
 
 
