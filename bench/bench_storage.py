@@ -48,10 +48,8 @@ def _plain_write(path: Path, batch: bytearray, count: int) -> float:
     return elapsed
 
 
-def _storage_append(
-    directory: Path, batch: bytearray, count: int, config: LogConfig | None = None
-) -> float:
-    log = load_log(directory, config or LogConfig(), clock=lambda: 0, had_clean_shutdown=True)
+def _storage_append(directory: Path, batch: bytearray, count: int, config: LogConfig) -> float:
+    log = load_log(directory, config, clock=lambda: 0, had_clean_shutdown=True)
     append = log.append
     start = time.perf_counter()
     for _ in range(count):
