@@ -453,15 +453,18 @@ class ProducerStateManager:
             log_start_offset=partition_log.log_start_offset,
             record_count=0,
             valid_bytes=0,
-            batches=(),
         )
 
-    def after_append(self, partition_log: PartitionLog, info: AppendInfo) -> None:
+    def after_append(
+        self, partition_log: PartitionLog, info: AppendInfo, batches: Sequence[rb.BatchHeader]
+    ) -> None:
         with self._lock:
-            self._record(partition_log, info)
+            self._record(partition_log, info, batches)
 
-    def _record(self, partition_log: PartitionLog, info: AppendInfo) -> None:
-        for header in info.batches:
+    def _record(
+        self, partition_log: PartitionLog, info: AppendInfo, batches: Sequence[rb.BatchHeader]
+    ) -> None:
+        for header in batches:
             if header.has_producer_id and not header.is_control:
                 self._apply(header)
         self.map_end_offset = info.last_offset + 1

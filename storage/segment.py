@@ -71,6 +71,11 @@ class LogSegment:
         self._rolling_based_timestamp: int | None = None
         self._max_timestamp_so_far: TimestampOffset | None = None
         self.bytes_since_last_index_entry = 0
+        #: a lower bound on the entries both indexes can still take (each append adds at most
+        #: one to each), so should_roll counts their entries only when it reaches 0
+        self._index_room = 0
+        #: the max timestamp (object) last offered to the time index by append
+        self._time_indexed_max: TimestampOffset | None = None
         #: set once the files were renamed to .deleted (no index file is rewritten then)
         self.deleted = False
         if create:
@@ -203,6 +208,8 @@ class LogSegment:
                 last_entry_position = info.position
         time_index.maybe_append(max_ts.timestamp, max_ts.offset, skip_full_check=True)
         self._max_timestamp_so_far = max_ts
+        self._time_indexed_max = None
+        self._index_room = 0
         if not self.deleted:
             offset_index.rewrite(preallocate=False)
             time_index.rewrite(preallocate=False)
@@ -273,15 +280,19 @@ class LogSegment:
                 waited = now_ms - self.created_ms
             if waited > config.segment_ms - self.roll_jitter_ms:
                 return True
-        offset_index = self._offset_index
-        time_index = self._time_index
-        if not (offset_index.loaded and time_index.loaded):
-            self._load_indexes()
-        return (
-            offset_index.is_full()
-            or time_index.is_full()
-            or not 0 <= max_offset_in_messages - self.base_offset <= INT32_MAX
+        if self._index_room <= 0 and self._indexes_full():
+            return True
+        return not 0 <= max_offset_in_messages - self.base_offset <= INT32_MAX
+
+    def _indexes_full(self) -> bool:
+        """Whether either index is full (exact); also recounts :attr:`_index_room`."""
+        offset_index = self.offset_index
+        time_index = self.time_index
+        self._index_room = min(
+            offset_index.max_entries - offset_index.entries,
+            time_index.max_entries - 1 - time_index.entries,
         )
+        return self._index_room <= 0
 
     # --- append -----------------------------------------------------------------------------------
 
@@ -312,7 +323,7 @@ class LogSegment:
         current = self._max_timestamp_so_far
         if current is None:
             current = self.max_timestamp_so_far
-        if largest_timestamp > current.timestamp:
+        if largest_timestamp > current[0]:
             current = TimestampOffset(largest_timestamp, offset_of_max_timestamp)
             self._max_timestamp_so_far = current
         if self.bytes_since_last_index_entry > self.index_interval_bytes:
@@ -321,9 +332,11 @@ class LogSegment:
                 largest_offset if first_batch_last_offset is None else first_batch_last_offset,
                 position,
             )
-            time_index = self._time_index
-            if current.timestamp > time_index.last_timestamp():
-                time_index.maybe_append(current.timestamp, current.offset, skip_full_check=True)
+            self._index_room -= 1
+            if current is not self._time_indexed_max:
+                # the max timestamp changed since the time index last saw it
+                self._time_index.maybe_append(current[0], current[1], skip_full_check=True)
+                self._time_indexed_max = current
             self.bytes_since_last_index_entry = size
         else:
             self.bytes_since_last_index_entry += size
@@ -473,6 +486,8 @@ class LogSegment:
         self._rolling_based_timestamp = None
         time_index.maybe_append(max_ts.timestamp, max_ts.offset, skip_full_check=True)
         self._max_timestamp_so_far = max_ts
+        self._time_indexed_max = None
+        self._index_room = 0
         self.bytes_since_last_index_entry = valid - last_index_entry
         offset_index.rewrite(preallocate=active)
         time_index.rewrite(preallocate=active)
@@ -497,6 +512,7 @@ class LogSegment:
             if info.max_timestamp > best.timestamp:
                 best = TimestampOffset(info.max_timestamp, info.last_offset)
         self._max_timestamp_so_far = best
+        self._time_indexed_max = None
         return removed
 
     def on_become_inactive(self, *, fsync: bool = False) -> None:

@@ -57,7 +57,7 @@ class LogMachine(RuleBasedStateMachine):
         info = self.log.append(data, leader_epoch=max(epoch, self.log.latest_epoch or 0))
         assert info.first_offset == self.log_end
         pos = 0
-        for header in info.batches:
+        for header in rb.validate_batches(data):  # offsets were rewritten in place
             self.batches.append(
                 (header.base_offset, header.last_offset, bytes(data[pos : pos + header.size]))
             )

@@ -50,9 +50,9 @@ def test_append_assigns_offsets_in_place(tmp_path):
     data = make_batch(3) + make_batch(2)
     info = log.append(data, leader_epoch=7)
     assert (info.first_offset, info.last_offset, info.record_count) == (0, 4, 5)
-    assert [h.base_offset for h in info.batches] == [0, 3]
-    assert all(h.partition_leader_epoch == 7 for h in info.batches)
-    assert [h.base_offset for h in rb.validate_batches(data)] == [0, 3]  # CRCs still valid
+    headers = rb.validate_batches(data)  # rewritten in place, CRCs still valid
+    assert [h.base_offset for h in headers] == [0, 3]
+    assert all(h.partition_leader_epoch == 7 for h in headers)
     info = log.append(make_batch(1, timestamp=5000), leader_epoch=7)
     assert (
         info.first_offset == 5 and info.max_timestamp == 5000 and info.offset_of_max_timestamp == 5
@@ -61,6 +61,43 @@ def test_append_assigns_offsets_in_place(tmp_path):
     assert log.leader_epoch_cache.entries == [(7, 0)]
     log.append(make_batch(1), leader_epoch=9)
     assert log.leader_epoch_cache.entries == [(7, 0), (9, 6)]
+
+
+def test_one_batch_fast_path_matches_the_general_path(tmp_path):
+    """append() takes a shortcut for one batch; it must answer, write and call the producer-state
+    hook exactly as the general path (_append_batches) does."""
+    logs = [open_log(tmp_path / "fast"), open_log(tmp_path / "general")]
+    calls: list[list] = [[], []]
+    for log, seen in zip(logs, calls, strict=True):
+
+        class Hook:
+            def before_append(self, log, batches, seen=seen):
+                seen.append(("before", [(p, tuple(h)) for p, h in batches]))
+
+            def after_append(self, log, info, batches, seen=seen):
+                seen.append(("after", info, [tuple(h) for h in batches]))
+
+        log.producer_state = Hook()
+    cases = [
+        make_batch(4, timestamp=2000, value_size=150),
+        make_batch(1, timestamp=-1),
+        make_batch(3, timestamp=1500, producer_id=42, producer_epoch=0, base_sequence=0),
+        make_batch(2, timestamp=1600, compression=1),
+    ] * 4  # enough bytes for several segments (and index entries) with SMALL
+    for i, batch in enumerate(cases):
+        fast = logs[0].append(bytearray(batch), leader_epoch=i // 5, now_ms=i)
+        total = len(batch)
+        general = logs[1]._append_batches(bytearray(batch), total, i // 5, i, True, SMALL)
+        assert fast == general
+    # "after" for every append, "before" only for the four batches with a producer id
+    assert calls[0] == calls[1] and len(calls[0]) == len(cases) + 4
+    for a, b in zip(logs[0].segments, logs[1].segments, strict=True):
+        assert a.base_offset == b.base_offset
+        assert a.log.pread(a.size, 0) == b.log.pread(b.size, 0)
+        assert a.offset_index.entries == b.offset_index.entries
+        assert [a.time_index.entry(i) for i in range(a.time_index.entries)] == [
+            b.time_index.entry(i) for i in range(b.time_index.entries)
+        ]
 
 
 def test_reads_parse_with_kafka_python_and_aiokafka(tmp_path):
@@ -172,8 +209,9 @@ def test_offsets_by_timestamp(tmp_path):
 def test_offsets_by_timestamp_in_compressed_batches(tmp_path):
     log = open_log(tmp_path)
     for codec in (1, 2, 3, 4):
-        info = log.append(make_batch(4, timestamp=1000 * codec, compression=codec, value_size=100))
-        assert info.batches[0].compression == codec
+        data = make_batch(4, timestamp=1000 * codec, compression=codec, value_size=100)
+        log.append(data)
+        assert rb.read_header(data).compression == codec
     assert log.fetch_offset_by_timestamp(2002)[:2] == (6, 2002)
     assert log.fetch_offset_by_timestamp(MAX_TIMESTAMP)[:2] == (15, 4003)
 
@@ -273,8 +311,8 @@ def test_producer_state_hook(tmp_path):
             seen.append([(h.producer_id, h.base_sequence) for _, h in batches])
             return None
 
-        def after_append(self, log, info):
-            seen.append([(h.base_offset, h.last_sequence) for h in info.batches])
+        def after_append(self, log, info, batches):
+            seen.append([(h.base_offset, h.last_sequence) for h in batches])
 
     log.producer_state = Hook()
     log.append(make_batch(3, producer_id=42, producer_epoch=0, base_sequence=5))

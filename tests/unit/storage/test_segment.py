@@ -102,6 +102,36 @@ def test_corrupt_index_of_inactive_segment_is_rebuilt_on_first_use(tmp_path):
     assert (tmp_path / "00000000000000000000.index").stat().st_size % 8 == 0
 
 
+def test_should_roll_exactly_when_an_index_is_full(tmp_path):
+    # index every batch; the offset index holds 7 entries, the time index 4 (one slot is kept
+    # for the roll entry), so with growing timestamps the time index fills first, and with one
+    # timestamp only the offset index fills
+    for growing, limit in ((True, 4), (False, 7)):
+        directory = tmp_path / str(growing)
+        directory.mkdir()
+        config = LogConfig(index_interval_bytes=0, segment_index_bytes=60)
+        segment = LogSegment.create(directory, 0, config, created_ms=0)
+        appended = 0
+        offset = 0
+        while not segment.should_roll(
+            messages_size=100,
+            max_timestamp_in_messages=1000,
+            max_offset_in_messages=offset,
+            now_ms=0,
+            config=config,
+        ):
+            data = make_batch(1, timestamp=1000 + appended if growing else 1000)
+            rb.set_base_offset(data, 0, offset)
+            segment.append(data, offset, rb.read_header(data).max_timestamp, offset)
+            offset += 1
+            appended += 1
+        full = segment.time_index if growing else segment.offset_index
+        assert full.is_full() and full.entries == limit
+        assert appended == limit + 1  # the first append is never indexed (position 0)
+        assert segment.offset_index.entries <= segment.offset_index.max_entries
+        assert segment.time_index.entries <= segment.time_index.max_entries - 1
+
+
 def test_should_roll(tmp_path):
     config = LogConfig(segment_bytes=1000, segment_ms=100, segment_index_bytes=4096)
     segment = LogSegment.create(tmp_path, 0, config, created_ms=0)
