@@ -57,6 +57,7 @@ from protocol.records import batch as rb
 from storage import files
 from storage.errors import StorageError
 from storage.log import AppendInfo, PartitionLog
+from storage.segments import LogSegments
 from storage.util import INT32_MAX, now_ms
 
 log = logging.getLogger(__name__)
@@ -265,6 +266,8 @@ class ProducerStateManager:
         self.map_end_offset = 0
         self._lock = threading.RLock()
         self._active_base: int | None = None
+        #: the log's segment list when after_append last looked (a new one may mean a roll)
+        self._segments_seen: LogSegments | None = None
         self._log: PartitionLog | None = None
 
     # -- loading -----------------------------------------------------------------------------------
@@ -458,24 +461,28 @@ class ProducerStateManager:
     def after_append(
         self, partition_log: PartitionLog, info: AppendInfo, batches: Sequence[rb.BatchHeader]
     ) -> None:
-        with self._lock:
-            self._record(partition_log, info, batches)
-
-    def _record(
-        self, partition_log: PartitionLog, info: AppendInfo, batches: Sequence[rb.BatchHeader]
-    ) -> None:
-        for header in batches:
-            if header.has_producer_id and not header.is_control:
-                self._apply(header)
-        self.map_end_offset = info.last_offset + 1
-        active = partition_log.active_segment.base_offset
-        if self._active_base is not None and active != self._active_base:
-            # a segment rolled: snapshot (Kafka writes one per roll)
-            try:
-                self.take_snapshot(fsync=False)
-            except OSError as e:
-                log.warning("%s: writing a producer snapshot failed: %s", self.name, e)
-        self._active_base = active
+        if batches:
+            with self._lock:
+                for header in batches:
+                    if header.has_producer_id and not header.is_control:
+                        self._apply(header)
+                self.map_end_offset = info.last_offset + 1
+        else:
+            # no producer changed: the end offset alone is published without the lock (a
+            # snapshot taken meanwhile pairs the same producers with either end offset)
+            self.map_end_offset = info.last_offset + 1
+        segments = partition_log.segments
+        if segments is not self._segments_seen:
+            # the segment list changed (a roll, or retention): a roll takes a snapshot, as in
+            # Kafka
+            self._segments_seen = segments
+            active = segments.active.base_offset
+            if self._active_base is not None and active != self._active_base:
+                try:
+                    self.take_snapshot(fsync=False)
+                except OSError as e:
+                    log.warning("%s: writing a producer snapshot failed: %s", self.name, e)
+            self._active_base = active
 
     # -- snapshots and expiry ----------------------------------------------------------------------
 

@@ -132,6 +132,27 @@ def test_state_survives_clean_restart_via_snapshot(tmp_path):
     assert first.first_offset == 0
 
 
+def test_appends_without_a_producer_id_advance_the_map_and_rolls_snapshot(tmp_path):
+    clock = FakeClock(now_ms=5_000)
+    plog = open_log(tmp_path, clock=clock)
+    manager = attach(plog, clock)
+    send(plog, 31, 0, 0)
+    for _ in range(30):  # plain batches across several rolls
+        plog.append(make_batch(2), leader_epoch=0)
+    assert manager.map_end_offset == plog.log_end_offset == 62
+    snapshots = list_snapshots(tmp_path / "t-0")
+    bases = [s.base_offset for s in plog.segments]
+    assert snapshots and set(snapshots) <= set(range(bases[1], 63))
+    assert manager.last_entry(31).last_seq == 1
+    # a snapshot taken after plain appends restores the producer at the later end offset
+    manager.take_snapshot()
+    plog.close()
+    plog = open_log(tmp_path, clock=clock)
+    reloaded = attach(plog, clock)
+    assert reloaded.map_end_offset == 62 and reloaded.last_entry(31).last_seq == 1
+    assert send(plog, 31, 0, 0).first_offset == 0  # still de-duplicated
+
+
 def test_state_is_rebuilt_from_the_log_after_a_crash(tmp_path):
     clock = FakeClock(now_ms=5_000)
     plog = open_log(tmp_path, clock=clock)
