@@ -232,13 +232,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--peer-pid", action="append", default=[], help="NAME=PID (for CPU figures)")
     ap.add_argument("--no-tansu", action="store_true", help="do not start Tansu as a peer")
     ap.add_argument("--out", help="write the JSON results here")
-    args = ap.parse_args(
-        argv
-        if argv is not None
-        else sys.argv[2:]
-        if sys.argv[1:2] == ["bench_e2e"]
-        else sys.argv[1:]
-    )
+    if argv is None:  # python -m bench.bench_e2e ...
+        argv = sys.argv[1:]
+    args = ap.parse_args(argv)
 
     tmp = Path(tempfile.mkdtemp(prefix="odradek-bench-"))
     ours = BrokerProcess(tmp / "data").start()
@@ -252,7 +248,7 @@ def main(argv: list[str] | None = None) -> None:
         tansu = start_tansu()
         if tansu is not None:
             brokers["tansu"] = (tansu[1], tansu[0].pid)
-    command = "python -m bench.bench_e2e " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = "python -m bench.bench_e2e " + " ".join(argv)
     print(f"command: {command}")
     print(
         f"records: {args.records} x 100 B; brokers: {', '.join(brokers)}; repeats: {args.repeats}"

@@ -264,8 +264,8 @@ def run_role(role: str, *args: Any) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
-    if argv is None:
-        argv = sys.argv[2:] if sys.argv[1:2] == ["bench_spark"] else sys.argv[1:]
+    if argv is None:  # python -m bench.bench_spark ...
+        argv = sys.argv[1:]
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

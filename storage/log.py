@@ -81,7 +81,7 @@ class OffsetAndTimestamp(NamedTuple):
 
 
 class ProducerStateHook(Protocol):
-    """Where a ProducerStateManager (idempotent producer, a later issue) plugs into appends.
+    """Where a ProducerStateManager (idempotent producers) plugs into appends.
 
     Both methods run under the log's lock, so they see appends in offset order and can reject a
     batch before it takes offsets. They are given only the batches that carry a producer id
@@ -452,7 +452,7 @@ class PartitionLog:
                 ),
             )
             if hook is not None:
-                hook.after_append(self, info, [h for h in headers if h.producer_id >= 0])
+                hook.after_append(self, info, [h for h in headers if h.has_producer_id])
             if offset - self._recovery_point >= config.flush_messages:
                 flush_needed = True
         if flush_needed:
