@@ -1,7 +1,24 @@
 # syntax=docker/dockerfile:1
-# Odradek images. `docker build .` (target `broker`) gives the broker: `odradek serve` on 9092,
+# Odradek images. `docker build --target broker .` gives the broker: `odradek serve` on 9092,
 # data in the /var/lib/odradek volume. Target `spark` adds a Java runtime, PySpark and the
 # examples, for the Spark job and the example producer of docker-compose.yml.
+
+# The wheel, with the optional compiled accelerator (protocol/_fast_fetch.c) built by a compiler
+# that stays in this stage.
+FROM python:3.11-slim-bookworm AS wheel
+
+RUN apt-get update \
+    && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends gcc libc6-dev \
+    && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY pyproject.toml setup.py README.md ./
+COPY protocol ./protocol
+COPY storage ./storage
+COPY coordination ./coordination
+COPY broker ./broker
+COPY spark_connector ./spark_connector
+RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
+
 
 FROM python:3.11-slim-bookworm AS broker
 
@@ -10,13 +27,9 @@ ENV PYTHONUNBUFFERED=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
 WORKDIR /opt/odradek
-COPY pyproject.toml README.md ./
-COPY protocol ./protocol
-COPY storage ./storage
-COPY coordination ./coordination
-COPY broker ./broker
-COPY spark_connector ./spark_connector
-RUN pip install .
+COPY --from=wheel /wheels /wheels
+RUN pip install /wheels/odradek-*.whl \
+    && python -c "import protocol._fast_fetch"
 
 RUN useradd --system --uid 1000 --home-dir /var/lib/odradek --shell /usr/sbin/nologin odradek \
     && mkdir -p /var/lib/odradek \
@@ -37,7 +50,7 @@ RUN apt-get update \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
        openjdk-17-jre-headless procps \
     && rm -rf /var/lib/apt/lists/*
-RUN pip install ".[spark]"
+RUN pip install "$(echo /wheels/odradek-*.whl)[spark]"
 COPY examples ./examples
 RUN mkdir -p /var/lib/spark && chown odradek:odradek /var/lib/spark
 ENV PYSPARK_PYTHON=python \

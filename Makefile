@@ -6,8 +6,9 @@ BIN    := $(VENV)/bin
 
 .PHONY: serve test check fmt bench venv dev-env system-deps js-clients clean
 
-# A virtualenv with the runtime dependencies, re-installed when pyproject.toml changes.
-$(VENV)/.runtime: pyproject.toml
+# A virtualenv with the runtime dependencies, re-installed when pyproject.toml changes or the
+# optional compiled accelerator's source does (pip builds it where a C compiler is available).
+$(VENV)/.runtime: pyproject.toml setup.py protocol/_fast_fetch.c
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
 	  { echo "Python >= 3.11 is required (found $$($(PYTHON) --version))"; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -58,4 +59,4 @@ bench: $(VENV)/.bench system-deps
 	$(PY) -m bench
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache build *.egg-info
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache build *.egg-info protocol/*.so

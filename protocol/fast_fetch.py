@@ -10,13 +10,20 @@ exactly the bytes the generated encoder writes for the same values (the tests ho
 * no top-level node endpoints (v16+ tagged field 0).
 
 Anything else goes through the generated codec (:func:`encode` returns None for it).
+
+:func:`encode` is the compiled twin of :func:`encode_py` (``protocol/_fast_fetch.c``) when it was
+built, which ``pip install`` does where a C compiler is available; otherwise, or with the
+environment variable ``ODRADEK_NO_EXTENSIONS`` set, it is :func:`encode_py`. Both write the same
+bytes in the same buffers; :data:`ACCELERATED` says which one runs. The pure-Python loop costs at
+least ~200 ns per partition in CPython 3.11, above the 2 µs budget for 10 partitions.
 """
 
 from __future__ import annotations
 
+import os
 import struct
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from protocol.codegen import INLINE_RECORDS_MAX
@@ -42,7 +49,7 @@ _BYTES_LIKE = (bytes, bytearray, memoryview)
 _INLINE_MAX_U = INLINE_RECORDS_MAX + 1  # the length varint's value (length + 1) at the limit
 
 
-def encode(
+def encode_py(
     version: int,
     throttle_time_ms: int,
     error_code: int,
@@ -121,3 +128,19 @@ def encode(
     b.append(0)  # top-level tagged fields (no node endpoints)
     append(b)
     return out
+
+
+Encoder = Callable[[int, int, int, int, Sequence[TopicTuple]], "list[Any] | None"]
+
+#: the encoder the broker uses: the compiled one when it is available and allowed
+encode: Encoder = encode_py
+#: True when :func:`encode` is the compiled encoder
+ACCELERATED = False
+if not os.environ.get("ODRADEK_NO_EXTENSIONS"):
+    try:
+        from protocol import _fast_fetch
+    except ImportError:  # pragma: no cover - built where a C compiler is available
+        pass
+    else:
+        encode = _fast_fetch.encode
+        ACCELERATED = True
