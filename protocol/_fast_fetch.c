@@ -16,6 +16,9 @@
  *     tagged fields (none)
  *   tagged fields (none)
  */
+/* Every sequence is taken as a tuple (PySequence_Tuple: the same object for a tuple, a copy of a
+ * list), so that Python code run from here (__len__, __index__, __bool__, UUID.bytes) cannot
+ * resize what is being walked. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
@@ -167,7 +170,7 @@ static int put_topic_key(Buf *b, PyObject *topic, int by_id) {
  * fields, or for a topic's first partition the last byte of the partition count, so that a
  * partition whose records travel alone starts a new buffer with its own header. */
 static int put_partition(Buf *b, PyObject *out, PyObject *part, unsigned lead) {
-    PyObject *seq = PySequence_Fast(part, "a partition must be a tuple");
+    PyObject *seq = PySequence_Tuple(part);
     if (seq == NULL) {
         return ENC_ERROR;
     }
@@ -250,7 +253,7 @@ done:
 
 /* One topic and its partitions. */
 static int put_topic(Buf *b, PyObject *out, PyObject *item, int by_id) {
-    PyObject *pair = PySequence_Fast(item, "a topic must be a (topic, partitions) tuple");
+    PyObject *pair = PySequence_Tuple(item);
     if (pair == NULL) {
         return ENC_ERROR;
     }
@@ -263,7 +266,7 @@ static int put_topic(Buf *b, PyObject *out, PyObject *item, int by_id) {
     if (put_topic_key(b, PySequence_Fast_GET_ITEM(pair, 0), by_id) < 0) {
         goto done;
     }
-    parts = PySequence_Fast(PySequence_Fast_GET_ITEM(pair, 1), "partitions must be a sequence");
+    parts = PySequence_Tuple(PySequence_Fast_GET_ITEM(pair, 1));
     if (parts == NULL) {
         goto done;
     }
@@ -324,7 +327,7 @@ static PyObject *fast_fetch_encode(PyObject *module, PyObject *const *args, Py_s
         as_int(args[3], I32_MIN, I32_MAX, "session_id", &session) < 0) {
         return NULL;
     }
-    PyObject *topics = PySequence_Fast(args[4], "topics must be a sequence");
+    PyObject *topics = PySequence_Tuple(args[4]);
     if (topics == NULL) {
         return NULL;
     }

@@ -272,6 +272,30 @@ def test_compiled_holds_no_references_after_use():
 
 
 @needs_compiled
+def test_compiled_walks_a_snapshot_when_values_mutate_the_lists():
+    """Python code the encoder runs (a region's __len__ here) may change the lists being walked;
+    the encoder works on the sequences as they were when it took them and never crashes."""
+    parts: list = []
+    topics: list = []
+
+    class Mutating:
+        def __len__(self) -> int:
+            parts.clear()
+            topics.clear()
+            return 3
+
+    parts.extend((i, 0, 1, 1, 0, None, -1, Mutating()) for i in range(50))
+    topics.append(("t", parts))
+    snapshot = [("t", list(parts))]
+    out = _fast_fetch.encode(12, 0, 0, 0, topics)
+    assert out is not None
+    assert sum(isinstance(p, Mutating) for p in out) == 50
+    assert flatten([p for p in out if not isinstance(p, Mutating)]) == flatten(
+        [p for p in fast_fetch.encode_py(12, 0, 0, 0, snapshot) if not isinstance(p, Mutating)]
+    )
+
+
+@needs_compiled
 def test_compiled_inline_limit_is_the_codecs():
     from protocol.codegen import INLINE_RECORDS_MAX
 
