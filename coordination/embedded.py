@@ -22,6 +22,7 @@ import json
 import logging
 import threading
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -157,11 +158,24 @@ class EmbeddedMetadataStore(MetadataStore):
         self.path.parent.mkdir(parents=True, exist_ok=True)
         write_atomically(self.path, data)
 
-    def _publish(self, topics: dict[str, TopicMetadata]) -> tuple[ClusterView, ClusterView]:
-        """Saves and publishes a new view (under the lock); returns (old, new) for the listeners,
-        which are told after the lock is released: it is not reentrant, and they re-read the
-        current view under their own locks, so the order they hear of changes in is free."""
+    def _topic(self, name: str) -> TopicMetadata:
+        """The topic ``name`` (under the lock), or UnknownTopic."""
+        topic = self._view.topics.get(name)
+        if topic is None:
+            raise UnknownTopic(f"Topic '{name}' does not exist.")
+        return topic
+
+    def _publish(self, name: str, topic: TopicMetadata | None) -> tuple[ClusterView, ClusterView]:
+        """Saves and publishes a new view with topic ``name`` set to ``topic`` (None: deleted),
+        under the lock; returns (old, new) for the listeners, which are told after the lock is
+        released: it is not reentrant, and they re-read the current view under their own locks,
+        so the order they hear of changes in is free."""
         old = self._view
+        topics = dict(old.topics)
+        if topic is None:
+            del topics[name]
+        else:
+            topics[name] = topic
         new = ClusterView(old.cluster_id, old.controller_id, old.brokers, MappingProxyType(topics))
         self._save(new)
         self._view = new
@@ -198,20 +212,14 @@ class EmbeddedMetadataStore(MetadataStore):
             )
             if validate_only:
                 return topic
-            topics = dict(self._view.topics)
-            topics[name] = topic
-            change = self._publish(topics)
+            change = self._publish(name, topic)
         self._notify(*change)
         return topic
 
     def delete_topic(self, name: str) -> TopicMetadata:
         with self._lock:
-            topic = self._view.topics.get(name)
-            if topic is None:
-                raise UnknownTopic(f"Topic '{name}' does not exist.")
-            topics = dict(self._view.topics)
-            del topics[name]
-            change = self._publish(topics)
+            topic = self._topic(name)
+            change = self._publish(name, None)
         self._notify(*change)
         return topic
 
@@ -224,9 +232,7 @@ class EmbeddedMetadataStore(MetadataStore):
         validate_only: bool = False,
     ) -> TopicMetadata:
         with self._lock:
-            topic = self._view.topics.get(name)
-            if topic is None:
-                raise UnknownTopic(f"Topic '{name}' does not exist.")
+            topic = self._topic(name)
             current = len(topic.partitions)
             if total_count <= current:
                 raise InvalidPartitions(
@@ -247,36 +253,17 @@ class EmbeddedMetadataStore(MetadataStore):
                     brokers, total_count - current, rf, first_partition=current
                 )
             new = new_partition_states(layout, first_partition=current)
-            updated = TopicMetadata(
-                topic.name,
-                topic.topic_id,
-                topic.partitions + new,
-                topic.configs,
-                topic.internal,
-            )
+            updated = replace(topic, partitions=topic.partitions + new)
             if validate_only:
                 return updated
-            topics = dict(self._view.topics)
-            topics[name] = updated
-            change = self._publish(topics)
+            change = self._publish(name, updated)
         self._notify(*change)
         return updated
 
     def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> TopicMetadata:
         with self._lock:
-            topic = self._view.topics.get(name)
-            if topic is None:
-                raise UnknownTopic(f"Topic '{name}' does not exist.")
-            updated = TopicMetadata(
-                topic.name,
-                topic.topic_id,
-                topic.partitions,
-                MappingProxyType(dict(configs)),
-                topic.internal,
-            )
-            topics = dict(self._view.topics)
-            topics[name] = updated
-            change = self._publish(topics)
+            updated = replace(self._topic(name), configs=MappingProxyType(dict(configs)))
+            change = self._publish(name, updated)
         self._notify(*change)
         return updated
 

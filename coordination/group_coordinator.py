@@ -981,44 +981,24 @@ class GroupCoordinator:
             callback(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id))
             return
         changed = not member.matches(request.protocols)
+        completing = group.is_in(GroupState.COMPLETING_REBALANCE)
         if group.is_in(GroupState.PREPARING_REBALANCE):
-            self._update_member_and_rebalance(
-                group,
-                member,
-                request,
-                callback,
-                f"member {member_id} joining during a rebalance ({request.why})",
-            )
-        elif group.is_in(GroupState.COMPLETING_REBALANCE):
-            if changed:
-                self._update_member_and_rebalance(
-                    group,
-                    member,
-                    request,
-                    callback,
-                    f"member {member_id} changed its metadata ({request.why})",
-                )
-            else:
-                # it missed the JoinGroup answer: the same answer again
-                callback(self._join_ok(group, member_id, leader_gets_members=True))
-        elif group.is_in(GroupState.STABLE):
-            if group.is_leader(member_id):
-                # the leader may rejoin to force a rebalance (topic metadata changed...)
-                self._update_member_and_rebalance(
-                    group, member, request, callback, f"leader {member_id} rejoined ({request.why})"
-                )
-            elif changed:
-                self._update_member_and_rebalance(
-                    group,
-                    member,
-                    request,
-                    callback,
-                    f"member {member_id} changed its metadata ({request.why})",
-                )
-            else:
-                callback(self._join_ok(group, member_id, leader_gets_members=False))
+            reason = f"member {member_id} joining during a rebalance"
+        elif group.is_in(GroupState.STABLE) and group.is_leader(member_id):
+            # the leader may rejoin to force a rebalance (topic metadata changed...)
+            reason = f"leader {member_id} rejoined"
+        elif completing or group.is_in(GroupState.STABLE):
+            if not changed:
+                # the same answer again (in CompletingRebalance it missed the JoinGroup answer)
+                callback(self._join_ok(group, member_id, leader_gets_members=completing))
+                return
+            reason = f"member {member_id} changed its metadata"
         else:
             callback(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id))
+            return
+        self._update_member_and_rebalance(
+            group, member, request, callback, f"{reason} ({request.why})"
+        )
 
     # -- SyncGroup -------------------------------------------------------------------------------
 
