@@ -175,11 +175,11 @@ static int put_partition(Buf *b, PyObject *out, PyObject *part, unsigned lead) {
         return ENC_ERROR;
     }
     int rc = ENC_ERROR;
-    if (PySequence_Fast_GET_SIZE(seq) != 8) {
+    if (PyTuple_GET_SIZE(seq) != 8) {
         PyErr_SetString(PyExc_ValueError, "a partition tuple has 8 items");
         goto done;
     }
-    PyObject **f = PySequence_Fast_ITEMS(seq);
+    PyObject **f = &PyTuple_GET_ITEM(seq, 0);
     PyObject *aborted = f[5];
     PyObject *records = f[7];
     int has_aborted = PyObject_IsTrue(aborted);
@@ -259,18 +259,18 @@ static int put_topic(Buf *b, PyObject *out, PyObject *item, int by_id) {
     }
     int rc = ENC_ERROR;
     PyObject *parts = NULL;
-    if (PySequence_Fast_GET_SIZE(pair) != 2) {
+    if (PyTuple_GET_SIZE(pair) != 2) {
         PyErr_SetString(PyExc_ValueError, "a topic tuple has 2 items");
         goto done;
     }
-    if (put_topic_key(b, PySequence_Fast_GET_ITEM(pair, 0), by_id) < 0) {
+    if (put_topic_key(b, PyTuple_GET_ITEM(pair, 0), by_id) < 0) {
         goto done;
     }
-    parts = PySequence_Tuple(PySequence_Fast_GET_ITEM(pair, 1));
+    parts = PySequence_Tuple(PyTuple_GET_ITEM(pair, 1));
     if (parts == NULL) {
         goto done;
     }
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(parts);
+    Py_ssize_t n = PyTuple_GET_SIZE(parts);
     if (buf_reserve(b, 5 + 2) < 0) {
         goto done;
     }
@@ -287,9 +287,8 @@ static int put_topic(Buf *b, PyObject *out, PyObject *item, int by_id) {
     put_uvarint(b, (uint32_t)(n + 1));
     b->len -= 1; /* the count's last byte leads the first partition */
     unsigned lead = b->p[b->len];
-    PyObject **items = PySequence_Fast_ITEMS(parts);
     for (Py_ssize_t i = 0; i < n; i++) {
-        rc = put_partition(b, out, items[i], lead);
+        rc = put_partition(b, out, PyTuple_GET_ITEM(parts, i), lead);
         if (rc != ENC_OK) {
             goto done;
         }
@@ -337,7 +336,7 @@ static PyObject *fast_fetch_encode(PyObject *module, PyObject *const *args, Py_s
     if (out == NULL) {
         goto done;
     }
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(topics);
+    Py_ssize_t n = PyTuple_GET_SIZE(topics);
     if (n >= (Py_ssize_t)UINT32_MAX) {
         PyErr_SetString(PyExc_OverflowError, "too many topics");
         goto done;
@@ -349,9 +348,8 @@ static PyObject *fast_fetch_encode(PyObject *module, PyObject *const *args, Py_s
     put_be16(&b, (uint16_t)error);
     put_be32(&b, (uint32_t)session);
     put_uvarint(&b, (uint32_t)(n + 1));
-    PyObject **items = PySequence_Fast_ITEMS(topics);
     for (Py_ssize_t i = 0; i < n; i++) {
-        rc = put_topic(&b, out, items[i], version >= 13);
+        rc = put_topic(&b, out, PyTuple_GET_ITEM(topics, i), version >= 13);
         if (rc != ENC_OK) {
             goto done;
         }
