@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
 from broker.config import BrokerConfig, ConfigError, validate_topic_configs
 from coordination.errors import (
@@ -17,21 +16,22 @@ from coordination.errors import (
     InvalidReplicationFactor,
     TopicDeletionDisabled,
 )
-from coordination.metadata import INTERNAL_TOPICS, TopicMetadata, validate_topic_name
-
-if TYPE_CHECKING:
-    from broker.server import Broker
+from coordination.metadata import (
+    INTERNAL_TOPICS,
+    MetadataStore,
+    TopicMetadata,
+    validate_topic_name,
+)
 
 log = logging.getLogger(__name__)
 
 
 class TopicAdmin:
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    """Kafka's admin checks in front of the metadata store. Thread-safe (the store is)."""
 
-    @property
-    def config(self) -> BrokerConfig:
-        return self.broker.config
+    def __init__(self, config: BrokerConfig, metadata: MetadataStore) -> None:
+        self.config = config
+        self.metadata = metadata
 
     def check_configs(self, configs: Mapping[str, str | None]) -> dict[str, str]:
         try:
@@ -69,7 +69,7 @@ class TopicAdmin:
             if replication_factor <= 0:
                 raise InvalidReplicationFactor("Replication factor must be larger than 0.")
         checked = self.check_configs(configs or {})
-        topic = self.broker.metadata.create_topic(
+        topic = self.metadata.create_topic(
             name,
             num_partitions,
             replication_factor,
@@ -85,7 +85,7 @@ class TopicAdmin:
     def delete_topic(self, name: str) -> TopicMetadata:
         if not self.config["delete.topic.enable"]:
             raise TopicDeletionDisabled("Topic deletion is disabled.")
-        topic = self.broker.metadata.delete_topic(name)
+        topic = self.metadata.delete_topic(name)
         log.info("deleted topic %s", name)
         return topic
 
@@ -97,9 +97,9 @@ class TopicAdmin:
         *,
         validate_only: bool = False,
     ) -> TopicMetadata:
-        return self.broker.metadata.create_partitions(
+        return self.metadata.create_partitions(
             name, count, assignment=assignment, validate_only=validate_only
         )
 
     def set_topic_configs(self, name: str, configs: Mapping[str, str | None]) -> TopicMetadata:
-        return self.broker.metadata.set_topic_configs(name, self.check_configs(configs))
+        return self.metadata.set_topic_configs(name, self.check_configs(configs))

@@ -464,3 +464,75 @@ class BrokerConfig:
     def topic_config(self, overrides: Mapping[str, Any]) -> dict[str, Any]:
         """Every topic config's effective value given a topic's (parsed) overrides."""
         return {name: overrides.get(name, self.topic_default(name)) for name in TOPIC_CONFIGS}
+
+    @property
+    def security_protocol_map(self) -> dict[str, str]:
+        """``listener.security.protocol.map`` (``"PLAINTEXT:PLAINTEXT,SSL:SSL"``) as a dict."""
+        result: dict[str, str] = {}
+        for item in str(self["listener.security.protocol.map"] or "").split(","):
+            item = item.strip()
+            if not item:
+                continue
+            name, sep, protocol = item.partition(":")
+            if not sep:
+                raise ConfigError(f"invalid listener.security.protocol.map entry {item!r}")
+            result[name.strip().upper()] = protocol.strip().upper()
+        return result
+
+    def security_protocol(self, listener: str) -> str:
+        """The security protocol of ``listener`` (Kafka: from the map, else the name itself
+        when it is a protocol's name)."""
+        protocol = self.security_protocol_map.get(listener.upper())
+        if protocol is None:
+            raise ConfigError(
+                f"listener {listener} has no security protocol in listener.security.protocol.map"
+            )
+        return protocol
+
+
+# --- typed sections: what each component reads, checked once at start-up ---------------------
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkConfig:
+    """The network layer's keys (Kafka's ``SocketServer`` configs)."""
+
+    num_network_threads: int
+    socket_request_max_bytes: int
+    queued_max_requests: int
+    connections_max_idle_ms: int
+    socket_listen_backlog_size: int
+    socket_send_buffer_bytes: int
+    socket_receive_buffer_bytes: int
+
+    @classmethod
+    def from_broker(cls, config: BrokerConfig) -> NetworkConfig:
+        return cls(
+            num_network_threads=int(config["num.network.threads"]),
+            socket_request_max_bytes=int(config["socket.request.max.bytes"]),
+            queued_max_requests=int(config["queued.max.requests"]),
+            connections_max_idle_ms=int(config["connections.max.idle.ms"]),
+            socket_listen_backlog_size=int(config["socket.listen.backlog.size"]),
+            socket_send_buffer_bytes=int(config["socket.send.buffer.bytes"]),
+            socket_receive_buffer_bytes=int(config["socket.receive.buffer.bytes"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ZooKeeperConfig:
+    """Cluster mode's keys (``zookeeper.connect`` empty: standalone)."""
+
+    connect: str
+    session_timeout_ms: int
+    connection_timeout_ms: int | None
+    unclean_leader_election_enable: bool
+
+    @classmethod
+    def from_broker(cls, config: BrokerConfig) -> ZooKeeperConfig:
+        timeout = config["zookeeper.connection.timeout.ms"]
+        return cls(
+            connect=str(config["zookeeper.connect"] or ""),
+            session_timeout_ms=int(config["zookeeper.session.timeout.ms"]),
+            connection_timeout_ms=int(timeout) if timeout is not None else None,
+            unclean_leader_election_enable=bool(config["unclean.leader.election.enable"]),
+        )

@@ -26,9 +26,13 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
-from broker.metrics import MetricSamples
+from broker.admin import TopicAdmin
+from broker.config import BrokerConfig
+from broker.metrics import MetricSamples, MetricsRegistry
+from broker.replication.errors import error_of
+from broker.replication.replica_manager import ReplicaManager
 from coordination.errors import KafkaApiError, TopicExists
 from coordination.group_coordinator import (
     CoordinatorWriteError,
@@ -36,17 +40,12 @@ from coordination.group_coordinator import (
     GroupCoordinator,
     Record,
 )
-from coordination.metadata import OFFSETS_TOPIC, ClusterView
+from coordination.metadata import OFFSETS_TOPIC, ClusterView, MetadataStore
 from coordination.producer_id_manager import ProducerIdManager
 from protocol.error_codes import ErrorCode
 from protocol.errors import RemoteProtocolError
 from protocol.records.record import RecordBatchBuilder, iter_record_batches
 from storage.errors import StorageError
-from storage.producer_state import ProducerStateManager
-
-if TYPE_CHECKING:
-    from broker.dispatch import RequestContext
-    from broker.server import Broker
 
 log = logging.getLogger(__name__)
 
@@ -54,8 +53,6 @@ T = TypeVar("T")
 
 #: How much of a ``__consumer_offsets`` partition the loader reads at a time.
 LOAD_CHUNK_BYTES = 4 * 1024 * 1024
-#: Kafka's producer.id.expiration.check.interval.ms
-PRODUCER_EXPIRATION_CHECK_INTERVAL_MS = 600_000
 
 
 class _LoopTimer:
@@ -113,12 +110,12 @@ class LoopScheduler:
 class OffsetsTopicLog:
     """coordination's CoordinatorLog on the ``__consumer_offsets`` partitions this broker leads."""
 
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
-        self.codec = int(broker.config["offsets.topic.compression.codec"])
+    def __init__(self, replica_manager: ReplicaManager, codec: int) -> None:
+        self.replica_manager = replica_manager
+        self.codec = codec
 
     def append(self, partition: int, records: Sequence[Record]) -> None:
-        part = self.broker.replica_manager.get(OFFSETS_TOPIC, partition)
+        part = self.replica_manager.get_partition(OFFSETS_TOPIC, partition)
         if part is None:
             raise CoordinatorWriteError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         if not part.is_leader:
@@ -129,10 +126,10 @@ class OffsetsTopicLog:
             builder.append(value, key=key, timestamp=now)
         buf = bytearray(builder.build())
         try:
-            info = part.log.append(buf, leader_epoch=part.leader_epoch, now_ms=now)
-        except StorageError as e:
-            raise CoordinatorWriteError(ErrorCode.of(e.error_code), str(e)) from e
-        part.notify_append(info.valid_bytes)
+            part.append_batches_to_leader(buf, now_ms=now)
+        except (StorageError, KafkaApiError) as e:
+            code, message = error_of(e)
+            raise CoordinatorWriteError(code, message or "") from e
 
 
 def read_offsets_partition(plog: Any) -> Iterator[Record]:
@@ -191,19 +188,6 @@ def read_for_load(name: str, get_log: Callable[[], Any]) -> list[Record]:
     return records
 
 
-def runtime(broker: Broker) -> CoordinatorRuntime:
-    """The broker's coordinator runtime (``broker.group_coordinator``), typed."""
-    rt: CoordinatorRuntime = broker.group_coordinator
-    return rt
-
-
-def client_host(ctx: RequestContext) -> str:
-    """Kafka's member ``clientHost``: "/" and the peer's address."""
-    peer = ctx.conn.peer
-    host = peer[0] if isinstance(peer, tuple) and peer else str(peer)
-    return f"/{host}"
-
-
 def future_callback(
     loop: asyncio.AbstractEventLoop, kind: type[T]
 ) -> tuple[asyncio.Future[T], Callable[[T], None]]:
@@ -235,13 +219,25 @@ class CoordinatorNode:
 class CoordinatorRuntime:
     """See the module docstring. Created and started by the broker after its storage."""
 
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
-        self.config = broker.config
-        self.broker_id = broker.broker_id
-        assert broker.loop is not None
-        self.scheduler = LoopScheduler(broker.loop)
-        view = broker.metadata.view
+    def __init__(
+        self,
+        *,
+        broker_id: int,
+        config: BrokerConfig,
+        loop: asyncio.AbstractEventLoop,
+        metadata: MetadataStore,
+        replica_manager: ReplicaManager,
+        admin: TopicAdmin,
+        metrics: MetricsRegistry,
+    ) -> None:
+        self.config = config
+        self.broker_id = broker_id
+        self.metadata = metadata
+        self.replica_manager = replica_manager
+        self.admin = admin
+        self.metrics = metrics
+        self.scheduler = LoopScheduler(loop)
+        view = metadata.view
         existing = view.topics.get(OFFSETS_TOPIC)
         c = self.config
         self.groups = GroupCoordinator(
@@ -258,15 +254,14 @@ class CoordinatorRuntime:
                 offset_metadata_max_bytes=int(c["offset.metadata.max.bytes"]),
             ),
             self.scheduler,
-            OffsetsTopicLog(broker),
+            OffsetsTopicLog(replica_manager, int(c["offsets.topic.compression.codec"])),
         )
-        self.producer_ids = ProducerIdManager(broker.metadata)
+        self.producer_ids = ProducerIdManager(metadata)
         self._led: set[int] = set()
         self._lock = threading.Lock()
         self._offsets_topic_lock = threading.Lock()
         self._loads: queue.Queue[tuple[int, int] | None] = queue.Queue()
         self._loader: threading.Thread | None = None
-        self._producer_timer: Any = None
         self._stopped = False
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -277,10 +272,9 @@ class CoordinatorRuntime:
             target=self._load_loop, name="coordinator-loader", daemon=True
         )
         self._loader.start()
-        self.broker.metadata.add_listener(self._on_metadata)
-        self._follow_leadership(self.broker.metadata.view)
-        self._schedule_producer_expiration()
-        self.broker.add_metrics(self._metrics)
+        self.metadata.add_listener(self._on_metadata)
+        self._follow_leadership(self.metadata.view)
+        self.metrics.add(self._metrics)
 
     def shutdown(self) -> None:
         """Stops the coordinators (members waiting in a rebalance are answered
@@ -289,8 +283,6 @@ class CoordinatorRuntime:
             return
         self._stopped = True
         self.groups.shutdown()
-        if self._producer_timer is not None:
-            self._producer_timer.cancel()
         self._loads.put(None)
         if self._loader is not None:
             self._loader.join(10)
@@ -308,7 +300,7 @@ class CoordinatorRuntime:
         if self._stopped:
             return
         with self._lock:
-            view = self.broker.metadata.view
+            view = self.metadata.view
             topic = view.topics.get(OFFSETS_TOPIC)
             led = set()
             if topic is not None:
@@ -328,7 +320,7 @@ class CoordinatorRuntime:
             self.groups.unload(p)
         for p in gained:
             load_id = self.groups.begin_loading(p)
-            part = self.broker.replica_manager.get(OFFSETS_TOPIC, p)
+            part = self.replica_manager.get_partition(OFFSETS_TOPIC, p)
             if part is not None and part.log.log_end_offset == part.log.log_start_offset:
                 # nothing to read: no need to make clients wait for the loader
                 self.groups.complete_loading(p, load_id, [])
@@ -360,7 +352,7 @@ class CoordinatorRuntime:
                 )
 
     def _offsets_log(self, partition: int) -> Any:
-        part = self.broker.replica_manager.get(OFFSETS_TOPIC, partition)
+        part = self.replica_manager.get_partition(OFFSETS_TOPIC, partition)
         return part.log if part is not None else None
 
     # -- FindCoordinator -------------------------------------------------------------------------
@@ -373,15 +365,15 @@ class CoordinatorRuntime:
         so without the wait the others would answer COORDINATOR_NOT_AVAILABLE meanwhile (a few
         hundred ms), which librdkafka's admin client can take long to retry (seen: its
         DescribeConsumerGroups not answered within 10 s)."""
-        if OFFSETS_TOPIC in self.broker.metadata.view.topics:
+        if OFFSETS_TOPIC in self.metadata.view.topics:
             return True
         with self._offsets_topic_lock:
-            if OFFSETS_TOPIC in self.broker.metadata.view.topics:
+            if OFFSETS_TOPIC in self.metadata.view.topics:
                 return True
             c = self.config
-            live = max(len(self.broker.metadata.view.brokers), 1)
+            live = max(len(self.metadata.view.brokers), 1)
             try:
-                self.broker.admin.create_topic(
+                self.admin.create_topic(
                     OFFSETS_TOPIC,
                     num_partitions=int(c["offsets.topic.num.partitions"]),
                     replication_factor=min(int(c["offsets.topic.replication.factor"]), live),
@@ -397,12 +389,12 @@ class CoordinatorRuntime:
             except KafkaApiError as e:
                 log.warning("could not create %s: %s", OFFSETS_TOPIC, e)
                 return False
-            return OFFSETS_TOPIC in self.broker.metadata.view.topics
+            return OFFSETS_TOPIC in self.metadata.view.topics
 
     def find_group_coordinator(self, group_id: str, listener: str) -> CoordinatorNode:
         if not self.ensure_offsets_topic():
             return CoordinatorNode(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        view = self.broker.metadata.view
+        view = self.metadata.view
         topic = view.topics.get(OFFSETS_TOPIC)
         if topic is None:
             return CoordinatorNode(ErrorCode.COORDINATOR_NOT_AVAILABLE)
@@ -420,39 +412,11 @@ class CoordinatorRuntime:
         ep = info.endpoint(listener)
         return CoordinatorNode(ErrorCode.NONE, leader, ep.host, ep.port)
 
-    # -- producers -------------------------------------------------------------------------------
-
-    def _schedule_producer_expiration(self) -> None:
-        def run() -> None:
-            if self._stopped:
-                return
-            try:
-                self.expire_producers()
-            finally:
-                self._schedule_producer_expiration()
-
-        self._producer_timer = self.scheduler.schedule(PRODUCER_EXPIRATION_CHECK_INTERVAL_MS, run)
-
-    def expire_producers(self, now_ms: int | None = None) -> int:
-        """Forgets producers idle for ``producer.id.expiration.ms`` in every partition."""
-        now = time.time_ns() // 1_000_000 if now_ms is None else now_ms
-        removed = 0
-        for part in list(self.broker.replica_manager.partitions.values()):
-            state = part.log.producer_state
-            if isinstance(state, ProducerStateManager):
-                removed += state.remove_expired_producers(now)
-        return removed
-
     # -- metrics ---------------------------------------------------------------------------------
 
     def _metrics(self) -> list[MetricSamples]:
         _, groups = self.groups.list_groups()
         states = Counter(g.state for g in groups)
-        producers = 0
-        for part in list(self.broker.replica_manager.partitions.values()):
-            state = part.log.producer_state
-            if isinstance(state, ProducerStateManager):
-                producers += len(state.producers)
         return [
             (
                 "odradek_consumer_groups",
@@ -465,11 +429,5 @@ class CoordinatorRuntime:
                 "gauge",
                 "__consumer_offsets partitions being loaded.",
                 [("", float(len(self.groups.loading_partitions)))],
-            ),
-            (
-                "odradek_idempotent_producers",
-                "gauge",
-                "Producer ids with sequence state, summed over partitions.",
-                [("", float(producers))],
             ),
         ]

@@ -1,11 +1,17 @@
-"""Request dispatch: frame -> header -> handler -> response frame.
+"""Request dispatch: frame -> header -> the gate -> handler -> response frame.
 
-Rules (Kafka's, and the traps in NOTES-protocol.md):
+The rules (Kafka's, and what real clients rely on):
 
 * An API key we do not handle, or a version outside the registered range, closes the connection
   (as Kafka does) — except ApiVersions, which is answered with UNSUPPORTED_VERSION and a v0 body
   listing ApiVersions' own range, so clients can retry with a version we know.
 * A malformed request closes the connection, with the reason logged.
+* **The gate**, before any handler runs: a session that has not authenticated yet (a SASL
+  listener before the SASL exchange completes) may only use the APIs registered with
+  ``before_authentication``; anything else closes the connection, as Kafka's
+  ``SaslServerAuthenticator`` does. A handler's declared ACL requirement on the CLUSTER resource
+  is checked here (CLUSTER_AUTHORIZATION_FAILED); per-topic and per-group requirements are
+  checked by the handler for each resource it names, through :meth:`RequestContext.authorize`.
 * A handler raising :class:`~coordination.errors.KafkaApiError` gets the API's error response
   with that code; any other exception is logged with its traceback and answered with
   UNKNOWN_SERVER_ERROR (or the connection is closed when the API has no error response).
@@ -18,11 +24,15 @@ import logging
 import time
 from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from broker.network import CloseConnection, Connection, HandleResult, Response
+from broker.metrics import RequestMetrics
+from broker.net.connection import CloseConnection, Connection, HandleResult, Response
+from broker.net.session import Session
 from broker.registry import Handler, HandlerRegistry
+from broker.services import BrokerServices
 from coordination.errors import KafkaApiError
+from protocol.acl import CLUSTER_NAME, AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.errors import RemoteProtocolError
@@ -35,9 +45,6 @@ from protocol.headers import (
 from protocol.messages import SCHEMAS
 from protocol.messages.api_versions import ApiVersion, ApiVersionsResponse
 
-if TYPE_CHECKING:
-    from broker.server import Broker
-
 log = logging.getLogger(__name__)
 
 
@@ -48,12 +55,17 @@ class EncodedBody:
     parts: list[Any]
 
 
+class ClusterAuthorizationFailed(KafkaApiError):
+    error_code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+
+
 @dataclass(slots=True)
 class RequestContext:
-    """Per-request state: who asked, what, and through which connection."""
+    """Per-request state: who asked (the connection's session), what, and the broker's services
+    the handler may use."""
 
-    broker: Broker
-    conn: Connection
+    services: BrokerServices
+    session: Session
     header: RequestHeader
     received_ns: int
 
@@ -63,19 +75,37 @@ class RequestContext:
 
     @property
     def listener(self) -> str:
-        return self.conn.listener
+        return self.session.listener
+
+    @property
+    def client_id(self) -> str:
+        return self.header.client_id or ""
 
     @staticmethod
     def now_ms() -> int:
         return time.time_ns() // 1_000_000
 
+    def authorize(
+        self, operation: AclOperation, resource_type: ResourceType, resource_name: str
+    ) -> bool:
+        """Whether this request's principal may do ``operation`` on the resource (always, with
+        no authorizer configured)."""
+        authorizer = self.services.authorizer
+        if authorizer is None:
+            return True
+        session = self.session
+        return authorizer.authorize(
+            session.principal, session.client_host, operation, resource_type, resource_name
+        )
+
 
 class Dispatcher:
     """The broker's RequestChannel: turns frames into responses, in order, per connection."""
 
-    def __init__(self, broker: Broker, registry: HandlerRegistry) -> None:
-        self.broker = broker
+    def __init__(self, services: BrokerServices, registry: HandlerRegistry) -> None:
+        self.services = services
         self.registry = registry
+        self._authorizer = services.authorizer
         self._api_versions_schema = SCHEMAS[ApiKey.API_VERSIONS]
 
     def handle(self, conn: Connection, frame: memoryview) -> HandleResult:
@@ -96,17 +126,24 @@ class Dispatcher:
             raise CloseConnection(
                 f"unsupported request {name} v{header.api_version} from client {header.client_id!r}"
             )
+        session = conn.session
+        if not session.authenticated and not handler.before_authentication:
+            raise CloseConnection(
+                f"{handler.api_key.name} before authentication from client {header.client_id!r}"
+            )
         try:
             body, _ = handler.schema.request_decoder(header.api_version)(frame, pos)
         except RemoteProtocolError as e:
             raise CloseConnection(
                 f"malformed {handler.api_key.name} v{header.api_version} request: {e}"
             ) from None
-        ctx = RequestContext(self.broker, conn, header, received)
-        metrics = conn.processor.request_metrics
+        ctx = RequestContext(self.services, session, header, received)
+        metrics = conn.request_metrics
         if handler.is_async:
             return self._run_async(handler, ctx, body, metrics)
         try:
+            if self._authorizer is not None:
+                self._authorize_cluster(handler, ctx)
             result = handler.fn(ctx, body)
         except CloseConnection:
             raise
@@ -118,10 +155,12 @@ class Dispatcher:
         return self._frame(handler, header, result)
 
     async def _run_async(
-        self, handler: Handler, ctx: RequestContext, body: Any, metrics: Any
+        self, handler: Handler, ctx: RequestContext, body: Any, metrics: RequestMetrics
     ) -> Response:
         header = ctx.header
         try:
+            if self._authorizer is not None:
+                self._authorize_cluster(handler, ctx)
             awaitable: Awaitable[Any] = handler.fn(ctx, body)
             result = await awaitable
         except CloseConnection:
@@ -132,6 +171,18 @@ class Dispatcher:
         if result is None:
             return None
         return self._frame(handler, header, result)
+
+    @staticmethod
+    def _authorize_cluster(handler: Handler, ctx: RequestContext) -> None:
+        acl = handler.acl
+        if (
+            acl is not None
+            and acl[1] == ResourceType.CLUSTER
+            and not ctx.authorize(acl[0], ResourceType.CLUSTER, CLUSTER_NAME)
+        ):
+            raise ClusterAuthorizationFailed(
+                f"{ctx.session.principal} may not {acl[0].name} the cluster"
+            )
 
     @staticmethod
     def _frame(handler: Handler, header: RequestHeader, result: Any) -> Response:
@@ -151,7 +202,7 @@ class Dispatcher:
                 "unexpected error handling %s v%d from %s",
                 handler.api_key.name,
                 ctx.api_version,
-                ctx.conn.peer,
+                ctx.session.peer,
                 exc_info=exc,
             )
             code, message = ErrorCode.UNKNOWN_SERVER_ERROR, None

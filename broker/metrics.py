@@ -1,20 +1,24 @@
-"""Metrics: per-processor request counters and a Prometheus text endpoint.
+"""Metrics: a registry of sources, per-processor request counters, and a Prometheus endpoint.
 
-Each processor thread owns its own :class:`RequestMetrics` (no locks on the hot path); the
-endpoint sums them when scraped. Served on ``metrics.port`` (off by default) at ``/metrics``.
+Components register a source with :meth:`MetricsRegistry.add` (a function returning samples,
+called when the endpoint is scraped). Each processor thread owns its own :class:`RequestMetrics`
+(no locks on the hot path); :func:`network_samples` sums them when scraped. Served on
+``metrics.port`` (off by default) at ``/metrics``.
+
+Thread-safety: sources may be added from any thread; scraping runs on the main loop and reads
+the per-processor counters without locks (a scrape may see a request counted in one metric and
+not yet in another).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+import threading
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from typing import Protocol
 
 from protocol.api_keys import ApiKey
-
-if TYPE_CHECKING:
-    from broker.server import Broker
 
 log = logging.getLogger(__name__)
 
@@ -47,25 +51,68 @@ class RequestMetrics:
             b[-1] += 1
 
 
+#: (name, Prometheus type, help, [(suffix and labels, value)]): one line per sample is
+#: ``<name><suffix and labels> <value>``
+MetricSamples = tuple[str, str, str, list[tuple[str, float]]]
+MetricsSource = Callable[[], Iterable[MetricSamples]]
+
+
+class MetricsRegistry:
+    """The broker's metric sources, rendered in Prometheus' text format."""
+
+    def __init__(self) -> None:
+        self._sources: list[MetricsSource] = []
+        self._lock = threading.Lock()
+
+    def add(self, source: MetricsSource) -> None:
+        with self._lock:
+            self._sources.append(source)
+
+    def collect(self) -> Iterator[MetricSamples]:
+        with self._lock:
+            sources = list(self._sources)
+        for source in sources:
+            yield from source()
+
+    def render(self) -> str:
+        lines: list[str] = []
+        for name, kind, help_text, samples in self.collect():
+            lines.append(f"# HELP {name} {help_text}")
+            lines.append(f"# TYPE {name} {kind}")
+            for labels, value in samples:
+                lines.append(f"{name}{labels} {value}")
+        return "\n".join(lines) + "\n"
+
+
 def _api_name(key: int) -> str:
     return ApiKey(key).name if key in ApiKey._value2member_map_ else str(key)
 
 
-def render(broker: Broker) -> str:
-    """The Prometheus text exposition of the broker's metrics."""
-    lines: list[str] = []
+class _ConnectionCounters(Protocol):
+    bytes_in: int
+    bytes_out: int
+    sendfile_bytes: int
 
-    def metric(name: str, kind: str, help_text: str, samples: Iterable[tuple[str, float]]) -> None:
-        lines.append(f"# HELP {name} {help_text}")
-        lines.append(f"# TYPE {name} {kind}")
-        for labels, value in samples:
-            lines.append(f"{name}{labels} {value}")
 
-    procs = broker.processors
+class NetworkStats(Protocol):
+    """What :func:`network_samples` reads of a processor."""
+
+    @property
+    def metrics(self) -> _ConnectionCounters: ...
+
+    @property
+    def request_metrics(self) -> RequestMetrics: ...
+
+    @property
+    def connections(self) -> Collection[object]: ...
+
+
+def network_samples(processors: Sequence[NetworkStats]) -> list[MetricSamples]:
+    """Requests by API (count and latency histogram), bytes in and out, connections."""
     counts: dict[int, int] = {}
     totals: dict[int, int] = {}
     buckets: dict[int, list[int]] = {}
-    for p in procs:
+    for p in processors:
         rm = p.request_metrics
         for k, v in list(rm.count.items()):
             counts[k] = counts.get(k, 0) + v
@@ -75,59 +122,61 @@ def render(broker: Broker) -> str:
             acc = buckets.setdefault(k, [0] * len(b))
             for i, x in enumerate(b):
                 acc[i] += x
-    metric(
-        "odradek_requests_total",
-        "counter",
-        "Requests handled, by API.",
-        ((f'{{api="{_api_name(k)}"}}', v) for k, v in sorted(counts.items())),
-    )
-    lines.append("# HELP odradek_request_latency_seconds Request handling time, by API.")
-    lines.append("# TYPE odradek_request_latency_seconds histogram")
+    latency: list[tuple[str, float]] = []
     for k in sorted(buckets):
         api = _api_name(k)
         cumulative = 0
         for bound, n in zip((*BUCKETS, float("inf")), buckets[k], strict=True):
             cumulative += n
             le = "+Inf" if bound == float("inf") else repr(bound)
-            lines.append(
-                f'odradek_request_latency_seconds_bucket{{api="{api}",le="{le}"}} {cumulative}'
-            )
-        lines.append(f'odradek_request_latency_seconds_sum{{api="{api}"}} {totals.get(k, 0) / 1e9}')
-        lines.append(f'odradek_request_latency_seconds_count{{api="{api}"}} {counts.get(k, 0)}')
+            latency.append((f'_bucket{{api="{api}",le="{le}"}}', cumulative))
+        latency.append((f'_sum{{api="{api}"}}', totals.get(k, 0) / 1e9))
+        latency.append((f'_count{{api="{api}"}}', counts.get(k, 0)))
 
-    def total(attr: str) -> int:
-        return sum(getattr(p.metrics, attr) for p in procs)
+    def total(attr: str) -> float:
+        return float(sum(getattr(p.metrics, attr) for p in processors))
 
-    metric(
-        "odradek_network_bytes_in_total",
-        "counter",
-        "Bytes received from clients.",
-        [("", total("bytes_in"))],
-    )
-    metric(
-        "odradek_network_bytes_out_total",
-        "counter",
-        "Bytes sent to clients.",
-        [("", total("bytes_out"))],
-    )
-    metric(
-        "odradek_sendfile_bytes_total",
-        "counter",
-        "Bytes sent with sendfile (zero copy).",
-        [("", total("sendfile_bytes"))],
-    )
-    metric(
-        "odradek_connections",
-        "gauge",
-        "Open client connections.",
-        [("", sum(len(p.connections) for p in procs))],
-    )
-    for name, kind, help_text, samples in broker.extra_metrics():
-        metric(name, kind, help_text, samples)
-    return "\n".join(lines) + "\n"
+    return [
+        (
+            "odradek_requests_total",
+            "counter",
+            "Requests handled, by API.",
+            [(f'{{api="{_api_name(k)}"}}', v) for k, v in sorted(counts.items())],
+        ),
+        (
+            "odradek_request_latency_seconds",
+            "histogram",
+            "Request handling time, by API.",
+            latency,
+        ),
+        (
+            "odradek_network_bytes_in_total",
+            "counter",
+            "Bytes received from clients.",
+            [("", total("bytes_in"))],
+        ),
+        (
+            "odradek_network_bytes_out_total",
+            "counter",
+            "Bytes sent to clients.",
+            [("", total("bytes_out"))],
+        ),
+        (
+            "odradek_sendfile_bytes_total",
+            "counter",
+            "Bytes sent with sendfile (zero copy).",
+            [("", total("sendfile_bytes"))],
+        ),
+        (
+            "odradek_connections",
+            "gauge",
+            "Open client connections.",
+            [("", float(sum(len(p.connections) for p in processors)))],
+        ),
+    ]
 
 
-async def serve_metrics(broker: Broker, host: str, port: int) -> asyncio.AbstractServer:
+async def serve_metrics(registry: MetricsRegistry, host: str, port: int) -> asyncio.AbstractServer:
     """A minimal HTTP/1.0 server for GET /metrics."""
 
     async def client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -135,7 +184,7 @@ async def serve_metrics(broker: Broker, host: str, port: int) -> asyncio.Abstrac
             request = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
             path = request.split(b" ", 2)[1] if request.count(b" ") >= 2 else b"/"
             if path.split(b"?")[0] in (b"/metrics", b"/"):
-                body = render(broker).encode()
+                body = registry.render().encode()
                 status = b"200 OK"
             else:
                 body, status = b"not found\n", b"404 Not Found"
@@ -161,6 +210,3 @@ async def serve_metrics(broker: Broker, host: str, port: int) -> asyncio.Abstrac
     server = await asyncio.start_server(client, host, port)
     log.info("metrics on http://%s:%d/metrics", host, port)
     return server
-
-
-MetricSamples = tuple[str, str, str, list[tuple[str, float]]]

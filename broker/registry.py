@@ -1,24 +1,25 @@
 """The handler registry: one handler per API key; ApiVersions is derived from it.
 
-A handler module registers with :func:`handler`::
+A handler module registers with :func:`handler`, declaring the ACL operation and resource type
+Kafka checks for that API (the gate in :mod:`broker.dispatch` and the handler itself use it)::
 
-    @handler(ApiKey.LIST_OFFSETS, "0-10")
+    @handler(ApiKey.LIST_OFFSETS, "0-10", acl=(AclOperation.DESCRIBE, ResourceType.TOPIC))
     def handle_list_offsets(ctx: RequestContext, request: Struct) -> Struct: ...
 
 and may register an error-response builder for whole-request failures with
 :func:`error_response`. The broker advertises exactly the registered version ranges, so it never
-advertises an API it does not handle.
+advertises an API it does not handle. ``before_authentication=True`` marks the APIs a client may
+use before its SASL exchange completes (ApiVersions, SaslHandshake, SaslAuthenticate).
 """
 
 from __future__ import annotations
 
-import importlib
 import inspect
-import pkgutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages import SCHEMAS, ApiSchema
@@ -26,6 +27,8 @@ from protocol.schema import Versions
 
 HandlerFn = Callable[..., Any]
 ErrorResponseFn = Callable[[Any, ErrorCode, str | None], Any]
+#: (operation, resource type) an API needs, as Kafka's KafkaApis checks it
+AclRequirement = tuple[AclOperation, ResourceType]
 
 
 @dataclass
@@ -35,6 +38,10 @@ class Handler:
     fn: HandlerFn
     schema: ApiSchema
     is_async: bool
+    #: what Kafka authorizes for this API (None: nothing, e.g. ApiVersions)
+    acl: AclRequirement | None = None
+    #: whether a client may use it before authenticating (the SASL exchange itself)
+    before_authentication: bool = False
     error_response: ErrorResponseFn | None = None
 
 
@@ -42,7 +49,15 @@ class HandlerRegistry:
     def __init__(self) -> None:
         self._handlers: dict[int, Handler] = {}
 
-    def register(self, api_key: ApiKey, versions: str, fn: HandlerFn) -> Handler:
+    def register(
+        self,
+        api_key: ApiKey,
+        versions: str,
+        fn: HandlerFn,
+        *,
+        acl: AclRequirement | None = None,
+        before_authentication: bool = False,
+    ) -> Handler:
         if api_key in self._handlers:
             raise ValueError(f"a handler for {api_key.name} is already registered")
         schema = SCHEMAS.get(api_key)
@@ -53,7 +68,15 @@ class HandlerRegistry:
             raise ValueError(
                 f"{api_key.name} handler versions {vr} exceed the schema's {schema.valid_versions}"
             )
-        h = Handler(api_key, vr, fn, schema, inspect.iscoroutinefunction(fn))
+        h = Handler(
+            api_key,
+            vr,
+            fn,
+            schema,
+            inspect.iscoroutinefunction(fn),
+            acl=acl,
+            before_authentication=before_authentication,
+        )
         self._handlers[api_key] = h
         return h
 
@@ -63,20 +86,29 @@ class HandlerRegistry:
     def get(self, api_key: int) -> Handler | None:
         return self._handlers.get(api_key)
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[Handler]:
         return iter(sorted(self._handlers.values(), key=lambda h: h.api_key))
 
     def api_versions(self) -> list[tuple[int, int, int]]:
         return [(h.api_key, h.versions.lo, h.versions.hi) for h in self]
 
 
-#: The broker's registry; handler modules in broker/handlers register into it on import.
+#: The broker's registry; handler modules in broker/handlers register into it on import
+#: (:func:`broker.handlers.load_handlers`).
 REGISTRY = HandlerRegistry()
 
 
-def handler(api_key: ApiKey, versions: str) -> Callable[[HandlerFn], HandlerFn]:
+def handler(
+    api_key: ApiKey,
+    versions: str,
+    *,
+    acl: AclRequirement | None = None,
+    before_authentication: bool = False,
+) -> Callable[[HandlerFn], HandlerFn]:
     def register(fn: HandlerFn) -> HandlerFn:
-        REGISTRY.register(api_key, versions, fn)
+        REGISTRY.register(
+            api_key, versions, fn, acl=acl, before_authentication=before_authentication
+        )
         return fn
 
     return register
@@ -90,12 +122,3 @@ def error_response(api_key: ApiKey) -> Callable[[ErrorResponseFn], ErrorResponse
         return fn
 
     return register
-
-
-def load_handlers() -> HandlerRegistry:
-    """Imports every module in broker.handlers (each registers itself)."""
-    import broker.handlers as package
-
-    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
-        importlib.import_module(f"{package.__name__}.{info.name}")
-    return REGISTRY

@@ -1,8 +1,19 @@
-"""The broker: configuration, metadata, logs, network threads, and their lifecycle.
+"""The composition root: builds the broker's components, each with explicit typed dependencies,
+in the order they need each other, and stops them in reverse.
 
 ``Broker(config)`` is started with ``await broker.start()`` on the main event loop (which runs the
-acceptor and the periodic jobs) and stopped with ``await broker.stop()``: stop accepting, let
-in-flight requests finish, flush, checkpoint, write the clean-shutdown marker.
+acceptor, the coordinators' timers and the metrics endpoint) and stopped with
+``await broker.stop()``: stop accepting, let in-flight requests finish, flush, checkpoint, write
+the clean-shutdown marker.
+
+Start-up order (Kafka's ``KafkaServer.startup`` has the same shape):
+
+1. bind every listener (port 0 resolves now, before anything is advertised); a listener whose
+   security protocol this broker cannot serve stops the start-up;
+2. the metadata store (embedded file, or ZooKeeper: registration, controller election);
+3. the logs and the replica manager (recovery, then the partitions of the current view);
+4. the coordinators (``__consumer_offsets`` leadership, loading);
+5. the dispatcher over the handler registry, the processor loops, then accepting connections.
 """
 
 from __future__ import annotations
@@ -10,21 +21,33 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterable
-from typing import Any
 
 from broker.admin import TopicAdmin
-from broker.config import BrokerConfig, Listener
+from broker.config import BrokerConfig, Listener, NetworkConfig, ZooKeeperConfig
+from broker.coordinator_runtime import CoordinatorRuntime
 from broker.dispatch import Dispatcher
-from broker.metrics import MetricSamples, serve_metrics
-from broker.network import Acceptor, Processor
-from broker.registry import load_handlers
+from broker.handlers import load_handlers
+from broker.metrics import MetricsRegistry, network_samples, serve_metrics
+from broker.net.acceptor import Acceptor
+from broker.net.processor import Processor, TransportFactory
+from broker.net.transport import PlaintextTransport
+from broker.replication.replica_manager import ReplicaManager
+from broker.services import BrokerServices
 from coordination.embedded import FILE_NAME as EMBEDDED_METADATA_FILE
 from coordination.embedded import EmbeddedMetadataStore
-from coordination.metadata import BrokerInfo, Endpoint, MetadataStore, TopicMetadata
+from coordination.metadata import BrokerInfo, Endpoint, MetadataStore
 from coordination.zk_errors import ZooKeeperStartupError
+from storage.checkpoint import read_meta_properties
+from storage.config import LogManagerConfig, log_config_from_broker
+from storage.files import META_PROPERTIES
+from storage.manager import LogManager
 
 log = logging.getLogger(__name__)
+
+#: The transports of the security protocols this broker serves. SSL, SASL_PLAINTEXT and
+#: SASL_SSL come with the security work; until then a listener using them stops the start-up
+#: rather than being served as plaintext.
+TRANSPORTS: dict[str, TransportFactory] = {"PLAINTEXT": PlaintextTransport}
 
 
 class StartupError(Exception):
@@ -32,55 +55,136 @@ class StartupError(Exception):
 
 
 class Broker:
+    """The broker's components and their lifecycle. Attributes are None until :meth:`start`
+    built them."""
+
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
         self.broker_id = config.broker_id
+        self.network = NetworkConfig.from_broker(config)
+        self.metrics = MetricsRegistry()
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.registry = load_handlers()
-        self.dispatcher = Dispatcher(self, self.registry)
-        self.processors: list[Processor] = []
         self.acceptor: Acceptor | None = None
-        self.admin = TopicAdmin(self)
-        self.metadata: MetadataStore = None  # type: ignore[assignment]
-        self.replica_manager: Any = None
-        self.group_coordinator: Any = None
+        self.processors: list[Processor] = []
+        self.metadata: MetadataStore | None = None
+        self.replica_manager: ReplicaManager | None = None
+        self.admin: TopicAdmin | None = None
+        self.group_coordinator: CoordinatorRuntime | None = None
         self.bound: list[Listener] = []
         self.advertised: list[Listener] = []
         self._metrics_server: asyncio.AbstractServer | None = None
-        self._extra_metrics: list[Callable[[], Iterable[MetricSamples]]] = []
         self._stopping = False
         self.started = asyncio.Event()
 
     # -- lifecycle ---------------------------------------------------------------------------
 
     async def start(self) -> None:
-        self.loop = asyncio.get_running_loop()
+        self.loop = loop = asyncio.get_running_loop()
         config = self.config
         for d in config.log_dirs:
             d.mkdir(parents=True, exist_ok=True)
 
-        self.processors = [
+        self.acceptor = self._bind_listeners(loop)
+        self.metadata = metadata = self._make_metadata_store()
+        self._start_metadata_store(metadata)
+        log_manager = LogManager(
+            config.log_dirs,
+            log_config_from_broker(config.values),
+            manager_config=LogManagerConfig.from_mapping(config.values),
+            broker_id=self.broker_id,
+            cluster_id=metadata.view.cluster_id,
+            # recovery and the first retention pass use each topic's own configs
+            topic_overrides={
+                name: dict(t.configs) for name, t in metadata.view.topics.items() if t.configs
+            },
+        )
+        self.replica_manager = replica_manager = ReplicaManager(
+            broker_id=self.broker_id,
+            config=config,
+            metadata=metadata,
+            log_manager=log_manager,
+            metrics=self.metrics,
+        )
+        replica_manager.startup()
+        self.admin = admin = TopicAdmin(config, metadata)
+        self.group_coordinator = groups = CoordinatorRuntime(
+            broker_id=self.broker_id,
+            config=config,
+            loop=loop,
+            metadata=metadata,
+            replica_manager=replica_manager,
+            admin=admin,
+            metrics=self.metrics,
+        )
+        groups.startup()
+
+        dispatcher = Dispatcher(
+            BrokerServices(
+                broker_id=self.broker_id,
+                config=config,
+                metadata=metadata,
+                replica_manager=replica_manager,
+                admin=admin,
+                group_coordinator=groups,
+            ),
+            load_handlers(),
+        )
+        network = self.network
+        self.processors = processors = [
             Processor(
                 i,
-                self.dispatcher,
-                max_request_bytes=int(config["socket.request.max.bytes"]),
-                queued_max_requests=int(config["queued.max.requests"]),
-                idle_timeout_ms=int(config["connections.max.idle.ms"]),
+                dispatcher,
+                max_request_bytes=network.socket_request_max_bytes,
+                queued_max_requests=network.queued_max_requests,
+                idle_timeout_ms=network.connections_max_idle_ms,
             )
-            for i in range(int(config["num.network.threads"]))
+            for i in range(network.num_network_threads)
         ]
-        self.acceptor = Acceptor(
-            self.loop,
-            self.processors,
-            backlog=int(config["socket.listen.backlog.size"]),
-            send_buffer=int(config["socket.send.buffer.bytes"]),
-            receive_buffer=int(config["socket.receive.buffer.bytes"]),
+        self.metrics.add(lambda: network_samples(processors))
+        for p in processors:
+            p.start_and_wait()
+        self.acceptor.start(processors)
+        if int(config["metrics.port"]) > 0:
+            self._metrics_server = await serve_metrics(
+                self.metrics, str(config["metrics.host"]), int(config["metrics.port"])
+            )
+        log.info(
+            "Odradek broker %d started, listening on %s (advertised %s), cluster %s, "
+            "%d network threads",
+            self.broker_id,
+            ", ".join(str(b) for b in self.bound),
+            ", ".join(str(a) for a in self.advertised),
+            metadata.view.cluster_id,
+            len(processors),
         )
-        # Bind first, so that port 0 resolves before we advertise anything.
-        for lst in config.listeners:
+        self.started.set()
+
+    def _bind_listeners(self, loop: asyncio.AbstractEventLoop) -> Acceptor:
+        """Binds every listener first, so that port 0 resolves before we advertise anything."""
+        network = self.network
+        acceptor = Acceptor(
+            loop,
+            backlog=network.socket_listen_backlog_size,
+            send_buffer=network.socket_send_buffer_bytes,
+            receive_buffer=network.socket_receive_buffer_bytes,
+        )
+        for lst in self.config.listeners:
+            protocol = self.config.security_protocol(lst.name)
+            make_transport = TRANSPORTS.get(protocol)
+            if make_transport is None:
+                acceptor.close()
+                raise StartupError(
+                    f"listener {lst} uses security protocol {protocol}, which this broker does "
+                    f"not support yet (supported: {', '.join(sorted(TRANSPORTS))}); refusing to "
+                    "serve it as plaintext"
+                )
             try:
-                host, port = self.acceptor.listen(lst.name, lst.host, lst.port)
+                host, port = acceptor.bind(
+                    lst.name, lst.host, lst.port, security_protocol=protocol,
+                    make_transport=make_transport,
+                )  # fmt: skip
             except OSError as e:
+                acceptor.close()
                 raise StartupError(
                     f"cannot listen on {lst}: {e.strerror or e} (is another broker running? "
                     f"set another port with --override listeners=PLAINTEXT://HOST:PORT)"
@@ -89,30 +193,9 @@ class Broker:
         bound_ports = {b.name: b.port for b in self.bound}
         self.advertised = [
             Listener(a.name, a.host, bound_ports.get(a.name, a.port) if a.port == 0 else a.port)
-            for a in config.advertised_listeners
+            for a in self.config.advertised_listeners
         ]
-
-        self.metadata = self._make_metadata_store()
-        self._start_metadata_store()
-        await self._start_storage()
-        self._start_coordinators()
-
-        for p in self.processors:
-            p.start_and_wait()
-        if int(config["metrics.port"]) > 0:
-            self._metrics_server = await serve_metrics(
-                self, str(config["metrics.host"]), int(config["metrics.port"])
-            )
-        log.info(
-            "Odradek broker %d started, listening on %s (advertised %s), cluster %s, "
-            "%d network threads",
-            self.broker_id,
-            ", ".join(str(b) for b in self.bound),
-            ", ".join(str(a) for a in self.advertised),
-            self.metadata.view.cluster_id,
-            len(self.processors),
-        )
-        self.started.set()
+        return acceptor
 
     def _broker_info(self) -> BrokerInfo:
         return BrokerInfo(
@@ -122,23 +205,19 @@ class Broker:
         )
 
     def _make_metadata_store(self) -> MetadataStore:
-        connect = self.config["zookeeper.connect"]
-        if connect:
-            from coordination.zk_data import parse_security_protocol_map
+        zk = ZooKeeperConfig.from_broker(self.config)
+        if zk.connect:
             from coordination.zookeeper import ZkMetadataStore
 
-            timeout = self.config["zookeeper.connection.timeout.ms"]
             return ZkMetadataStore(
-                str(connect),
+                zk.connect,
                 self._broker_info(),
-                session_timeout_ms=int(self.config["zookeeper.session.timeout.ms"]),
-                connection_timeout_ms=int(timeout) if timeout is not None else None,
+                session_timeout_ms=zk.session_timeout_ms,
+                connection_timeout_ms=zk.connection_timeout_ms,
                 cluster_id=self.config["cluster.id"],
                 stored_cluster_id=self._stored_cluster_id(),
-                security_protocol_map=parse_security_protocol_map(
-                    self.config["listener.security.protocol.map"]
-                ),
-                unclean_leader_election_enable=bool(self.config["unclean.leader.election.enable"]),
+                security_protocol_map=self.config.security_protocol_map,
+                unclean_leader_election_enable=zk.unclean_leader_election_enable,
             )
         path = self.config.log_dirs[0] / EMBEDDED_METADATA_FILE
         return EmbeddedMetadataStore(
@@ -148,33 +227,18 @@ class Broker:
     def _stored_cluster_id(self) -> str | None:
         """The cluster id the log dirs' ``meta.properties`` name (the log manager checks that
         they agree); checked against ZooKeeper's before this broker registers, as Kafka does."""
-        from storage.checkpoint import read_meta_properties
-        from storage.files import META_PROPERTIES
-
         for d in self.config.log_dirs:
             meta = read_meta_properties(d / META_PROPERTIES)
             if meta is not None and meta.cluster_id:
                 return meta.cluster_id
         return None
 
-    def _start_metadata_store(self) -> None:
+    def _start_metadata_store(self, metadata: MetadataStore) -> None:
         try:
-            self.metadata.start()
+            metadata.start()
         except ZooKeeperStartupError as e:
             log.error("broker %d cannot join the cluster: %s", self.broker_id, e)
             raise
-
-    async def _start_storage(self) -> None:
-        from broker.replica_manager import ReplicaManager
-
-        self.replica_manager = ReplicaManager(self)
-        self.replica_manager.startup()
-
-    def _start_coordinators(self) -> None:
-        from broker.coordinator_runtime import CoordinatorRuntime
-
-        self.group_coordinator = CoordinatorRuntime(self)
-        self.group_coordinator.startup()
 
     async def stop(self) -> None:
         if self._stopping:
@@ -204,19 +268,6 @@ class Broker:
         """Waits (briefly) for requests being handled to finish and their responses to leave."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            busy = any(c._busy or c._out for p in self.processors for c in list(p.connections))
-            if not busy:
+            if not any(p.busy for p in self.processors):
                 return
             await asyncio.sleep(0.02)
-
-    # -- services used by handlers -----------------------------------------------------------
-
-    def auto_create_topic(self, name: str) -> TopicMetadata:
-        return self.admin.create_topic(name)
-
-    def add_metrics(self, source: Callable[[], Iterable[MetricSamples]]) -> None:
-        self._extra_metrics.append(source)
-
-    def extra_metrics(self) -> Iterable[MetricSamples]:
-        for source in self._extra_metrics:
-            yield from source()

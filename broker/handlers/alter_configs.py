@@ -25,7 +25,7 @@ def _alter(
     validate_only: bool,
     new_configs: Callable[[dict[str, str]], dict[str, str]],
 ) -> tuple[ErrorCode, str | None]:
-    broker = ctx.broker
+    broker = ctx.services
     try:
         if resource.resource_type == ResourceType.TOPIC:
             topic = broker.metadata.view.topics.get(resource.resource_name)

@@ -29,7 +29,7 @@ def handle_create_partitions(ctx: RequestContext, request: Struct) -> Struct:
             continue
         assignment = [list(a.broker_ids) for a in t.assignments] if t.assignments else None
         try:
-            ctx.broker.admin.create_partitions(
+            ctx.services.admin.create_partitions(
                 t.name, t.count, assignment, validate_only=request.validate_only
             )
         except KafkaApiError as e:

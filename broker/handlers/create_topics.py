@@ -21,7 +21,7 @@ from protocol.schema import Struct
 
 @handler(ApiKey.CREATE_TOPICS, "0-7")
 def handle_create_topics(ctx: RequestContext, request: Struct) -> Struct:
-    broker = ctx.broker
+    broker = ctx.services
     counts = Counter(t.name for t in request.topics)
     results = []
     for t in request.topics:

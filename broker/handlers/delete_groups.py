@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from broker.coordinator_runtime import runtime
 from broker.dispatch import RequestContext
+from broker.handlers._groups import runtime
 from broker.registry import error_response, handler
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
@@ -14,7 +14,7 @@ from protocol.schema import Struct
 
 @handler(ApiKey.DELETE_GROUPS, "0-2")
 def handle_delete_groups(ctx: RequestContext, request: Struct) -> Struct:
-    results = runtime(ctx.broker).groups.delete_groups(list(request.groups_names))
+    results = runtime(ctx).groups.delete_groups(list(request.groups_names))
     return DeleteGroupsResponse(
         throttle_time_ms=0,
         results=[

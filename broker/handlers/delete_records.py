@@ -1,10 +1,12 @@
-"""DeleteRecords: move a partition's log start offset forward (offset -1: to the high watermark).
-Segments wholly below the new start are removed by the next retention pass."""
+"""DeleteRecords: move a partition's log start offset forward (offset -1: to the high watermark);
+the partition checks and applies it. Segments wholly below the new start are removed."""
 
 from __future__ import annotations
 
 from broker.dispatch import RequestContext
 from broker.registry import error_response, handler
+from coordination.errors import KafkaApiError
+from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.delete_records import (
@@ -13,32 +15,21 @@ from protocol.messages.delete_records import (
     DeleteRecordsTopicResult,
 )
 from protocol.schema import Struct
-from storage.errors import StorageError
-
-HIGH_WATERMARK = -1
 
 
 def _partition(ctx: RequestContext, topic: str, p: Struct) -> Struct:
     result = DeleteRecordsPartitionResult(
         partition_index=p.partition_index, low_watermark=-1, error_code=ErrorCode.NONE
     )
-    part, code = ctx.broker.replica_manager.leader_partition(topic, p.partition_index)
-    if part is None:
-        result.error_code = code
-        return result
-    plog = part.log
-    offset = plog.high_watermark if p.offset == HIGH_WATERMARK else p.offset
-    if offset < 0 or offset > plog.high_watermark:
-        result.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
-        return result
     try:
-        result.low_watermark = plog.delete_records_before(offset)
-    except StorageError as e:
-        result.error_code = ErrorCode.of(e.error_code)
+        part = ctx.services.replica_manager.partition_or_raise(topic, p.partition_index)
+        result.low_watermark = part.delete_records_on_leader(p.offset)
+    except KafkaApiError as e:
+        result.error_code = e.error_code
     return result
 
 
-@handler(ApiKey.DELETE_RECORDS, "0-2")
+@handler(ApiKey.DELETE_RECORDS, "0-2", acl=(AclOperation.DELETE, ResourceType.TOPIC))
 def handle_delete_records(ctx: RequestContext, request: Struct) -> Struct:
     return DeleteRecordsResponse(
         throttle_time_ms=0,

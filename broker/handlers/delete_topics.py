@@ -20,7 +20,7 @@ def _wanted(request: Struct, version: int) -> list[tuple[str | None, object]]:
 
 @handler(ApiKey.DELETE_TOPICS, "0-6")
 def handle_delete_topics(ctx: RequestContext, request: Struct) -> Struct:
-    broker = ctx.broker
+    broker = ctx.services
     results = []
     for name, topic_id in _wanted(request, ctx.api_version):
         view = broker.metadata.view

@@ -24,7 +24,7 @@ def handle_describe_cluster(ctx: RequestContext, request: Struct) -> Struct:
             error_message="Only broker endpoints are supported.",
             endpoint_type=request.endpoint_type,
         )
-    view = ctx.broker.metadata.view
+    view = ctx.services.metadata.view
     brokers = []
     for b in sorted(view.brokers.values(), key=lambda b: b.broker_id):
         ep = b.endpoint(ctx.listener)

@@ -40,7 +40,7 @@ def _entry(e: ConfigEntry, synonyms: bool, docs: bool) -> Struct:
 
 @handler(ApiKey.DESCRIBE_CONFIGS, "0-4")
 def handle_describe_configs(ctx: RequestContext, request: Struct) -> Struct:
-    broker = ctx.broker
+    broker = ctx.services
     view = broker.metadata.view
     results = []
     for res in request.resources:

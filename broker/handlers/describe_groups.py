@@ -5,8 +5,8 @@ An unknown group is "Dead" with no error before v6, GROUP_ID_NOT_FOUND from v6 (
 
 from __future__ import annotations
 
-from broker.coordinator_runtime import runtime
 from broker.dispatch import RequestContext
+from broker.handlers._groups import runtime
 from broker.registry import error_response, handler
 from coordination.group_coordinator import DEAD_GROUP
 from protocol.api_keys import ApiKey
@@ -24,7 +24,7 @@ GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 
 
 def _describe(ctx: RequestContext, group_id: str, include_ops: bool) -> Struct:
-    code, summary = runtime(ctx.broker).groups.describe_group(group_id)
+    code, summary = runtime(ctx).groups.describe_group(group_id)
     missing = summary is DEAD_GROUP and ctx.api_version >= 6
     return DescribedGroup(
         error_code=ErrorCode.GROUP_ID_NOT_FOUND if missing else code,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from broker.coordinator_runtime import runtime
 from broker.dispatch import RequestContext
+from broker.handlers._groups import runtime
 from broker.registry import error_response, handler
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
@@ -13,7 +13,7 @@ from protocol.schema import Struct
 
 @handler(ApiKey.HEARTBEAT, "0-4")
 def handle_heartbeat(ctx: RequestContext, request: Struct) -> Struct:
-    code = runtime(ctx.broker).groups.heartbeat(
+    code = runtime(ctx).groups.heartbeat(
         group_id=request.group_id,
         member_id=request.member_id,
         group_instance_id=request.group_instance_id if ctx.api_version >= 3 else None,

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import asyncio
 
-from broker.coordinator_runtime import client_host, future_callback, runtime
+from broker.coordinator_runtime import future_callback
 from broker.dispatch import RequestContext
+from broker.handlers._groups import client_host, runtime
 from broker.registry import error_response, handler
 from coordination.group_coordinator import JoinRequest
 from coordination.group_metadata import JoinResult
@@ -49,7 +50,7 @@ async def handle_join_group(ctx: RequestContext, request: Struct) -> Struct:
     if rebalance_timeout < 0:
         rebalance_timeout = request.session_timeout_ms
     future, callback = future_callback(asyncio.get_running_loop(), JoinResult)
-    runtime(ctx.broker).groups.join_group(
+    runtime(ctx).groups.join_group(
         JoinRequest(
             group_id=request.group_id,
             member_id=request.member_id or "",

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from broker.coordinator_runtime import runtime
 from broker.dispatch import RequestContext
+from broker.handlers._groups import runtime
 from broker.registry import error_response, handler
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
@@ -19,7 +19,7 @@ def handle_list_groups(ctx: RequestContext, request: Struct) -> Struct:
     version = ctx.api_version
     states = request.states_filter if version >= 4 else []
     types = {t.lower() for t in request.types_filter} if version >= 5 else set()
-    code, groups = runtime(ctx.broker).groups.list_groups(states)
+    code, groups = runtime(ctx).groups.list_groups(states)
     if types and GROUP_TYPE not in types:
         groups = []
     return ListGroupsResponse(

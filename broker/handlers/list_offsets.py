@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from broker.dispatch import RequestContext
 from broker.registry import error_response, handler
+from broker.replication.partition import FetchIsolation
+from coordination.errors import KafkaApiError
+from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.list_offsets import (
@@ -15,42 +18,31 @@ from protocol.messages.list_offsets import (
     ListOffsetsTopicResponse,
 )
 from protocol.schema import Struct
-from storage.errors import StorageError
 
 READ_COMMITTED = 1
 
 
-def _partition(ctx: RequestContext, topic: str, p: Struct, isolation: int) -> Struct:
+def _partition(ctx: RequestContext, topic: str, p: Struct, isolation: FetchIsolation) -> Struct:
     version = ctx.api_version
     result = ListOffsetsPartitionResponse(
         partition_index=p.partition_index, error_code=ErrorCode.NONE
     )
-    part, code = ctx.broker.replica_manager.leader_partition(topic, p.partition_index)
-    if part is None:
-        result.error_code = code
-        return result
-    epoch = p.current_leader_epoch
-    if epoch >= 0 and epoch != part.leader_epoch:
-        result.error_code = (
-            ErrorCode.FENCED_LEADER_EPOCH
-            if epoch < part.leader_epoch
-            else ErrorCode.UNKNOWN_LEADER_EPOCH
-        )
-        return result
-    plog = part.log
-    # Consumers never see past the high watermark (nor past the last stable offset when
-    # read_committed; no transactions yet, so they are equal).
-    upper = plog.high_watermark
     try:
-        found = plog.fetch_offset_by_timestamp(p.timestamp, max_offset=upper)
-    except (StorageError, ValueError) as e:
-        result.error_code = ErrorCode.of(getattr(e, "error_code", ErrorCode.INVALID_REQUEST))
+        part = ctx.services.replica_manager.partition_or_raise(topic, p.partition_index)
+        found = part.fetch_offset_for_timestamp(
+            p.timestamp, isolation=isolation, current_leader_epoch=p.current_leader_epoch
+        )
+    except KafkaApiError as e:
+        result.error_code = e.error_code
+        return result
+    except ValueError:
+        result.error_code = ErrorCode.INVALID_REQUEST
         return result
     if version == 0:
         if found is not None:
             result.old_style_offsets = [found.offset]
         elif p.timestamp not in (LATEST_TIMESTAMP, EARLIEST_TIMESTAMP):
-            result.old_style_offsets = [upper]
+            result.old_style_offsets = [part.high_watermark]
         return result
     if found is None:
         result.offset, result.timestamp = -1, -1
@@ -60,9 +52,13 @@ def _partition(ctx: RequestContext, topic: str, p: Struct, isolation: int) -> St
     return result
 
 
-@handler(ApiKey.LIST_OFFSETS, "0-10")
+@handler(ApiKey.LIST_OFFSETS, "0-10", acl=(AclOperation.DESCRIBE, ResourceType.TOPIC))
 def handle_list_offsets(ctx: RequestContext, request: Struct) -> Struct:
-    isolation = request.isolation_level
+    isolation = (
+        FetchIsolation.TXN_COMMITTED
+        if ctx.api_version >= 2 and request.isolation_level == READ_COMMITTED
+        else FetchIsolation.HIGH_WATERMARK
+    )
     return ListOffsetsResponse(
         throttle_time_ms=0,
         topics=[

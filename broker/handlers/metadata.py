@@ -75,7 +75,7 @@ def error_topic(name: str | None, code: ErrorCode, topic_id: Any = ZERO_UUID) ->
 
 @handler(ApiKey.METADATA, "0-13")
 def handle_metadata(ctx: RequestContext, request: Struct) -> Struct:
-    broker = ctx.broker
+    broker = ctx.services
     version = ctx.api_version
     view = broker.metadata.view
     include_ops = bool(request.include_topic_authorized_operations)
@@ -103,7 +103,7 @@ def handle_metadata(ctx: RequestContext, request: Struct) -> Struct:
                         topics.append(error_topic(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                         continue
                     try:
-                        topic = broker.auto_create_topic(name)
+                        topic = broker.admin.create_topic(name)
                     except KafkaApiError as e:
                         code = e.error_code
                         if code == ErrorCode.TOPIC_ALREADY_EXISTS:

@@ -8,8 +8,8 @@ served for classic groups. Partitions of unknown topics get UNKNOWN_TOPIC_OR_PAR
 
 from __future__ import annotations
 
-from broker.coordinator_runtime import runtime
 from broker.dispatch import RequestContext
+from broker.handlers._groups import runtime
 from broker.registry import error_response, handler
 from coordination.group_metadata import OffsetAndMetadata
 from protocol.api_keys import ApiKey
@@ -26,7 +26,7 @@ from protocol.schema import Struct
 def handle_offset_commit(ctx: RequestContext, request: Struct) -> Struct:
     version = ctx.api_version
     now = ctx.now_ms()
-    view = ctx.broker.metadata.view
+    view = ctx.services.metadata.view
     retention = request.retention_time_ms if 2 <= version <= 4 else -1
     offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
     errors: dict[tuple[str, int], ErrorCode] = {}
@@ -46,7 +46,7 @@ def handle_offset_commit(ctx: RequestContext, request: Struct) -> Struct:
             )
     if offsets:
         errors.update(
-            runtime(ctx.broker).groups.commit_offsets(
+            runtime(ctx).groups.commit_offsets(
                 group_id=request.group_id,
                 member_id=request.member_id if version >= 1 else "",
                 group_instance_id=request.group_instance_id if version >= 7 else None,

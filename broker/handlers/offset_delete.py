@@ -3,8 +3,8 @@ consumer group subscribes to (GROUP_SUBSCRIBED_TO_TOPIC)."""
 
 from __future__ import annotations
 
-from broker.coordinator_runtime import runtime
 from broker.dispatch import RequestContext
+from broker.handlers._groups import runtime
 from broker.registry import error_response, handler
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
@@ -18,7 +18,7 @@ from protocol.schema import Struct
 
 @handler(ApiKey.OFFSET_DELETE, "0")
 def handle_offset_delete(ctx: RequestContext, request: Struct) -> Struct:
-    view = ctx.broker.metadata.view
+    view = ctx.services.metadata.view
     known: list[tuple[str, int]] = []
     unknown: set[tuple[str, int]] = set()
     for t in request.topics:
@@ -28,9 +28,7 @@ def handle_offset_delete(ctx: RequestContext, request: Struct) -> Struct:
                 known.append(tp)
             else:
                 unknown.add(tp)
-    code, results = runtime(ctx.broker).groups.delete_offsets(
-        group_id=request.group_id, partitions=known
-    )
+    code, results = runtime(ctx).groups.delete_offsets(group_id=request.group_id, partitions=known)
     if code != ErrorCode.NONE:
         return OffsetDeleteResponse(error_code=code, throttle_time_ms=0, topics=[])
     return OffsetDeleteResponse(

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from broker.coordinator_runtime import runtime
 from broker.dispatch import RequestContext
+from broker.handlers._groups import runtime
 from broker.registry import error_response, handler
 from coordination.group_metadata import OffsetAndMetadata
 from protocol.api_keys import ApiKey
@@ -33,7 +33,7 @@ TopicPartition = tuple[str, int]
 def _fetch(
     ctx: RequestContext, group_id: str, partitions: Sequence[TopicPartition] | None
 ) -> tuple[ErrorCode, list[tuple[str, list[tuple[int, OffsetAndMetadata | None]]]]]:
-    code, found = runtime(ctx.broker).groups.fetch_offsets(group_id=group_id, partitions=partitions)
+    code, found = runtime(ctx).groups.fetch_offsets(group_id=group_id, partitions=partitions)
     order = list(partitions) if partitions is not None else sorted(found)
     topics: dict[str, list[tuple[int, OffsetAndMetadata | None]]] = {}
     for tp in order:

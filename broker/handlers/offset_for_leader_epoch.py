@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from broker.dispatch import RequestContext
 from broker.registry import error_response, handler
+from coordination.errors import KafkaApiError
+from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.offset_for_leader_epoch import (
@@ -17,24 +19,17 @@ from protocol.schema import Struct
 
 def _partition(ctx: RequestContext, topic: str, p: Struct) -> Struct:
     result = EpochEndOffset(partition=p.partition, error_code=ErrorCode.NONE)
-    part, code = ctx.broker.replica_manager.leader_partition(topic, p.partition)
-    if part is None:
-        result.error_code = code
-        return result
-    current = p.current_leader_epoch
-    if current >= 0 and current != part.leader_epoch:
-        result.error_code = (
-            ErrorCode.FENCED_LEADER_EPOCH
-            if current < part.leader_epoch
-            else ErrorCode.UNKNOWN_LEADER_EPOCH
+    try:
+        part = ctx.services.replica_manager.partition_or_raise(topic, p.partition)
+        result.leader_epoch, result.end_offset = part.last_offset_for_leader_epoch(
+            p.leader_epoch, current_leader_epoch=p.current_leader_epoch
         )
-        return result
-    epoch, end_offset = part.log.end_offset_for_epoch(p.leader_epoch)
-    result.leader_epoch, result.end_offset = epoch, end_offset
+    except KafkaApiError as e:
+        result.error_code = e.error_code
     return result
 
 
-@handler(ApiKey.OFFSET_FOR_LEADER_EPOCH, "0-4")
+@handler(ApiKey.OFFSET_FOR_LEADER_EPOCH, "0-4", acl=(AclOperation.DESCRIBE, ResourceType.TOPIC))
 def handle_offset_for_leader_epoch(ctx: RequestContext, request: Struct) -> Struct:
     return OffsetForLeaderEpochResponse(
         throttle_time_ms=0,

@@ -1,17 +1,18 @@
-"""Produce: validate each partition's batches and append them to the partition's log.
+"""Produce: hand each partition's batches to the replica manager; answer per partition.
 
 acks=0: no response at all; if any partition fails, the connection is closed so the producer
 notices (Kafka does the same). acks=1 and acks=-1 answer once the batches are in the log (a
-standalone broker is its own whole ISR). v0-2 legacy message sets are converted to magic 2.
+standalone broker is its own whole ISR). v0-2 legacy message sets are converted to magic 2 by
+the partition's validator. v13 names topics by id.
 """
 
 from __future__ import annotations
 
 from broker.dispatch import RequestContext
-from broker.network import CloseConnection
+from broker.net.connection import CloseConnection
 from broker.registry import error_response, handler
-from broker.validation import RecordError, validate
 from coordination.metadata import INTERNAL_TOPICS
+from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.produce import (
@@ -20,10 +21,9 @@ from protocol.messages.produce import (
     TopicProduceResponse,
 )
 from protocol.schema import Struct
-from storage.errors import StorageError
 
 
-def _append(
+def _partition(
     ctx: RequestContext, name: str | None, index: int, records: memoryview | None, now_ms: int
 ) -> Struct:
     result = PartitionProduceResponse(index=index, error_code=ErrorCode.NONE, base_offset=-1)
@@ -32,40 +32,32 @@ def _append(
         result.error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
         result.error_message = f"Cannot append to internal topic {name}"
         return result
-    part, code = ctx.broker.replica_manager.leader_partition(name, index)
-    if part is None:
-        result.error_code = code
+    appended = ctx.services.replica_manager.append_records(
+        name, index, records, api_version=ctx.api_version, now_ms=now_ms
+    )
+    info = appended.info
+    if info is None:
+        result.error_code = appended.error
+        result.error_message = appended.message
         return result
-    try:
-        batches = validate(records, api_version=ctx.api_version, rules=part.rules, now_ms=now_ms)
-        info = part.log.append(batches, leader_epoch=part.leader_epoch, now_ms=now_ms)
-    except RecordError as e:
-        result.error_code = e.error_code
-        result.error_message = str(e)
-        return result
-    except StorageError as e:
-        result.error_code = ErrorCode.of(e.error_code)
-        result.error_message = str(e)
-        return result
-    part.notify_append(info.valid_bytes)
     result.base_offset = info.first_offset
     result.log_append_time_ms = info.log_append_time
     result.log_start_offset = info.log_start_offset
     return result
 
 
-@handler(ApiKey.PRODUCE, "0-13")
+@handler(ApiKey.PRODUCE, "0-13", acl=(AclOperation.WRITE, ResourceType.TOPIC))
 def handle_produce(ctx: RequestContext, request: Struct) -> Struct | None:
     acks = request.acks
     version = ctx.api_version
     now_ms = ctx.now_ms()
-    view = ctx.broker.metadata.view if version >= 13 else None
+    by_id = ctx.services.metadata.view.topics_by_id if version >= 13 else None
     responses = []
     failed = False
     for topic in request.topic_data:
         name = topic.name
-        if view is not None:
-            meta = view.topics_by_id.get(topic.topic_id)
+        if by_id is not None:
+            meta = by_id.get(topic.topic_id)
             name = meta.name if meta is not None else None
         partitions = []
         for p in topic.partition_data:
@@ -73,10 +65,12 @@ def handle_produce(ctx: RequestContext, request: Struct) -> Struct | None:
                 result = PartitionProduceResponse(
                     index=p.index, base_offset=-1, error_code=ErrorCode.INVALID_REQUIRED_ACKS
                 )
+            elif name is None:
+                result = PartitionProduceResponse(
+                    index=p.index, base_offset=-1, error_code=ErrorCode.UNKNOWN_TOPIC_ID
+                )
             else:
-                result = _append(ctx, name, p.index, p.records, now_ms)
-                if name is None and view is not None:
-                    result.error_code = ErrorCode.UNKNOWN_TOPIC_ID
+                result = _partition(ctx, name, p.index, p.records, now_ms)
             failed = failed or result.error_code != ErrorCode.NONE
             partitions.append(result)
         responses.append(

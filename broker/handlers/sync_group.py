@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
-from broker.coordinator_runtime import future_callback, runtime
+from broker.coordinator_runtime import future_callback
 from broker.dispatch import RequestContext
+from broker.handlers._groups import runtime
 from broker.registry import error_response, handler
 from coordination.group_metadata import SyncResult
 from protocol.api_keys import ApiKey
@@ -18,7 +19,7 @@ from protocol.schema import Struct
 async def handle_sync_group(ctx: RequestContext, request: Struct) -> Struct:
     version = ctx.api_version
     future, callback = future_callback(asyncio.get_running_loop(), SyncResult)
-    runtime(ctx.broker).groups.sync_group(
+    runtime(ctx).groups.sync_group(
         group_id=request.group_id,
         generation_id=request.generation_id,
         member_id=request.member_id,

@@ -1,0 +1,126 @@
+"""A network thread (Kafka's ``Processor``): one uvloop event loop owning a fixed set of
+connections for their whole life.
+
+The acceptor hands each accepted socket to a processor with :meth:`Processor.adopt` (through
+:meth:`Processor.call`, thread-safe); the processor wraps it in a transport and a session and
+drives it. Requests are handled on this loop; a request that has to wait (a long-polling fetch,
+a JoinGroup) waits here without blocking the loop's other connections.
+
+Thread-safety: :meth:`call` and :meth:`stop` may be called from any thread; everything else runs
+on the processor's own thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import uvloop
+
+from broker.metrics import RequestMetrics
+from broker.net.connection import Connection, ConnectionMetrics, RequestChannel
+from broker.net.session import Session
+from broker.net.transport import PlaintextTransport, Transport
+
+log = logging.getLogger(__name__)
+
+#: Makes a transport for an accepted socket (one per security protocol).
+TransportFactory = Callable[[socket.socket], Transport]
+
+
+class Processor(threading.Thread):
+    """A network thread: one uvloop event loop that owns a fixed set of connections."""
+
+    def __init__(
+        self,
+        index: int,
+        channel: RequestChannel,
+        *,
+        max_request_bytes: int,
+        queued_max_requests: int,
+        idle_timeout_ms: int,
+    ) -> None:
+        super().__init__(name=f"processor-{index}", daemon=True)
+        self.index = index
+        self.channel = channel
+        self.loop: asyncio.AbstractEventLoop = uvloop.new_event_loop()
+        self.connections: set[Connection] = set()
+        self.metrics = ConnectionMetrics()
+        self.request_metrics = RequestMetrics()
+        self.max_request_bytes = max_request_bytes
+        self.queued_max_requests = queued_max_requests
+        self.idle_timeout_s = idle_timeout_ms / 1000
+        self._started = threading.Event()
+
+    def run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.call_soon(self._started.set)
+        self.loop.call_later(1.0, self._close_idle)
+        try:
+            self.loop.run_forever()
+        finally:
+            for conn in list(self.connections):
+                conn.close("broker shutting down", level=logging.DEBUG)
+            self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+            self.loop.close()
+
+    def start_and_wait(self) -> None:
+        self.start()
+        self._started.wait()
+
+    def adopt(
+        self,
+        sock: socket.socket,
+        peer: Any,
+        listener: str,
+        security_protocol: str,
+        make_transport: TransportFactory = PlaintextTransport,
+    ) -> None:
+        """Called on this processor's loop with a freshly accepted socket."""
+        sock.setblocking(False)
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:
+            pass
+        address = (str(peer[0]), int(peer[1])) if isinstance(peer, tuple) else (str(peer), 0)
+        conn = Connection(
+            self.loop,
+            make_transport(sock),
+            Session.accepted(listener, security_protocol, address),
+            self.channel,
+            self.metrics,
+            self.request_metrics,
+            max_request_bytes=self.max_request_bytes,
+            queued_max_requests=self.queued_max_requests,
+            on_close=self.connections.discard,
+        )
+        self.connections.add(conn)
+        self.metrics.connections_opened += 1
+
+    @property
+    def busy(self) -> bool:
+        """Whether any connection has a request in flight or unsent response bytes (read from
+        another thread as a hint: the set is copied first)."""
+        return any(c.busy for c in list(self.connections))
+
+    def _close_idle(self) -> None:
+        if self.idle_timeout_s > 0:
+            limit = time.monotonic() - self.idle_timeout_s
+            for conn in list(self.connections):
+                if conn.last_active < limit and not conn.busy:
+                    conn.close("idle longer than connections.max.idle.ms")
+        self.loop.call_later(min(max(self.idle_timeout_s / 10, 0.05), 5.0), self._close_idle)
+
+    def call(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Runs ``fn(*args)`` on this processor's loop (thread-safe)."""
+        self.loop.call_soon_threadsafe(fn, *args)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        if self.is_alive():
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.join(timeout)

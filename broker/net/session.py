@@ -1,0 +1,64 @@
+"""Per-connection identity: who is on the other end, through which listener.
+
+Kafka keeps this in ``KafkaChannel`` and ``RequestContext``: the principal (``User:ANONYMOUS``
+until SASL or a TLS client certificate says otherwise), the listener name and its security
+protocol, the client's address, and the client software it announced in ApiVersions v3+
+(KIP-511). A :class:`Session` is created when a connection is accepted and lives as long as it.
+
+Authentication state lives here too: on a ``PLAINTEXT``/``SSL`` listener a session is
+authenticated from the start; on a ``SASL_*`` listener it is not until the SASL exchange
+(SaslHandshake, SaslAuthenticate) completes, and the dispatcher serves nothing else before that.
+
+Thread-safety: owned by one connection, on one processor loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaPrincipal:
+    """Kafka's ``KafkaPrincipal``: ``<type>:<name>``, e.g. ``User:alice``."""
+
+    principal_type: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.principal_type}:{self.name}"
+
+
+ANONYMOUS = KafkaPrincipal("User", "ANONYMOUS")
+
+#: Security protocols whose sessions start authenticated (no SASL exchange).
+_NO_SASL = frozenset({"PLAINTEXT", "SSL"})
+
+
+@dataclass(slots=True)
+class Session:
+    """One connection's identity and authentication state."""
+
+    listener: str
+    security_protocol: str
+    #: the peer's (host, port)
+    peer: tuple[str, int]
+    principal: KafkaPrincipal = ANONYMOUS
+    authenticated: bool = False
+    #: what the client announced in ApiVersions v3+ (KIP-511), for metrics and logs
+    client_software_name: str = ""
+    client_software_version: str = ""
+    #: SASL mechanism chosen in SaslHandshake (None until then)
+    sasl_mechanism: str | None = field(default=None)
+
+    @classmethod
+    def accepted(cls, listener: str, security_protocol: str, peer: tuple[str, int]) -> Session:
+        return cls(
+            listener,
+            security_protocol,
+            peer,
+            authenticated=security_protocol in _NO_SASL,
+        )
+
+    @property
+    def client_host(self) -> str:
+        return self.peer[0]

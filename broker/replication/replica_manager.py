@@ -1,0 +1,414 @@
+"""The partitions this broker hosts (Kafka's ``ReplicaManager``): it finds them and fans requests
+out to them; each :class:`~broker.replication.partition.Partition` applies its own rules.
+
+* Partitions are created and deleted as the metadata store announces topics, re-configured when
+  topic configs change, and told their leadership (:meth:`ReplicaManager.startup` listens to the
+  store, then applies its current view).
+* :meth:`ReplicaManager.append_records` appends a Produce request's batches partition by
+  partition (``acks=all`` will wait here for the ISR, as a delayed produce).
+* :meth:`ReplicaManager.fetch_messages` reads a Fetch request's partitions and, below
+  ``min_bytes``, waits in the fetch purgatory (:class:`~broker.replication.delayed_fetch.
+  DelayedFetch`) until appends bring enough bytes or ``max_wait_ms`` passes.
+* A maintenance thread runs the log manager's periodic work (flushes, retention, checkpoints,
+  deletions, compaction) and expires idle producers, off the network threads.
+
+Thread-safety: every public method may be called from any thread. The partition map is replaced
+under a lock and read without one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+from broker.config import TOPIC_CONFIGS, BrokerConfig, parse_value
+from broker.metrics import MetricSamples, MetricsRegistry
+from broker.purgatory import DelayedOperationPurgatory
+from broker.replication.delayed_fetch import DelayedFetch
+from broker.replication.errors import NotLeaderOrFollower, UnknownTopicOrPartition, error_of
+from broker.replication.log_validator import TopicRules
+from broker.replication.partition import (
+    FetchIsolation,
+    LogReadResult,
+    Partition,
+    TopicPartition,
+)
+from coordination.errors import KafkaApiError
+from coordination.metadata import ClusterView, MetadataStore, PartitionState, TopicMetadata
+from protocol.error_codes import ErrorCode
+from storage.errors import StorageError
+from storage.log import AppendInfo
+from storage.manager import LogManager
+from storage.producer_state import ProducerStateManager
+
+log = logging.getLogger(__name__)
+
+#: How often the maintenance thread runs the log manager's periodic work.
+MAINTENANCE_INTERVAL_S = 1.0
+#: Kafka's producer.id.expiration.check.interval.ms
+PRODUCER_EXPIRATION_CHECK_INTERVAL_MS = 600_000
+
+
+def topic_rules(config: dict[str, Any]) -> TopicRules:
+    return TopicRules(
+        compression_type=str(config["compression.type"]),
+        log_append_time=config["message.timestamp.type"] == "LogAppendTime",
+        timestamp_before_max_ms=int(config["message.timestamp.before.max.ms"]),
+        timestamp_after_max_ms=int(config["message.timestamp.after.max.ms"]),
+    )
+
+
+class AppendResult(NamedTuple):
+    """One partition's answer to a produce: ``info`` when appended, else the error."""
+
+    error: ErrorCode
+    info: AppendInfo | None = None
+    message: str | None = None
+
+
+class FetchRead:
+    """One partition of a fetch: what to read, and (after a read) what was found."""
+
+    __slots__ = (
+        "current_leader_epoch",
+        "fetch_offset",
+        "index",
+        "max_bytes",
+        "name",
+        "partition",
+        "result",
+        "topic_id",
+    )
+
+    def __init__(
+        self,
+        name: str | None,
+        topic_id: Any,
+        index: int,
+        fetch_offset: int,
+        max_bytes: int,
+        current_leader_epoch: int,
+        partition: Partition | None,
+    ) -> None:
+        self.name = name
+        self.topic_id = topic_id
+        self.index = index
+        self.fetch_offset = fetch_offset
+        self.max_bytes = max_bytes
+        self.current_leader_epoch = current_leader_epoch
+        self.partition = partition
+        self.result = LogReadResult(ErrorCode.NONE)
+
+
+class FetchParams(NamedTuple):
+    """The request-wide part of a fetch (Kafka's ``FetchParams``)."""
+
+    max_bytes: int
+    min_bytes: int
+    max_wait_ms: int
+    isolation: FetchIsolation
+
+
+class ReplicaManager:
+    """See the module docstring. Created by the composition root once the metadata store has
+    started; :meth:`startup` loads the logs."""
+
+    def __init__(
+        self,
+        *,
+        broker_id: int,
+        config: BrokerConfig,
+        metadata: MetadataStore,
+        log_manager: LogManager,
+        metrics: MetricsRegistry,
+    ) -> None:
+        self.broker_id = broker_id
+        self.config = config
+        self.metadata = metadata
+        self.log_manager = log_manager
+        self.metrics = metrics
+        self.partitions: dict[TopicPartition, Partition] = {}
+        self.fetch_purgatory: DelayedOperationPurgatory[TopicPartition] = DelayedOperationPurgatory(
+            "Fetch"
+        )
+        self._producer_id_expiration_ms = int(config["producer.id.expiration.ms"])
+        self._lock = threading.RLock()
+        self._shut_down = False
+        #: the last metadata view applied to the partitions (None before start-up)
+        self._applied: ClusterView | None = None
+        self._stop_maintenance = threading.Event()
+        self._maintenance: threading.Thread | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def startup(self) -> None:
+        self.log_manager.startup()
+        # Listen first, then apply the current view: a change published while the logs were
+        # loading (a controller handing leadership back to a restarted broker) is not missed.
+        self.metadata.add_listener(self._on_metadata)
+        self._refresh()
+        self.metrics.add(self._metrics)
+        self._maintenance = threading.Thread(
+            target=self._maintain, name="log-maintenance", daemon=True
+        )
+        self._maintenance.start()
+
+    def _maintain(self) -> None:
+        """Flushes, retention, checkpoints, deletions, compaction and producer expiration, off
+        the network threads."""
+        since_expiration_ms = 0
+        while not self._stop_maintenance.wait(MAINTENANCE_INTERVAL_S):
+            try:
+                self.log_manager.run_periodic()
+            except Exception:
+                log.exception("log maintenance failed")
+            since_expiration_ms += int(MAINTENANCE_INTERVAL_S * 1000)
+            if since_expiration_ms >= PRODUCER_EXPIRATION_CHECK_INTERVAL_MS:
+                since_expiration_ms = 0
+                self.expire_producers()
+
+    def expire_producers(self) -> int:
+        """Forgets producers idle longer than ``producer.id.expiration.ms`` on every partition
+        (Kafka's ``removeExpiredProducers``); returns how many were removed."""
+        removed = 0
+        for part in list(self.partitions.values()):
+            state = part.log.producer_state
+            if isinstance(state, ProducerStateManager):
+                try:
+                    removed += state.remove_expired_producers()
+                except Exception:
+                    log.exception("expiring producers of %s failed", part)
+        if removed:
+            log.info("expired %d idle producer(s)", removed)
+        return removed
+
+    def shutdown(self) -> None:
+        self._shut_down = True
+        self._stop_maintenance.set()
+        if self._maintenance is not None:
+            self._maintenance.join(30)
+            self._snapshot_producer_state()
+            self.log_manager.shutdown()
+
+    def _snapshot_producer_state(self) -> None:
+        """A producer-state snapshot at each log end, so the next start need not replay."""
+        for part in list(self.partitions.values()):
+            state = part.log.producer_state
+            if isinstance(state, ProducerStateManager):
+                try:
+                    state.take_snapshot()
+                except OSError as e:
+                    log.warning("producer snapshot of %s failed: %s", part, e)
+
+    # -- metadata ----------------------------------------------------------------------------
+
+    def _on_metadata(self, old: ClusterView, new: ClusterView) -> None:
+        if self._shut_down:
+            return  # a late notification (e.g. from ZooKeeper) after the logs were closed
+        self._refresh()
+
+    def _refresh(self) -> None:
+        """Applies the store's current view, diffed against the last view applied. Reading the
+        view under the lock makes concurrent notifications converge on the newest view."""
+        with self._lock:
+            view = self.metadata.view
+            if view is not self._applied:
+                self._sync(self._applied, view)
+                self._applied = view
+
+    def topic_config(self, topic: TopicMetadata) -> dict[str, Any]:
+        """Every topic config's effective value: the topic's overrides over the broker's."""
+        overrides = {}
+        for name, raw in topic.configs.items():
+            key = TOPIC_CONFIGS.get(name)
+            if key is not None:
+                overrides[name] = parse_value(name, key.kind, raw)
+        return self.config.topic_config(overrides)
+
+    def _sync(self, old: ClusterView | None, new: ClusterView) -> None:
+        """Creates logs for partitions we host, deletes those of deleted topics, applies configs
+        and leadership."""
+        wanted: dict[TopicPartition, tuple[TopicMetadata, PartitionState]] = {}
+        for topic in new.topics.values():
+            for p in topic.partitions:
+                if self.broker_id in p.replicas:
+                    wanted[(topic.name, p.partition)] = (topic, p)
+        partitions = dict(self.partitions)
+        for key in list(partitions):
+            if key not in wanted or wanted[key][0].topic_id != partitions[key].topic_id:
+                gone = partitions.pop(key)
+                gone.close()
+                self.log_manager.delete_log(key[0], key[1])
+                log.info("deleted log %s-%d", key[0], key[1])
+        reconfigured: set[str] = set()
+        for key, (topic, pstate) in wanted.items():
+            part = partitions.get(key)
+            if part is None:
+                partitions[key] = self._create_partition(topic, pstate)
+                continue
+            old_topic = old.topics.get(topic.name) if old is not None else None
+            if (old_topic is None or old_topic.configs != topic.configs) and (
+                topic.name not in reconfigured
+            ):
+                reconfigured.add(topic.name)
+                rules = topic_rules(self.topic_config(topic))
+                for (t, _), other in partitions.items():
+                    if t == topic.name:
+                        other.rules = rules
+                self.log_manager.update_config(topic.name, dict(topic.configs))
+            if part.state != pstate:
+                part.update_state(pstate)
+        self.partitions = partitions
+
+    def _create_partition(self, topic: TopicMetadata, pstate: PartitionState) -> Partition:
+        plog = self.log_manager.get_or_create_log(
+            topic.name,
+            pstate.partition,
+            topic_id=topic.topic_id,
+            config_overrides=dict(topic.configs),
+        )
+        ProducerStateManager.attach(plog, producer_id_expiration_ms=self._producer_id_expiration_ms)
+        return Partition(
+            topic.name,
+            pstate.partition,
+            topic.topic_id,
+            plog,
+            topic_rules(self.topic_config(topic)),
+            broker_id=self.broker_id,
+            state=pstate,
+            fetch_purgatory=self.fetch_purgatory,
+        )
+
+    # -- finding partitions ------------------------------------------------------------------
+
+    def get_partition(self, topic: str, partition: int) -> Partition | None:
+        return self.partitions.get((topic, partition))
+
+    def missing_partition_error(self, topic: str | None, partition: int) -> ErrorCode:
+        """Why a request for a partition not hosted here fails: NOT_LEADER_OR_FOLLOWER when it
+        exists on another broker, UNKNOWN_TOPIC_OR_PARTITION when it does not exist at all."""
+        if topic is not None and self.metadata.view.partition(topic, partition) is not None:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+    def partition_or_raise(self, topic: str | None, partition: int) -> Partition:
+        """The hosted partition, or NotLeaderOrFollower / UnknownTopicOrPartition (the
+        partition's own methods check leadership and epochs)."""
+        part = self.partitions.get((topic, partition)) if topic is not None else None
+        if part is not None:
+            return part
+        if self.missing_partition_error(topic, partition) == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+            raise NotLeaderOrFollower(f"Broker {self.broker_id} does not host {topic}-{partition}")
+        raise UnknownTopicOrPartition(f"{topic}-{partition} does not exist")
+
+    # -- produce -----------------------------------------------------------------------------
+
+    def append_records(
+        self,
+        topic: str | None,
+        partition: int,
+        records: memoryview | bytes | None,
+        *,
+        api_version: int,
+        now_ms: int,
+    ) -> AppendResult:
+        """Appends one partition's part of a Produce request (its batches are validated by the
+        partition); the error, if any, is returned for the response."""
+        part = self.partitions.get((topic, partition)) if topic is not None else None
+        if part is None:
+            return AppendResult(self.missing_partition_error(topic, partition))
+        try:
+            info = part.append_records_to_leader(records, api_version=api_version, now_ms=now_ms)
+        except (KafkaApiError, StorageError) as e:
+            code, message = error_of(e)
+            return AppendResult(code, None, message)
+        return AppendResult(ErrorCode.NONE, info)
+
+    # -- fetch -------------------------------------------------------------------------------
+
+    def read_from_local_log(self, params: FetchParams, reads: Sequence[FetchRead]) -> int:
+        """Reads every partition of a fetch into ``read.result``, stopping at the request's
+        ``max_bytes`` (but always at least one whole batch); returns the bytes found."""
+        total = 0
+        max_bytes = params.max_bytes
+        isolation = params.isolation
+        for read in reads:
+            part = read.partition
+            if part is None:
+                read.result = LogReadResult(self.missing_partition_error(read.name, read.index))
+                continue
+            limit = min(read.max_bytes, max_bytes - total)
+            result = part.read_records(
+                read.fetch_offset,
+                limit,
+                current_leader_epoch=read.current_leader_epoch,
+                isolation=isolation,
+                min_one_batch=total == 0,
+            )
+            if result.region is not None:
+                total += result.region.length
+            read.result = result
+        return total
+
+    async def fetch_messages(self, params: FetchParams, reads: Sequence[FetchRead]) -> None:
+        """Reads the fetch's partitions; below ``min_bytes`` (and with no partition in error),
+        waits for appends up to ``max_wait_ms`` and reads again. Results are in
+        ``read.result``. Runs on the requesting connection's loop."""
+        total = self.read_from_local_log(params, reads)
+        if total >= params.min_bytes or params.max_wait_ms <= 0:
+            return
+        if any(r.result.error != ErrorCode.NONE for r in reads):
+            return
+        partitions: dict[TopicPartition, Partition] = {}
+        for r in reads:
+            if r.partition is not None:
+                partitions[r.partition.key] = r.partition
+        op = DelayedFetch(
+            asyncio.get_running_loop(),
+            timeout_ms=params.max_wait_ms,
+            needed=params.min_bytes - total,
+            partitions=list(partitions.values()),
+        )
+        self.fetch_purgatory.try_complete_else_watch(op, partitions)
+        await op.future
+        self.read_from_local_log(params, reads)
+
+    # -- metrics -----------------------------------------------------------------------------
+
+    def _metrics(self) -> list[MetricSamples]:
+        sizes = []
+        producers = 0
+        for (topic, index), part in list(self.partitions.items()):
+            try:
+                sizes.append(
+                    (f'{{topic="{topic}",partition="{index}"}}', float(part.log.size_in_bytes))
+                )
+            except Exception:  # noqa: BLE001 - a log being deleted has no size to report
+                log.debug("no size for %s-%d", topic, index)
+            state = part.log.producer_state
+            if isinstance(state, ProducerStateManager):
+                producers += len(state.producers)
+        return [
+            (
+                "odradek_partitions",
+                "gauge",
+                "Partitions hosted by this broker.",
+                [("", float(len(self.partitions)))],
+            ),
+            ("odradek_log_size_bytes", "gauge", "Bytes on disk per partition log.", sizes),
+            (
+                "odradek_idempotent_producers",
+                "gauge",
+                "Producer ids with sequence state, summed over partitions.",
+                [("", float(producers))],
+            ),
+            (
+                "odradek_delayed_fetches",
+                "gauge",
+                "Fetches waiting in the fetch purgatory.",
+                [("", float(self.fetch_purgatory.watched))],
+            ),
+        ]

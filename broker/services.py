@@ -1,0 +1,31 @@
+"""What request handlers use, built once by the composition root (:mod:`broker.server`).
+
+Handlers receive a :class:`BrokerServices` through their request context: typed components, each
+constructed with its own explicit dependencies, not an object that hands out everything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from broker.admin import TopicAdmin
+from broker.config import BrokerConfig
+from broker.replication.replica_manager import ReplicaManager
+from broker.security.authorizer import Authorizer
+from coordination.metadata import MetadataStore
+
+if TYPE_CHECKING:
+    from broker.coordinator_runtime import CoordinatorRuntime
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerServices:
+    broker_id: int
+    config: BrokerConfig
+    metadata: MetadataStore
+    replica_manager: ReplicaManager
+    admin: TopicAdmin
+    group_coordinator: CoordinatorRuntime
+    #: None: no ``authorizer.class.name``, every operation is allowed (Kafka's default)
+    authorizer: Authorizer | None = None
