@@ -46,7 +46,9 @@ _TYPE_OF = {
 }
 
 
-class ResourceType(IntEnum):
+class ConfigResourceType(IntEnum):
+    """Kafka's ConfigResource.Type: what DescribeConfigs and AlterConfigs name."""
+
     UNKNOWN = 0
     TOPIC = 2
     GROUP = 32

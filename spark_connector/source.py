@@ -1,7 +1,6 @@
 """The ``odradek`` data source: Spark's Kafka source and sink in the Python Data Source API.
 
-PySpark runs the pieces in different processes (measured with PySpark 4.3, see
-../shared/NOTES-zookeeper-spark.md):
+PySpark runs the pieces in different processes (measured with PySpark 4.3):
 
 * the data source's ``__init__`` and ``schema()`` run wherever Spark plans; they only parse
   options, so a bad option fails the query at start;

@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from broker.config import TOPIC_CONFIGS
-from broker.config_describe import ResourceType
+from broker.config_describe import ConfigResourceType
 from broker.dispatch import RequestContext
 from broker.registry import error_response, handler
 from coordination.errors import InvalidConfig, InvalidRequest, KafkaApiError, UnknownTopic
+from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages import alter_configs as ac
@@ -27,7 +28,7 @@ def _alter(
 ) -> tuple[ErrorCode, str | None]:
     broker = ctx.services
     try:
-        if resource.resource_type == ResourceType.TOPIC:
+        if resource.resource_type == ConfigResourceType.TOPIC:
             topic = broker.metadata.view.topics.get(resource.resource_name)
             if topic is None:
                 raise UnknownTopic(f"Topic {resource.resource_name} does not exist.")
@@ -35,7 +36,10 @@ def _alter(
             broker.admin.check_configs(configs)
             if not validate_only:
                 broker.admin.set_topic_configs(topic.name, configs)
-        elif resource.resource_type in (ResourceType.BROKER, ResourceType.BROKER_LOGGER):
+        elif resource.resource_type in (
+            ConfigResourceType.BROKER,
+            ConfigResourceType.BROKER_LOGGER,
+        ):
             raise InvalidRequest(
                 "Odradek does not support dynamic broker configs; set them in "
                 "server.properties and restart the broker."
@@ -47,7 +51,7 @@ def _alter(
     return ErrorCode.NONE, None
 
 
-@handler(ApiKey.ALTER_CONFIGS, "0-2")
+@handler(ApiKey.ALTER_CONFIGS, "0-2", acl=(AclOperation.ALTER_CONFIGS, ResourceType.TOPIC))
 def handle_alter_configs(ctx: RequestContext, request: Struct) -> Struct:
     responses = []
     for res in request.resources:
@@ -102,7 +106,9 @@ def _incremental(ops: list[Struct]) -> Callable[[dict[str, str]], dict[str, str]
     return apply
 
 
-@handler(ApiKey.INCREMENTAL_ALTER_CONFIGS, "0-1")
+@handler(
+    ApiKey.INCREMENTAL_ALTER_CONFIGS, "0-1", acl=(AclOperation.ALTER_CONFIGS, ResourceType.TOPIC)
+)
 def handle_incremental_alter_configs(ctx: RequestContext, request: Struct) -> Struct:
     responses = []
     for res in request.resources:

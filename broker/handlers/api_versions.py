@@ -14,7 +14,7 @@ from protocol.messages.api_versions import ApiVersion, ApiVersionsResponse
 from protocol.schema import Struct
 
 
-@handler(ApiKey.API_VERSIONS, "0-4")
+@handler(ApiKey.API_VERSIONS, "0-4", before_authentication=True)
 def handle_api_versions(ctx: RequestContext, request: Struct) -> Struct:
     return ApiVersionsResponse(
         error_code=ErrorCode.NONE,

@@ -7,6 +7,7 @@ from collections import Counter
 from broker.dispatch import RequestContext
 from broker.registry import error_response, handler
 from coordination.errors import KafkaApiError
+from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.create_partitions import (
@@ -16,7 +17,7 @@ from protocol.messages.create_partitions import (
 from protocol.schema import Struct
 
 
-@handler(ApiKey.CREATE_PARTITIONS, "0-3")
+@handler(ApiKey.CREATE_PARTITIONS, "0-3", acl=(AclOperation.ALTER, ResourceType.TOPIC))
 def handle_create_partitions(ctx: RequestContext, request: Struct) -> Struct:
     counts = Counter(t.name for t in request.topics)
     results = []

@@ -9,6 +9,7 @@ from broker.config_describe import describe_topic
 from broker.dispatch import RequestContext
 from broker.registry import error_response, handler
 from coordination.errors import KafkaApiError
+from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.create_topics import (
@@ -19,7 +20,7 @@ from protocol.messages.create_topics import (
 from protocol.schema import Struct
 
 
-@handler(ApiKey.CREATE_TOPICS, "0-7")
+@handler(ApiKey.CREATE_TOPICS, "0-7", acl=(AclOperation.CREATE, ResourceType.TOPIC))
 def handle_create_topics(ctx: RequestContext, request: Struct) -> Struct:
     broker = ctx.services
     counts = Counter(t.name for t in request.topics)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from broker.dispatch import RequestContext
 from broker.registry import error_response, handler
 from coordination.errors import KafkaApiError
+from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.delete_topics import DeletableTopicResult, DeleteTopicsResponse
@@ -18,7 +19,7 @@ def _wanted(request: Struct, version: int) -> list[tuple[str | None, object]]:
     return [(name, ZERO_UUID) for name in request.topic_names]
 
 
-@handler(ApiKey.DELETE_TOPICS, "0-6")
+@handler(ApiKey.DELETE_TOPICS, "0-6", acl=(AclOperation.DELETE, ResourceType.TOPIC))
 def handle_delete_topics(ctx: RequestContext, request: Struct) -> Struct:
     broker = ctx.services
     results = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 from broker.dispatch import RequestContext
 from broker.handlers.metadata import CLUSTER_OPERATIONS
 from broker.registry import error_response, handler
+from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.common import AUTHORIZED_OPERATIONS_OMITTED
@@ -16,7 +17,7 @@ from protocol.messages.describe_cluster import (
 from protocol.schema import Struct
 
 
-@handler(ApiKey.DESCRIBE_CLUSTER, "0-1")
+@handler(ApiKey.DESCRIBE_CLUSTER, "0-1", acl=(AclOperation.DESCRIBE, ResourceType.CLUSTER))
 def handle_describe_cluster(ctx: RequestContext, request: Struct) -> Struct:
     if request.endpoint_type != ENDPOINT_TYPE_BROKER:
         return DescribeClusterResponse(

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from broker.config_describe import (
     ConfigEntry,
+    ConfigResourceType,
     ConfigSource,
-    ResourceType,
     describe_broker,
     describe_topic,
 )
 from broker.dispatch import RequestContext
 from broker.registry import error_response, handler
+from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.describe_configs import (
@@ -38,7 +39,7 @@ def _entry(e: ConfigEntry, synonyms: bool, docs: bool) -> Struct:
     )
 
 
-@handler(ApiKey.DESCRIBE_CONFIGS, "0-4")
+@handler(ApiKey.DESCRIBE_CONFIGS, "0-4", acl=(AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC))
 def handle_describe_configs(ctx: RequestContext, request: Struct) -> Struct:
     broker = ctx.services
     view = broker.metadata.view
@@ -46,7 +47,7 @@ def handle_describe_configs(ctx: RequestContext, request: Struct) -> Struct:
     for res in request.resources:
         keys = res.configuration_keys
         code, message, entries = ErrorCode.NONE, None, []
-        if res.resource_type == ResourceType.TOPIC:
+        if res.resource_type == ConfigResourceType.TOPIC:
             topic = view.topics.get(res.resource_name)
             if topic is None:
                 code, message = (
@@ -55,7 +56,7 @@ def handle_describe_configs(ctx: RequestContext, request: Struct) -> Struct:
                 )
             else:
                 entries = describe_topic(broker.config, topic.configs, keys)
-        elif res.resource_type == ResourceType.BROKER:
+        elif res.resource_type == ConfigResourceType.BROKER:
             if res.resource_name not in ("", str(broker.broker_id)):
                 code, message = (
                     ErrorCode.INVALID_REQUEST,
@@ -64,7 +65,7 @@ def handle_describe_configs(ctx: RequestContext, request: Struct) -> Struct:
                 )
             else:
                 entries = describe_broker(broker.config, keys)
-        elif res.resource_type == ResourceType.BROKER_LOGGER:
+        elif res.resource_type == ConfigResourceType.BROKER_LOGGER:
             entries = []
         else:
             code, message = (

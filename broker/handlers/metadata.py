@@ -13,6 +13,7 @@ from broker.dispatch import RequestContext
 from broker.registry import error_response, handler
 from coordination.errors import KafkaApiError
 from coordination.metadata import ClusterView, TopicMetadata
+from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.common import AUTHORIZED_OPERATIONS_OMITTED
@@ -73,7 +74,7 @@ def error_topic(name: str | None, code: ErrorCode, topic_id: Any = ZERO_UUID) ->
     return MetadataResponseTopic(error_code=code, name=name, topic_id=topic_id, partitions=[])
 
 
-@handler(ApiKey.METADATA, "0-13")
+@handler(ApiKey.METADATA, "0-13", acl=(AclOperation.DESCRIBE, ResourceType.TOPIC))
 def handle_metadata(ctx: RequestContext, request: Struct) -> Struct:
     broker = ctx.services
     version = ctx.api_version

@@ -1,6 +1,7 @@
 """Record batch (magic 2) headers: inspect, validate and rewrite without decoding records.
 
-On-disk and on-wire layout (seed 000 §5.3.1), big-endian, 61 bytes before the records::
+On-disk and on-wire layout (the "Record Batch" of Kafka's message-format documentation),
+big-endian, 61 bytes before the records::
 
     0  baseOffset            int64
     8  batchLength           int32   bytes after this field (size - 12)

@@ -1,4 +1,4 @@
-"""Control batches and control records (seed 000 §5.3.1.1).
+"""Control batches and control records (Kafka's "Control Batches"; KIP-98).
 
 A control batch has the control bit (and, for transaction markers, the transactional bit) set and
 holds one control record, never handed to applications. Its key::

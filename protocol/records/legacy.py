@@ -1,4 +1,6 @@
-"""Legacy message sets, magic 0 and 1 (seed 000 §5.3.3, seed 004): parse and build.
+"""Legacy message sets, magic 0 and 1: parse and build.
+
+The layout is the "Old Message Format" of Kafka's message-format documentation.
 
 A message set is a run of entries with no count in front::
 

@@ -1,4 +1,4 @@
-"""Records inside magic-2 batches: decode them all, and build batches (seed 000 §5.3.2).
+"""Records inside magic-2 batches: decode them all, and build batches (Kafka's "Record" format).
 
 A record, after the batch header (see :mod:`protocol.records.batch`)::
 
