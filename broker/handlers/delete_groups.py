@@ -6,13 +6,14 @@ from __future__ import annotations
 from broker.dispatch import RequestContext
 from broker.handlers._groups import runtime
 from broker.registry import error_response, handler
+from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.delete_groups import DeletableGroupResult, DeleteGroupsResponse
 from protocol.schema import Struct
 
 
-@handler(ApiKey.DELETE_GROUPS, "0-2")
+@handler(ApiKey.DELETE_GROUPS, "0-2", acl=(AclOperation.DELETE, ResourceType.GROUP))
 def handle_delete_groups(ctx: RequestContext, request: Struct) -> Struct:
     results = runtime(ctx).groups.delete_groups(list(request.groups_names))
     return DeleteGroupsResponse(

@@ -9,6 +9,7 @@ from broker.dispatch import RequestContext
 from broker.handlers._groups import runtime
 from broker.registry import error_response, handler
 from coordination.group_coordinator import DEAD_GROUP
+from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.common import AUTHORIZED_OPERATIONS_OMITTED
@@ -48,7 +49,7 @@ def _describe(ctx: RequestContext, group_id: str, include_ops: bool) -> Struct:
     )
 
 
-@handler(ApiKey.DESCRIBE_GROUPS, "0-6")
+@handler(ApiKey.DESCRIBE_GROUPS, "0-6", acl=(AclOperation.DESCRIBE, ResourceType.GROUP))
 def handle_describe_groups(ctx: RequestContext, request: Struct) -> Struct:
     include_ops = ctx.api_version >= 3 and bool(request.include_authorized_operations)
     return DescribeGroupsResponse(

@@ -11,6 +11,7 @@ from broker.coordinator_runtime import CoordinatorNode
 from broker.dispatch import RequestContext
 from broker.handlers._groups import runtime
 from broker.registry import error_response, handler
+from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.find_coordinator import (
@@ -44,7 +45,7 @@ def _error_message(node: CoordinatorNode) -> str | None:
     return node.error.message
 
 
-@handler(ApiKey.FIND_COORDINATOR, "0-6")
+@handler(ApiKey.FIND_COORDINATOR, "0-6", acl=(AclOperation.DESCRIBE, ResourceType.GROUP))
 def handle_find_coordinator(ctx: RequestContext, request: Struct) -> Struct:
     version = ctx.api_version
     key_type = request.key_type if version >= 1 else KEY_TYPE_GROUP

@@ -5,13 +5,14 @@ from __future__ import annotations
 from broker.dispatch import RequestContext
 from broker.handlers._groups import runtime
 from broker.registry import error_response, handler
+from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.heartbeat import HeartbeatResponse
 from protocol.schema import Struct
 
 
-@handler(ApiKey.HEARTBEAT, "0-4")
+@handler(ApiKey.HEARTBEAT, "0-4", acl=(AclOperation.READ, ResourceType.GROUP))
 def handle_heartbeat(ctx: RequestContext, request: Struct) -> Struct:
     code = runtime(ctx).groups.heartbeat(
         group_id=request.group_id,

@@ -13,13 +13,14 @@ from broker.dispatch import RequestContext
 from broker.handlers._groups import runtime
 from broker.registry import error_response, handler
 from coordination.errors import KafkaApiError
+from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.init_producer_id import InitProducerIdResponse
 from protocol.schema import Struct
 
 
-@handler(ApiKey.INIT_PRODUCER_ID, "0-5")
+@handler(ApiKey.INIT_PRODUCER_ID, "0-5", acl=(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID))
 def handle_init_producer_id(ctx: RequestContext, request: Struct) -> Struct:
     if request.transactional_id is not None:
         raise KafkaApiError(

@@ -15,6 +15,7 @@ from broker.handlers._groups import client_host, runtime
 from broker.registry import error_response, handler
 from coordination.group_coordinator import JoinRequest
 from coordination.group_metadata import JoinResult
+from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.join_group import JoinGroupResponse, JoinGroupResponseMember
@@ -42,7 +43,7 @@ def _response(result: JoinResult, version: int) -> Struct:
     )
 
 
-@handler(ApiKey.JOIN_GROUP, "0-9")
+@handler(ApiKey.JOIN_GROUP, "0-9", acl=(AclOperation.READ, ResourceType.GROUP))
 async def handle_join_group(ctx: RequestContext, request: Struct) -> Struct:
     version = ctx.api_version
     instance_id = request.group_instance_id if version >= 5 else None

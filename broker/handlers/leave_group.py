@@ -5,13 +5,14 @@ from __future__ import annotations
 from broker.dispatch import RequestContext
 from broker.handlers._groups import runtime
 from broker.registry import error_response, handler
+from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.leave_group import LeaveGroupResponse, MemberResponse
 from protocol.schema import Struct
 
 
-@handler(ApiKey.LEAVE_GROUP, "0-5")
+@handler(ApiKey.LEAVE_GROUP, "0-5", acl=(AclOperation.READ, ResourceType.GROUP))
 def handle_leave_group(ctx: RequestContext, request: Struct) -> Struct:
     version = ctx.api_version
     if version >= 3:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from broker.dispatch import RequestContext
 from broker.handlers._groups import runtime
 from broker.registry import error_response, handler
+from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.list_groups import ListedGroup, ListGroupsResponse
@@ -14,7 +15,7 @@ from protocol.schema import Struct
 GROUP_TYPE = "classic"
 
 
-@handler(ApiKey.LIST_GROUPS, "0-5")
+@handler(ApiKey.LIST_GROUPS, "0-5", acl=(AclOperation.DESCRIBE, ResourceType.GROUP))
 def handle_list_groups(ctx: RequestContext, request: Struct) -> Struct:
     version = ctx.api_version
     states = request.states_filter if version >= 4 else []

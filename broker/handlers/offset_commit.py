@@ -12,6 +12,7 @@ from broker.dispatch import RequestContext
 from broker.handlers._groups import runtime
 from broker.registry import error_response, handler
 from coordination.group_metadata import OffsetAndMetadata
+from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.offset_commit import (
@@ -22,7 +23,7 @@ from protocol.messages.offset_commit import (
 from protocol.schema import Struct
 
 
-@handler(ApiKey.OFFSET_COMMIT, "0-9")
+@handler(ApiKey.OFFSET_COMMIT, "0-9", acl=(AclOperation.READ, ResourceType.GROUP))
 def handle_offset_commit(ctx: RequestContext, request: Struct) -> Struct:
     version = ctx.api_version
     now = ctx.now_ms()

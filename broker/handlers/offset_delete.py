@@ -6,6 +6,7 @@ from __future__ import annotations
 from broker.dispatch import RequestContext
 from broker.handlers._groups import runtime
 from broker.registry import error_response, handler
+from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.offset_delete import (
@@ -16,7 +17,7 @@ from protocol.messages.offset_delete import (
 from protocol.schema import Struct
 
 
-@handler(ApiKey.OFFSET_DELETE, "0")
+@handler(ApiKey.OFFSET_DELETE, "0", acl=(AclOperation.DELETE, ResourceType.GROUP))
 def handle_offset_delete(ctx: RequestContext, request: Struct) -> Struct:
     view = ctx.services.metadata.view
     known: list[tuple[str, int]] = []

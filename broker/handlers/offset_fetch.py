@@ -15,6 +15,7 @@ from broker.dispatch import RequestContext
 from broker.handlers._groups import runtime
 from broker.registry import error_response, handler
 from coordination.group_metadata import OffsetAndMetadata
+from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.offset_fetch import (
@@ -47,7 +48,7 @@ def _requested(topics: list[Struct] | None) -> list[TopicPartition] | None:
     return [(t.name, p) for t in topics for p in t.partition_indexes]
 
 
-@handler(ApiKey.OFFSET_FETCH, "0-9")
+@handler(ApiKey.OFFSET_FETCH, "0-9", acl=(AclOperation.DESCRIBE, ResourceType.GROUP))
 def handle_offset_fetch(ctx: RequestContext, request: Struct) -> Struct:
     version = ctx.api_version
     if version >= 8:

@@ -9,13 +9,14 @@ from broker.dispatch import RequestContext
 from broker.handlers._groups import runtime
 from broker.registry import error_response, handler
 from coordination.group_metadata import SyncResult
+from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.sync_group import SyncGroupResponse
 from protocol.schema import Struct
 
 
-@handler(ApiKey.SYNC_GROUP, "0-5")
+@handler(ApiKey.SYNC_GROUP, "0-5", acl=(AclOperation.READ, ResourceType.GROUP))
 async def handle_sync_group(ctx: RequestContext, request: Struct) -> Struct:
     version = ctx.api_version
     future, callback = future_callback(asyncio.get_running_loop(), SyncResult)

@@ -6,6 +6,7 @@ import socket
 import struct
 import time
 
+import pytest
 from confluent_kafka.admin import AdminClient
 
 from protocol.api_keys import ApiKey
@@ -155,3 +156,27 @@ def test_busy_port_is_a_clear_startup_error(tmp_path):
     assert out.returncode == 1
     assert f"cannot listen on PLAINTEXT://127.0.0.1:{port}" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize("protocol", ["SSL", "SASL_PLAINTEXT", "SASL_SSL"])
+def test_a_listener_we_cannot_secure_stops_the_start_up(tmp_path, protocol):
+    """Never served as plaintext: TLS handshakes or SASL clients would be read as frames."""
+    import subprocess
+    import sys
+
+    from tests.integration.broker_process import ROOT
+
+    out = subprocess.run(
+        [
+            sys.executable, "-m", "broker", "serve",
+            "--override", "listeners=PLAINTEXT://127.0.0.1:0,SECURE://127.0.0.1:0",
+            "--override", f"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SECURE:{protocol}",
+            "--override", f"log.dir={tmp_path}",
+        ],
+        cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert out.returncode == 1
+    assert f"uses security protocol {protocol}" in out.stderr
+    assert "refusing to serve it as plaintext" in out.stderr
+    assert "Traceback" not in out.stderr
+    assert not list(tmp_path.glob("*/"))  # no log was opened

@@ -1,0 +1,228 @@
+"""The dispatcher and handlers without a broker: fake services, real codecs.
+
+A handler now needs only the services it uses, so produce, fetch, list-offsets and the gate are
+tested here against a fake replica manager and metadata view; the integration tests run the same
+paths with real clients and a real broker process."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+import pytest
+
+from broker.config import BrokerConfig
+from broker.dispatch import Dispatcher
+from broker.handlers import load_handlers
+from broker.metrics import RequestMetrics
+from broker.net.connection import CloseConnection
+from broker.net.session import KafkaPrincipal, Session
+from broker.replication.partition import FetchIsolation, LogReadResult
+from broker.replication.replica_manager import AppendResult, FetchParams, FetchRead
+from broker.services import BrokerServices
+from coordination.metadata import BrokerInfo, ClusterView, Endpoint
+from protocol.acl import AclOperation, ResourceType
+from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
+from protocol.headers import decode_response, encode_request
+from protocol.messages.api_versions import ApiVersionsRequest
+from protocol.messages.describe_cluster import DescribeClusterRequest
+from protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
+from protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
+from storage.log import AppendInfo
+from tests.unit.storage.util import make_batch
+
+
+@dataclass
+class FakeConnection:
+    session: Session
+    request_metrics: RequestMetrics = field(default_factory=RequestMetrics)
+
+
+class FakeReplicaManager:
+    """Records what handlers ask; answers from a script."""
+
+    def __init__(self) -> None:
+        self.appends: list[tuple[str | None, int, int]] = []
+        self.fetches: list[tuple[FetchParams, list[tuple[str | None, int, int]]]] = []
+
+    def append_records(
+        self, topic: str | None, partition: int, records: Any, *, api_version: int, now_ms: int
+    ) -> AppendResult:
+        self.appends.append((topic, partition, len(records)))
+        if topic == "missing":
+            return AppendResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        return AppendResult(ErrorCode.NONE, AppendInfo(41, 42, -1, 41, -1, 0, 2, len(records)))
+
+    def get_partition(self, topic: str, partition: int) -> None:
+        return None
+
+    async def fetch_messages(self, params: FetchParams, reads: list[FetchRead]) -> None:
+        self.fetches.append((params, [(r.name, r.index, r.fetch_offset) for r in reads]))
+        for r in reads:
+            r.result = LogReadResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+
+
+class DenyCluster:
+    def authorize(
+        self, principal: KafkaPrincipal, host: str, operation: AclOperation,
+        resource_type: ResourceType, resource_name: str,
+    ) -> bool:  # fmt: skip
+        return resource_type != ResourceType.CLUSTER
+
+
+def services(replica_manager: Any, authorizer: Any = None) -> BrokerServices:
+    view = ClusterView(
+        cluster_id="c" * 22,
+        controller_id=1,
+        brokers=MappingProxyType({1: BrokerInfo(1, (Endpoint("PLAINTEXT", "h", 9),))}),
+        topics=MappingProxyType({}),
+    )
+    metadata = type("Metadata", (), {"view": view})()
+    return BrokerServices(
+        broker_id=1,
+        config=BrokerConfig.from_dict({}),
+        metadata=metadata,  # type: ignore[arg-type]
+        replica_manager=replica_manager,
+        admin=None,  # type: ignore[arg-type]
+        group_coordinator=None,  # type: ignore[arg-type]
+        authorizer=authorizer,
+    )
+
+
+def session(protocol: str = "PLAINTEXT") -> Session:
+    return Session.accepted("PLAINTEXT", protocol, ("127.0.0.1", 5555))
+
+
+def call(dispatcher: Dispatcher, conn: FakeConnection, body: Any, version: int) -> Any:
+    frame = encode_request(body, version, 7, "test")
+    result = dispatcher.handle(conn, memoryview(frame)[4:])  # type: ignore[arg-type]
+    if result is not None and not isinstance(result, list):
+        result = asyncio.run(_await(result))
+    if result is None:
+        return None
+    data = b"".join(bytes(p) for p in result)
+    correlation_id, response = decode_response(body.api_key, version, memoryview(data)[4:])
+    assert correlation_id == 7
+    return response
+
+
+async def _await(awaitable: Any) -> Any:
+    return await awaitable
+
+
+@pytest.fixture(scope="module")
+def registry() -> Any:
+    return load_handlers()
+
+
+def produce(topic: str, acks: int = 1) -> Any:
+    return ProduceRequest(
+        acks=acks,
+        timeout_ms=1000,
+        topic_data=[
+            TopicProduceData(
+                name=topic,
+                partition_data=[PartitionProduceData(index=0, records=bytes(make_batch(2)))],
+            )
+        ],
+    )
+
+
+def test_produce_maps_the_replica_managers_answers(registry: Any) -> None:
+    rm = FakeReplicaManager()
+    dispatcher = Dispatcher(services(rm), registry)
+    conn = FakeConnection(session())
+    response = call(dispatcher, conn, produce("t"), 9)
+    p = response.responses[0].partition_responses[0]
+    assert (p.error_code, p.base_offset) == (ErrorCode.NONE, 41)
+    response = call(dispatcher, conn, produce("missing"), 9)
+    assert response.responses[0].partition_responses[0].error_code == (
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    )
+    assert [a[:2] for a in rm.appends] == [("t", 0), ("missing", 0)]
+    assert conn.request_metrics.count[ApiKey.PRODUCE] == 2
+
+
+def test_acks_0_sends_nothing_and_a_failure_closes(registry: Any) -> None:
+    dispatcher = Dispatcher(services(FakeReplicaManager()), registry)
+    conn = FakeConnection(session())
+    assert call(dispatcher, conn, produce("t", acks=0), 9) is None
+    with pytest.raises(CloseConnection, match="acks=0 produce failed"):
+        call(dispatcher, conn, produce("missing", acks=0), 9)
+
+
+def test_internal_topics_refuse_client_writes(registry: Any) -> None:
+    rm = FakeReplicaManager()
+    response = call(Dispatcher(services(rm), registry), FakeConnection(session()),
+                    produce("__consumer_offsets"), 9)  # fmt: skip
+    assert response.responses[0].partition_responses[0].error_code == (
+        ErrorCode.INVALID_TOPIC_EXCEPTION
+    )
+    assert rm.appends == []
+
+
+def test_fetch_passes_its_parameters_and_answers_per_partition(registry: Any) -> None:
+    rm = FakeReplicaManager()
+    request = FetchRequest(
+        replica_id=-1,
+        max_wait_ms=500,
+        min_bytes=10,
+        max_bytes=1 << 30,
+        isolation_level=1,
+        session_id=0,
+        session_epoch=-1,
+        topics=[
+            FetchTopic(
+                topic="t",
+                topic_id=uuid.UUID(int=0),
+                partitions=[FetchPartition(partition=3, fetch_offset=17, partition_max_bytes=100)],
+            )
+        ],
+    )
+    response = call(Dispatcher(services(rm), registry), FakeConnection(session()), request, 12)
+    params, reads = rm.fetches[0]
+    assert params.isolation == FetchIsolation.TXN_COMMITTED
+    assert params.max_bytes == int(BrokerConfig.from_dict({})["fetch.max.bytes"])
+    assert (params.min_bytes, params.max_wait_ms) == (10, 500)
+    assert reads == [("t", 3, 17)]
+    p = response.responses[0].partitions[0]
+    assert (p.partition_index, p.error_code) == (3, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+
+
+def test_unknown_fetch_session_is_refused_without_reading(registry: Any) -> None:
+    rm = FakeReplicaManager()
+    request = FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=100,
+                           session_id=99, session_epoch=1, topics=[])  # fmt: skip
+    response = call(Dispatcher(services(rm), registry), FakeConnection(session()), request, 12)
+    assert response.error_code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+    assert rm.fetches == []
+
+
+def test_the_gate_serves_only_the_sasl_exchange_before_authentication(registry: Any) -> None:
+    dispatcher = Dispatcher(services(FakeReplicaManager()), registry)
+    conn = FakeConnection(session("SASL_PLAINTEXT"))
+    assert not conn.session.authenticated
+    response = call(dispatcher, conn, ApiVersionsRequest(), 3)
+    assert response.error_code == ErrorCode.NONE
+    with pytest.raises(CloseConnection, match="PRODUCE before authentication"):
+        call(dispatcher, conn, produce("t"), 9)
+
+
+def test_cluster_requirements_are_checked_at_the_gate(registry: Any) -> None:
+    dispatcher = Dispatcher(services(FakeReplicaManager(), DenyCluster()), registry)
+    conn = FakeConnection(session())
+    response = call(dispatcher, conn, DescribeClusterRequest(), 0)
+    assert response.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    # without an authorizer (Kafka's default) everything is allowed
+    response = call(Dispatcher(services(FakeReplicaManager()), registry), conn,
+                    DescribeClusterRequest(), 0)  # fmt: skip
+    assert response.error_code == ErrorCode.NONE
+
+
+def test_every_handler_declares_what_kafka_authorizes(registry: Any) -> None:
+    undeclared = [h.api_key.name for h in registry if h.acl is None and not h.before_authentication]
+    assert undeclared == []
