@@ -152,7 +152,7 @@ class Dispatcher:
         metrics.record(header.api_key, time.perf_counter_ns() - received)
         if result is None:
             return None
-        return self._frame(handler, header, result)
+        return self._frame(handler, ctx, body, result)
 
     async def _run_async(
         self, handler: Handler, ctx: RequestContext, body: Any, metrics: RequestMetrics
@@ -170,7 +170,7 @@ class Dispatcher:
         metrics.record(header.api_key, time.perf_counter_ns() - ctx.received_ns)
         if result is None:
             return None
-        return self._frame(handler, header, result)
+        return self._frame(handler, ctx, body, result)
 
     @staticmethod
     def _authorize_cluster(handler: Handler, ctx: RequestContext) -> None:
@@ -184,13 +184,41 @@ class Dispatcher:
                 f"{ctx.session.principal} may not {acl[0].name} the cluster"
             )
 
-    @staticmethod
-    def _frame(handler: Handler, header: RequestHeader, result: Any) -> Response:
-        if isinstance(result, EncodedBody):
-            return frame_response(
-                handler.schema, header.api_version, header.correlation_id, result.parts
+    def _frame(self, handler: Handler, ctx: RequestContext, body: Any, result: Any) -> Response:
+        """The response frame. A response that cannot be encoded (a bug) is answered with the
+        API's error response instead, so every request gets exactly one answer, in order; if
+        even that fails, the connection is closed."""
+        header = ctx.header
+        try:
+            if isinstance(result, EncodedBody):
+                return frame_response(
+                    handler.schema, header.api_version, header.correlation_id, result.parts
+                )
+            return encode_response(
+                handler.schema, header.api_version, header.correlation_id, result
             )
-        return encode_response(handler.schema, header.api_version, header.correlation_id, result)
+        except Exception as e:  # answered or closed, never dropped
+            if isinstance(result, EncodedBody) or handler.error_response is None:
+                raise CloseConnection(
+                    f"{handler.api_key.name} v{header.api_version} response failed to encode: {e}"
+                ) from e
+            log.error(
+                "%s v%d response to %s failed to encode; answering UNKNOWN_SERVER_ERROR",
+                handler.api_key.name,
+                header.api_version,
+                ctx.session.peer,
+                exc_info=e,
+            )
+            try:
+                fallback = handler.error_response(body, ErrorCode.UNKNOWN_SERVER_ERROR, None)
+                return encode_response(
+                    handler.schema, header.api_version, header.correlation_id, fallback
+                )
+            except Exception as again:  # then the stream cannot go on
+                raise CloseConnection(
+                    f"{handler.api_key.name} v{header.api_version} error response failed to "
+                    f"encode too: {again}"
+                ) from again
 
     def _error_result(
         self, handler: Handler, ctx: RequestContext, body: Any, exc: Exception

@@ -107,8 +107,29 @@ class NetworkStats(Protocol):
     def connections(self) -> Collection[object]: ...
 
 
-def network_samples(processors: Sequence[NetworkStats]) -> list[MetricSamples]:
-    """Requests by API (count and latency histogram), bytes in and out, connections."""
+class _AcceptStats(Protocol):
+    @property
+    def accept_errors(self) -> int: ...
+
+
+class _QuotaStats(Protocol):
+    @property
+    def refused_per_ip(self) -> int: ...
+
+
+class _PoolStats(Protocol):
+    @property
+    def used(self) -> int: ...
+
+
+def network_samples(
+    processors: Sequence[NetworkStats],
+    acceptor: _AcceptStats,
+    quotas: _QuotaStats,
+    pool: _PoolStats,
+) -> list[MetricSamples]:
+    """Requests by API (count and latency histogram), bytes in and out, connections, accept
+    failures, refused connections and request memory held."""
     counts: dict[int, int] = {}
     totals: dict[int, int] = {}
     buckets: dict[int, list[int]] = {}
@@ -172,6 +193,24 @@ def network_samples(processors: Sequence[NetworkStats]) -> list[MetricSamples]:
             "gauge",
             "Open client connections.",
             [("", float(sum(len(p.connections) for p in processors)))],
+        ),
+        (
+            "odradek_accept_errors_total",
+            "counter",
+            "accept() failures for lack of file descriptors or memory (accepting pauses).",
+            [("", float(acceptor.accept_errors))],
+        ),
+        (
+            "odradek_connections_refused_per_ip_total",
+            "counter",
+            "Connections closed at once because their address reached max.connections.per.ip.",
+            [("", float(quotas.refused_per_ip))],
+        ),
+        (
+            "odradek_request_memory_bytes",
+            "gauge",
+            "Bytes of received requests held (queued.max.request.bytes is the budget).",
+            [("", float(pool.used))],
         ),
     ]
 

@@ -29,6 +29,7 @@ from broker.dispatch import Dispatcher
 from broker.handlers import load_handlers
 from broker.metrics import MetricsRegistry, network_samples, serve_metrics
 from broker.net.acceptor import Acceptor
+from broker.net.limits import ConnectionQuotas, RequestMemoryPool
 from broker.net.processor import Processor, TransportFactory
 from broker.net.transport import PlaintextTransport
 from broker.replication.replica_manager import ReplicaManager
@@ -61,8 +62,14 @@ class Broker:
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
         self.broker_id = config.broker_id
-        self.network = NetworkConfig.from_broker(config)
+        self.network = network = NetworkConfig.from_broker(config)
         self.metrics = MetricsRegistry()
+        self.quotas = ConnectionQuotas(
+            max_connections=network.max_connections,
+            max_connections_per_ip=network.max_connections_per_ip,
+            overrides=network.max_connections_per_ip_overrides,
+        )
+        self.memory_pool = RequestMemoryPool(network.queued_max_request_bytes)
         self.loop: asyncio.AbstractEventLoop | None = None
         self.acceptor: Acceptor | None = None
         self.processors: list[Processor] = []
@@ -137,10 +144,16 @@ class Broker:
                 max_request_bytes=network.socket_request_max_bytes,
                 queued_max_requests=network.queued_max_requests,
                 idle_timeout_ms=network.connections_max_idle_ms,
+                receive_timeout_ms=network.request_receive_timeout_ms,
+                memory_pool=self.memory_pool,
+                quotas=self.quotas,
             )
             for i in range(network.num_network_threads)
         ]
-        self.metrics.add(lambda: network_samples(processors))
+        acceptor = self.acceptor
+        self.metrics.add(
+            lambda: network_samples(processors, acceptor, self.quotas, self.memory_pool)
+        )
         for p in processors:
             p.start_and_wait()
         self.acceptor.start(processors)
@@ -164,6 +177,7 @@ class Broker:
         network = self.network
         acceptor = Acceptor(
             loop,
+            quotas=self.quotas,
             backlog=network.socket_listen_backlog_size,
             send_buffer=network.socket_send_buffer_bytes,
             receive_buffer=network.socket_receive_buffer_bytes,

@@ -95,7 +95,15 @@ def handle_metadata(ctx: RequestContext, request: Struct) -> Struct:
             if name is None:
                 topic = view.topics_by_id.get(wanted.topic_id)
                 if topic is None:
-                    topics.append(error_topic(None, ErrorCode.UNKNOWN_TOPIC_ID, wanted.topic_id))
+                    # the name is nullable from v12; v10-11 could name topics by id but
+                    # not answer with a null name
+                    topics.append(
+                        error_topic(
+                            None if version >= 12 else "",
+                            ErrorCode.UNKNOWN_TOPIC_ID,
+                            wanted.topic_id,
+                        )
+                    )
                     continue
             else:
                 topic = view.topics.get(name)

@@ -5,20 +5,38 @@ and spreads accepted sockets over the processors, round-robin.
 broker advertises anything); :meth:`Acceptor.start` begins accepting once the broker is ready to
 serve, so no client is handed to a processor before then (they wait in the listen backlog).
 
-Thread-safety: owned by the main event loop.
+Limits (Kafka's ``ConnectionQuotas``): a connection over ``max.connections.per.ip`` is closed at
+once; at ``max.connections`` the acceptor stops accepting until a connection closes. When the
+process runs out of file descriptors (EMFILE/ENFILE) or socket memory, accepting pauses for a
+growing delay instead of spinning on the listening socket, and the failures are logged once per
+interval with a count (and counted in :attr:`Acceptor.accept_errors`).
+
+Thread-safety: owned by the main event loop; :meth:`ConnectionQuotas.closed` (any thread) wakes
+it through ``call_soon_threadsafe``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import socket
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from broker.net.limits import ConnectionQuotas
 from broker.net.processor import Processor, TransportFactory
 
 log = logging.getLogger(__name__)
+
+#: accept() failures that mean "out of a resource": pause rather than spin
+_EXHAUSTED = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+#: first and longest pause after such a failure
+PAUSE_MIN_S = 0.05
+PAUSE_MAX_S = 2.0
+#: at most one log line per interval about them
+ERROR_LOG_INTERVAL_S = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +61,7 @@ class Acceptor:
         self,
         loop: asyncio.AbstractEventLoop,
         *,
+        quotas: ConnectionQuotas,
         backlog: int = 50,
         send_buffer: int = -1,
         receive_buffer: int = -1,
@@ -53,7 +72,16 @@ class Acceptor:
         self.send_buffer = send_buffer
         self.receive_buffer = receive_buffer
         self.listeners: list[BoundListener] = []
-        self._accepting = False
+        self.quotas = quotas
+        quotas.on_room = self._on_room
+        #: accept() failures for lack of a resource (file descriptors, memory)
+        self.accept_errors = 0
+        self._accepting = False  # started, and not closed
+        self._watching = False  # listening sockets registered with the loop
+        self._paused_until = 0.0
+        self._pause_s = PAUSE_MIN_S
+        self._unlogged_errors = 0
+        self._last_error_log = 0.0
         self._next = 0
 
     def bind(
@@ -84,29 +112,89 @@ class Acceptor:
             raise
         bound = BoundListener(name, security_protocol, sock, make_transport)
         self.listeners.append(bound)
-        if self._accepting:
-            self._watch(bound)
+        if self._watching:
+            self.loop.add_reader(sock.fileno(), self._accept, bound)
         return bound.address
 
     def start(self, processors: Sequence[Processor]) -> None:
         """Begins accepting on every bound listener, handing connections to ``processors``."""
         self.processors = processors
         self._accepting = True
-        for bound in self.listeners:
-            self._watch(bound)
+        self._watch()
 
-    def _watch(self, bound: BoundListener) -> None:
-        self.loop.add_reader(bound.sock.fileno(), self._accept, bound)
+    def _watch(self) -> None:
+        if self._watching or not self._accepting:
+            return
+        self._watching = True
+        for bound in self.listeners:
+            self.loop.add_reader(bound.sock.fileno(), self._accept, bound)
+
+    def _unwatch(self) -> None:
+        if not self._watching:
+            return
+        self._watching = False
+        for bound in self.listeners:
+            try:
+                self.loop.remove_reader(bound.sock.fileno())
+            except (ValueError, OSError):
+                pass
+
+    def _on_room(self) -> None:
+        """A connection closed while at max.connections (any thread)."""
+        try:
+            self.loop.call_soon_threadsafe(self._resume)
+        except RuntimeError:
+            pass  # the main loop is closed: the broker is stopping
+
+    def _resume(self) -> None:
+        if time.monotonic() >= self._paused_until and not self.quotas.at_limit():
+            self._watch()
+
+    def _exhausted(self, bound: BoundListener, e: OSError) -> None:
+        """Out of descriptors or memory: pause accepting, back off, log once per interval."""
+        self.accept_errors += 1
+        self._unlogged_errors += 1
+        now = time.monotonic()
+        if now - self._last_error_log >= ERROR_LOG_INTERVAL_S:
+            log.warning(
+                "accept failed %d time(s) on %s, last: %s; pausing accepts for %.2f s",
+                self._unlogged_errors,
+                bound.name,
+                e.strerror or e,
+                self._pause_s,
+            )
+            self._unlogged_errors = 0
+            self._last_error_log = now
+        self._unwatch()
+        self._paused_until = now + self._pause_s
+        self.loop.call_later(self._pause_s, self._resume)
+        self._pause_s = min(self._pause_s * 2, PAUSE_MAX_S)
 
     def _accept(self, bound: BoundListener) -> None:
         for _ in range(64):
+            if self.quotas.at_limit():
+                self._unwatch()  # max.connections: wait until one closes
+                return
             try:
                 conn, peer = bound.sock.accept()
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as e:
-                log.warning("accept failed on %s: %s", bound.name, e)
+                if e.errno in _EXHAUSTED:
+                    self._exhausted(bound, e)
+                else:
+                    log.warning("accept failed on %s: %s", bound.name, e)
                 return
+            self._pause_s = PAUSE_MIN_S
+            ip = str(peer[0]) if isinstance(peer, tuple) else str(peer)
+            if not self.quotas.try_open(ip):
+                log.info(
+                    "refused a connection from %s on %s: max.connections.per.ip reached",
+                    ip,
+                    bound.name,
+                )
+                conn.close()
+                continue
             if self.send_buffer > 0:
                 try:
                     conn.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.send_buffer)
@@ -124,11 +212,8 @@ class Acceptor:
             )
 
     def close(self) -> None:
+        self._unwatch()
+        self._accepting = False
         for bound in self.listeners:
-            try:
-                self.loop.remove_reader(bound.sock.fileno())
-            except (ValueError, OSError):
-                pass
             bound.sock.close()
         self.listeners.clear()
-        self._accepting = False

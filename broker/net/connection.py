@@ -10,8 +10,13 @@ regions with ``sendfile`` when its :class:`~broker.net.transport.Transport` allo
 on EAGAIN.
 
 Backpressure, in one place (:meth:`Connection._apply_backpressure`): reading pauses while
-``queued.max.requests`` frames wait or more than :data:`HIGH_WATER_BYTES` of response bytes are
-unsent, and resumes below :data:`LOW_WATER_BYTES`.
+``queued.max.requests`` frames wait, while more than :data:`HIGH_WATER_BYTES` of response bytes
+are unsent (resuming below :data:`LOW_WATER_BYTES`), or while the broker-wide budget of request
+memory (:class:`~broker.net.limits.RequestMemoryPool`) is spent. The response check runs after
+every request handled, not once per read: a client that pipelines requests and never reads its
+responses holds at most the high-water mark plus one response. A request whose first bytes
+arrived must complete within ``request.receive.timeout.ms`` (:attr:`Connection.partial_since`;
+the processor closes late ones).
 
 Thread-safety: a connection is owned by its processor's loop and never touched from other
 threads.
@@ -28,6 +33,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
 from broker.metrics import RequestMetrics
+from broker.net.limits import RequestMemoryPool
 from broker.net.session import Session
 from broker.net.transport import Transport
 from protocol.errors import FrameTooLarge
@@ -42,6 +48,8 @@ LOW_WATER_BYTES = 1 * 1024 * 1024
 MAX_IOV = 512
 #: Largest chunk handed to one sendfile call.
 SENDFILE_CHUNK = 8 * 1024 * 1024
+#: How soon a connection paused by the request-memory budget looks again.
+MEMORY_RETRY_S = 0.01
 
 
 class FileRegion:
@@ -115,6 +123,7 @@ class Connection:
         *,
         max_request_bytes: int,
         queued_max_requests: int,
+        memory_pool: RequestMemoryPool,
         on_close: Callable[[Connection], None],
     ) -> None:
         self.loop = loop
@@ -127,8 +136,13 @@ class Connection:
         self.metrics = metrics
         self.request_metrics = request_metrics
         self.last_active = time.monotonic()
+        #: when the request now arriving began to arrive (0.0: none is partly received)
+        self.partial_since = 0.0
         self.closed = False
         self._on_close = on_close
+        self._pool = memory_pool
+        self._held = 0  # request bytes this connection holds in the pool
+        self._memory_retry = False
         self._out: deque[Any] = deque()
         self._out_bytes = 0  # unsent bytes held in memory (file regions excluded)
         self._busy = False  # a request is being handled asynchronously
@@ -145,6 +159,11 @@ class Connection:
         return self.session.peer
 
     @property
+    def reading(self) -> bool:
+        """Whether the connection reads now (False while backpressure holds it)."""
+        return self._reading
+
+    @property
     def busy(self) -> bool:
         """Whether a request is being handled or response bytes are waiting to leave."""
         return self._busy or bool(self._out)
@@ -155,6 +174,9 @@ class Connection:
         if not self._reading and not self.closed:
             self.loop.add_reader(self.fd, self._on_readable)
             self._reading = True
+            if self.partial_since:
+                # the time we did not read is not the client's: its clock starts again
+                self.partial_since = time.monotonic()
 
     def _stop_reading(self) -> None:
         if self._reading:
@@ -176,12 +198,17 @@ class Connection:
             self.close("closed by peer", level=logging.DEBUG)
             return
         self.metrics.bytes_in += n
-        self.last_active = time.monotonic()
+        now = self.last_active = time.monotonic()
         try:
             decoder.buffer_updated(n)
         except FrameTooLarge as e:
             self.close(f"refused a frame: {e} (socket.request.max.bytes)")
             return
+        if decoder.buffered_bytes:
+            if not self.partial_since:
+                self.partial_since = now
+        else:
+            self.partial_since = 0.0
         self._pump()
         self._flush()
 
@@ -191,7 +218,8 @@ class Connection:
         """Handles queued frames in order until one has to wait or none are left."""
         channel = self.channel
         decoder = self.decoder
-        while not self._busy and not self.closed:
+        while not self._busy and not self.closed and self._out_bytes <= HIGH_WATER_BYTES:
+            # the check runs before every request: the rest waits until the client reads
             frame = decoder.next_frame()
             if frame is None:
                 break
@@ -199,6 +227,10 @@ class Connection:
                 result = channel.handle(self, frame)
             except CloseConnection as e:
                 self.close(str(e) or "closed by request handler")
+                return
+            except Exception as e:  # a bug: the request has no answer, so the stream is lost
+                log.exception("%r: handling a request failed", self)
+                self.close(f"request failed: {type(e).__name__}: {e}")
                 return
             if result is None:
                 continue
@@ -209,6 +241,7 @@ class Connection:
             task = asyncio.ensure_future(result, loop=self.loop)
             self._task = task
             task.add_done_callback(self._request_done)
+        self._account()
         self._apply_backpressure()
 
     def _request_done(self, task: asyncio.Future[Response]) -> None:
@@ -301,7 +334,20 @@ class Connection:
         if self._writing:
             self.loop.remove_writer(self.fd)
             self._writing = False
+        if (
+            self.decoder.pending_frames
+            and not self._busy
+            and self._out_bytes <= LOW_WATER_BYTES
+            and not self.closed
+        ):
+            # frames left waiting by the response high-water mark: handle them now
+            self.loop.call_soon(self._resume)
         self._apply_backpressure()
+
+    def _resume(self) -> None:
+        if not self.closed and not self._busy:
+            self._pump()
+            self._flush()
 
     def _want_write(self) -> None:
         if not self._writing and not self.closed:
@@ -313,6 +359,13 @@ class Connection:
         self.last_active = time.monotonic()
         self._flush()
 
+    def _account(self) -> None:
+        """Tells the request-memory pool what this connection holds now."""
+        held = self.decoder.held_bytes
+        if held != self._held:
+            self._pool.update(self._held, held)
+            self._held = held
+
     def _apply_backpressure(self) -> None:
         if self.closed:
             return
@@ -320,7 +373,17 @@ class Connection:
         if self._out_bytes > HIGH_WATER_BYTES or waiting >= self.queued_max_requests:
             self._stop_reading()
         elif self._out_bytes <= LOW_WATER_BYTES and waiting < self.queued_max_requests:
-            self._start_reading()
+            if self._pool.bounded and not self._pool.may_read(self._held):
+                self._stop_reading()
+                if not self._memory_retry:
+                    self._memory_retry = True
+                    self.loop.call_later(MEMORY_RETRY_S, self._retry_memory)
+            else:
+                self._start_reading()
+
+    def _retry_memory(self) -> None:
+        self._memory_retry = False
+        self._apply_backpressure()
 
     # -- closing -----------------------------------------------------------------------------
 
@@ -337,6 +400,8 @@ class Connection:
         if self._task is not None and not self._task.done():
             self._task.cancel()
         self._out.clear()
+        self._pool.update(self._held, 0)
+        self._held = 0
         try:
             self.transport.close()
         except OSError:

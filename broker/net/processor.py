@@ -24,6 +24,7 @@ import uvloop
 
 from broker.metrics import RequestMetrics
 from broker.net.connection import Connection, ConnectionMetrics, RequestChannel
+from broker.net.limits import ConnectionQuotas, RequestMemoryPool
 from broker.net.session import Session
 from broker.net.transport import PlaintextTransport, Transport
 
@@ -44,6 +45,9 @@ class Processor(threading.Thread):
         max_request_bytes: int,
         queued_max_requests: int,
         idle_timeout_ms: int,
+        receive_timeout_ms: int,
+        memory_pool: RequestMemoryPool,
+        quotas: ConnectionQuotas,
     ) -> None:
         super().__init__(name=f"processor-{index}", daemon=True)
         self.index = index
@@ -55,12 +59,15 @@ class Processor(threading.Thread):
         self.max_request_bytes = max_request_bytes
         self.queued_max_requests = queued_max_requests
         self.idle_timeout_s = idle_timeout_ms / 1000
+        self.receive_timeout_s = receive_timeout_ms / 1000
+        self.memory_pool = memory_pool
+        self.quotas = quotas
         self._started = threading.Event()
 
     def run(self) -> None:
         asyncio.set_event_loop(self.loop)
         self.loop.call_soon(self._started.set)
-        self.loop.call_later(1.0, self._close_idle)
+        self.loop.call_later(1.0, self._close_stalled)
         try:
             self.loop.run_forever()
         finally:
@@ -88,17 +95,24 @@ class Processor(threading.Thread):
         except OSError:
             pass
         address = (str(peer[0]), int(peer[1])) if isinstance(peer, tuple) else (str(peer), 0)
-        conn = Connection(
-            self.loop,
-            make_transport(sock),
-            Session.accepted(listener, security_protocol, address),
-            self.channel,
-            self.metrics,
-            self.request_metrics,
-            max_request_bytes=self.max_request_bytes,
-            queued_max_requests=self.queued_max_requests,
-            on_close=self.connections.discard,
-        )
+        try:
+            conn = Connection(
+                self.loop,
+                make_transport(sock),
+                Session.accepted(listener, security_protocol, address),
+                self.channel,
+                self.metrics,
+                self.request_metrics,
+                max_request_bytes=self.max_request_bytes,
+                queued_max_requests=self.queued_max_requests,
+                memory_pool=self.memory_pool,
+                on_close=self._closed,
+            )
+        except OSError as e:
+            log.warning("could not take a connection from %s: %s", address, e)
+            sock.close()
+            self.quotas.closed(address[0])
+            return
         self.connections.add(conn)
         self.metrics.connections_opened += 1
 
@@ -108,13 +122,26 @@ class Processor(threading.Thread):
         another thread as a hint: the set is copied first)."""
         return any(c.busy for c in list(self.connections))
 
-    def _close_idle(self) -> None:
-        if self.idle_timeout_s > 0:
-            limit = time.monotonic() - self.idle_timeout_s
-            for conn in list(self.connections):
-                if conn.last_active < limit and not conn.busy:
-                    conn.close("idle longer than connections.max.idle.ms")
-        self.loop.call_later(min(max(self.idle_timeout_s / 10, 0.05), 5.0), self._close_idle)
+    def _closed(self, conn: Connection) -> None:
+        self.connections.discard(conn)
+        self.quotas.closed(conn.session.client_host)
+
+    def _close_stalled(self) -> None:
+        """Closes connections idle longer than ``connections.max.idle.ms`` and those whose
+        request has been arriving for longer than ``request.receive.timeout.ms``."""
+        now = time.monotonic()
+        idle_limit = now - self.idle_timeout_s if self.idle_timeout_s > 0 else -1.0
+        partial_limit = now - self.receive_timeout_s if self.receive_timeout_s > 0 else -1.0
+        for conn in list(self.connections):
+            if conn.partial_since and conn.reading and conn.partial_since < partial_limit:
+                conn.close(
+                    f"a request did not arrive whole within {self.receive_timeout_s:g} s "
+                    "(request.receive.timeout.ms)"
+                )
+            elif conn.last_active < idle_limit and not conn.busy:
+                conn.close("idle longer than connections.max.idle.ms")
+        timeouts = [t for t in (self.idle_timeout_s, self.receive_timeout_s) if t > 0] or [50.0]
+        self.loop.call_later(min(max(min(timeouts) / 10, 0.05), 5.0), self._close_stalled)
 
     def call(self, fn: Callable[..., Any], *args: Any) -> None:
         """Runs ``fn(*args)`` on this processor's loop (thread-safe)."""

@@ -25,9 +25,12 @@ class BrokerProcess:
         overrides: dict[str, str] | None = None,
         *,
         log_path: Path | None = None,
+        wrapper: list[str] | None = None,
     ) -> None:
         self.data_dir = data_dir
         self.overrides = dict(overrides or {})
+        #: a command the broker runs under (e.g. ``["prlimit", "--nofile=64"]``)
+        self.wrapper = list(wrapper or [])
         self.log_path = log_path or data_dir.parent / f"broker-{uuid.uuid4().hex[:8]}.log"
         self.proc: subprocess.Popen[bytes] | None = None
         self.port: int | None = None
@@ -47,7 +50,7 @@ class BrokerProcess:
     def start(self, timeout: float = 30.0) -> BrokerProcess:
         settings = {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dir": str(self.data_dir)}
         settings.update(self.overrides)
-        args = [sys.executable, "-m", "broker", "serve"]
+        args = [*self.wrapper, sys.executable, "-m", "broker", "serve"]
         for key, value in settings.items():
             args += ["--override", f"{key}={value}"]
         env = dict(os.environ, PYTHONUNBUFFERED="1")

@@ -351,7 +351,7 @@ def test_zstd_needs_produce_v7_and_fetch_v10(broker, topic_name):
     from protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
     from protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
     from protocol.records.record import RecordBatchBuilder
-    from tests.integration.test_network import read_frame
+    from tests.support.raw_client import read_frame
 
     create_topic(broker.bootstrap, topic_name)
     builder = RecordBatchBuilder(compression=4)

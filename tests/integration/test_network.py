@@ -14,37 +14,12 @@ from protocol.error_codes import ErrorCode
 from protocol.headers import RequestHeader, decode_response, encode_request, encode_request_header
 from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.metadata import MetadataRequest
+from tests.support import raw_client
+from tests.support.raw_client import is_closed, read_frame
 
 
 def connect(broker) -> socket.socket:
-    host, port = broker.bootstrap.split(":")
-    sock = socket.create_connection((host, int(port)), timeout=10)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    return sock
-
-
-def read_frame(sock: socket.socket) -> bytes:
-    def exactly(n: int) -> bytes:
-        out = b""
-        while len(out) < n:
-            chunk = sock.recv(n - len(out))
-            if not chunk:
-                raise ConnectionError("closed")
-            out += chunk
-        return out
-
-    (size,) = struct.unpack(">i", exactly(4))
-    return exactly(size)
-
-
-def is_closed(sock: socket.socket, timeout: float = 5.0) -> bool:
-    sock.settimeout(timeout)
-    try:
-        return sock.recv(1) == b""
-    except (ConnectionResetError, BrokenPipeError):
-        return True
-    except TimeoutError:
-        return False
+    return raw_client.connect(broker.bootstrap)
 
 
 def test_pipelined_requests_get_in_order_responses(broker):

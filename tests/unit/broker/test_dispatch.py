@@ -226,3 +226,30 @@ def test_cluster_requirements_are_checked_at_the_gate(registry: Any) -> None:
 def test_every_handler_declares_what_kafka_authorizes(registry: Any) -> None:
     undeclared = [h.api_key.name for h in registry if h.acl is None and not h.before_authentication]
     assert undeclared == []
+
+
+def test_a_response_that_fails_to_encode_is_answered_with_the_apis_error() -> None:
+    """Every request gets one answer, in order: a bug in a handler's response becomes
+    UNKNOWN_SERVER_ERROR (logged), not a missing answer."""
+    from broker.registry import HandlerRegistry
+    from protocol.messages.metadata import MetadataResponse, MetadataResponseTopic
+
+    registry = HandlerRegistry()
+
+    def broken(ctx: Any, request: Any) -> Any:
+        # name is not nullable before v12: this cannot be encoded at v1
+        return MetadataResponse(topics=[MetadataResponseTopic(error_code=0, name=None)])
+
+    registry.register(ApiKey.METADATA, "0-13", broken)
+    registry.set_error_response(
+        ApiKey.METADATA, lambda request, code, message: MetadataResponse(error_code=code)
+    )
+    from protocol.messages.metadata import MetadataRequest
+
+    response = call(
+        Dispatcher(services(FakeReplicaManager()), registry),
+        FakeConnection(session()),
+        MetadataRequest(topics=None),
+        1,
+    )
+    assert response.topics == []

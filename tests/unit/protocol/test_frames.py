@@ -3,7 +3,7 @@ import struct
 import pytest
 
 from protocol.errors import FrameTooLarge
-from protocol.frames import DIRECT_FRAME_MIN, FrameDecoder
+from protocol.frames import DIRECT_FRAME_INITIAL, DIRECT_FRAME_MIN, FrameDecoder
 
 
 def frame(payload: bytes) -> bytes:
@@ -59,3 +59,36 @@ def test_oversize_or_negative_frames_are_refused(size):
     dec = FrameDecoder(max_frame_bytes=1000)
     with pytest.raises(FrameTooLarge):
         dec.feed(struct.pack(">i", size) + b"x")
+
+
+def test_a_size_prefix_alone_pins_no_frame_of_memory():
+    decoder = FrameDecoder(200 * 1024 * 1024)
+    decoder.feed(struct.pack(">i", 100 * 1024 * 1024) + b"x")
+    assert decoder.buffered_bytes == 1
+    assert decoder.held_bytes <= DIRECT_FRAME_INITIAL
+    assert decoder.next_frame() is None
+
+
+def test_a_large_frame_grows_as_it_arrives_and_comes_out_whole():
+    size = 5 * DIRECT_FRAME_INITIAL + 123
+    body = bytes(i % 251 for i in range(size))
+    decoder = FrameDecoder(size)
+    data = struct.pack(">i", size) + body
+    held = []
+    for i in range(0, len(data), 70_000):
+        decoder.feed(data[i : i + 70_000])
+        held.append(decoder.held_bytes)
+    # the buffer never got far ahead of what had arrived
+    for n, h in zip(range(70_000, len(data) + 70_000, 70_000), held, strict=False):
+        assert h <= max(DIRECT_FRAME_INITIAL, 2 * n)
+    frame = decoder.next_frame()
+    assert frame is not None and bytes(frame) == body
+    assert decoder.held_bytes == 0
+
+
+def test_held_bytes_counts_complete_frames_until_taken():
+    decoder = FrameDecoder(1024)
+    decoder.feed(struct.pack(">i", 3) + b"abc" + struct.pack(">i", 2) + b"de")
+    assert decoder.held_bytes == 5
+    assert bytes(decoder.next_frame()) == b"abc"
+    assert decoder.held_bytes == 2
