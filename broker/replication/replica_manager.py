@@ -216,8 +216,9 @@ class ReplicaManager:
         with self._lock:
             view = self.metadata.view
             if view is not self._applied:
-                self._sync(self._applied, view)
-                self._applied = view
+                complete = self._sync(self._applied, view)
+                # an incomplete sync is diffed against the old view again next time
+                self._applied = view if complete else None
 
     def topic_config(self, topic: TopicMetadata) -> dict[str, Any]:
         """Every topic config's effective value: the topic's overrides over the broker's."""
@@ -228,9 +229,9 @@ class ReplicaManager:
                 overrides[name] = parse_value(name, key.kind, raw)
         return self.config.topic_config(overrides)
 
-    def _sync(self, old: ClusterView | None, new: ClusterView) -> None:
+    def _sync(self, old: ClusterView | None, new: ClusterView) -> bool:
         """Creates logs for partitions we host, deletes those of deleted topics, applies configs
-        and leadership."""
+        and leadership. Returns False when some log could not be created (try again later)."""
         wanted: dict[TopicPartition, tuple[TopicMetadata, PartitionState]] = {}
         for topic in new.topics.values():
             for p in topic.partitions:
@@ -244,10 +245,17 @@ class ReplicaManager:
                 self.log_manager.delete_log(key[0], key[1])
                 log.info("deleted log %s-%d", key[0], key[1])
         reconfigured: set[str] = set()
+        retry = False
         for key, (topic, pstate) in wanted.items():
             part = partitions.get(key)
             if part is None:
-                partitions[key] = self._create_partition(topic, pstate)
+                try:
+                    partitions[key] = self._create_partition(topic, pstate)
+                except (OSError, StorageError) as e:
+                    # e.g. a full disk: this partition stays unhosted (requests for it fail
+                    # with a partition error) and the others go on; retried on the next change
+                    log.error("cannot create the log of %s-%d: %s", key[0], key[1], e)
+                    retry = True
                 continue
             old_topic = old.topics.get(topic.name) if old is not None else None
             if (old_topic is None or old_topic.configs != topic.configs) and (
@@ -262,6 +270,7 @@ class ReplicaManager:
             if part.state != pstate:
                 part.update_state(pstate)
         self.partitions = partitions
+        return not retry
 
     def _create_partition(self, topic: TopicMetadata, pstate: PartitionState) -> Partition:
         plog = self.log_manager.get_or_create_log(
