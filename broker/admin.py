@@ -16,12 +16,8 @@ from coordination.errors import (
     InvalidReplicationFactor,
     TopicDeletionDisabled,
 )
-from coordination.metadata import (
-    INTERNAL_TOPICS,
-    MetadataStore,
-    TopicMetadata,
-    validate_topic_name,
-)
+from coordination.metadata.store import MetadataStore
+from coordination.metadata.view import INTERNAL_TOPICS, TopicMetadata, validate_topic_name
 
 log = logging.getLogger(__name__)
 

@@ -404,6 +404,12 @@ class BrokerConfig:
         names = [lst.name for lst in listeners]
         if len(set(names)) != len(names):
             raise ConfigError(f"listener names must be unique: {names}")
+        protocols = self.security_protocol_map  # raises ConfigError when malformed
+        for lst in listeners:
+            if lst.name not in protocols:
+                raise ConfigError(
+                    f"listener {lst} has no security protocol in listener.security.protocol.map"
+                )
         for adv in self.advertised_listeners:
             if adv.host in ("0.0.0.0", "::"):  # noqa: S104 - checking, not binding
                 raise ConfigError(f"advertised listener {adv} must not be a wildcard address")

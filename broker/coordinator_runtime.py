@@ -40,7 +40,8 @@ from coordination.group_coordinator import (
     GroupCoordinator,
     Record,
 )
-from coordination.metadata import OFFSETS_TOPIC, ClusterView, MetadataStore
+from coordination.metadata.store import MetadataStore
+from coordination.metadata.view import OFFSETS_TOPIC, ClusterView
 from coordination.producer_id_manager import ProducerIdManager
 from protocol.error_codes import ErrorCode
 from protocol.errors import RemoteProtocolError

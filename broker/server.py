@@ -34,10 +34,11 @@ from broker.net.processor import Processor, TransportFactory
 from broker.net.transport import PlaintextTransport
 from broker.replication.replica_manager import ReplicaManager
 from broker.services import BrokerServices
-from coordination.embedded import FILE_NAME as EMBEDDED_METADATA_FILE
-from coordination.embedded import EmbeddedMetadataStore
-from coordination.metadata import BrokerInfo, Endpoint, MetadataStore
-from coordination.zk_errors import ZooKeeperStartupError
+from coordination.metadata.embedded import FILE_NAME as EMBEDDED_METADATA_FILE
+from coordination.metadata.embedded import EmbeddedMetadataStore
+from coordination.metadata.store import MetadataStore
+from coordination.metadata.view import BrokerInfo, Endpoint
+from coordination.zk.errors import ZooKeeperStartupError
 from storage.checkpoint import read_meta_properties
 from storage.config import LogManagerConfig, log_config_from_broker
 from storage.files import META_PROPERTIES
@@ -221,7 +222,7 @@ class Broker:
     def _make_metadata_store(self) -> MetadataStore:
         zk = ZooKeeperConfig.from_broker(self.config)
         if zk.connect:
-            from coordination.zookeeper import ZkMetadataStore
+            from coordination.zk.store import ZkMetadataStore
 
             return ZkMetadataStore(
                 zk.connect,

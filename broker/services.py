@@ -13,7 +13,7 @@ from broker.admin import TopicAdmin
 from broker.config import BrokerConfig
 from broker.replication.replica_manager import ReplicaManager
 from broker.security.authorizer import Authorizer
-from coordination.metadata import MetadataStore
+from coordination.metadata.store import MetadataStore
 
 if TYPE_CHECKING:
     from broker.coordinator_runtime import CoordinatorRuntime

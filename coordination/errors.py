@@ -62,3 +62,10 @@ class TopicDeletionDisabled(KafkaApiError):
 
 class PolicyViolation(KafkaApiError):
     error_code = ErrorCode.POLICY_VIOLATION
+
+
+class InvalidUpdateVersion(KafkaApiError):
+    """A partition-state change proposed at a stale partition epoch (AlterPartition's
+    INVALID_UPDATE_VERSION): someone else changed the partition first."""
+
+    error_code = ErrorCode.INVALID_UPDATE_VERSION

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from coordination.metadata import MetadataStore
+from coordination.metadata.store import MetadataStore
 
 log = logging.getLogger(__name__)
 

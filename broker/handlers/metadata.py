@@ -12,7 +12,7 @@ from typing import Any
 from broker.dispatch import RequestContext
 from broker.registry import error_response, handler
 from coordination.errors import KafkaApiError
-from coordination.metadata import ClusterView, TopicMetadata
+from coordination.metadata.view import ClusterView, TopicMetadata
 from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode

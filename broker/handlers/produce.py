@@ -11,7 +11,7 @@ from __future__ import annotations
 from broker.dispatch import RequestContext
 from broker.net.connection import CloseConnection
 from broker.registry import error_response, handler
-from coordination.metadata import INTERNAL_TOPICS
+from coordination.metadata.view import INTERNAL_TOPICS
 from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode

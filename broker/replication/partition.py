@@ -38,7 +38,7 @@ from broker.replication.errors import (
 )
 from broker.replication.log_validator import TopicRules, validate
 from coordination.errors import KafkaApiError
-from coordination.metadata import PartitionState
+from coordination.metadata.view import PartitionState
 from protocol.error_codes import ErrorCode
 from storage import errors as storage_errors
 from storage.file_records import FetchRegion

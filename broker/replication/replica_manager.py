@@ -37,7 +37,8 @@ from broker.replication.partition import (
     TopicPartition,
 )
 from coordination.errors import KafkaApiError
-from coordination.metadata import ClusterView, MetadataStore, PartitionState, TopicMetadata
+from coordination.metadata.store import MetadataStore
+from coordination.metadata.view import ClusterView, PartitionState, TopicMetadata
 from protocol.error_codes import ErrorCode
 from storage.errors import StorageError
 from storage.log import AppendInfo

@@ -22,15 +22,11 @@ from coordination.errors import (
     TopicExists,
     UnknownTopic,
 )
-from coordination.metadata import BrokerInfo, ClusterView, Endpoint, uuid_to_base64
-from coordination.zk_data import PERSISTENT_PATHS
-from coordination.zookeeper import (
-    BrokerIdInUse,
-    InconsistentClusterId,
-    Op,
-    ZkMetadataStore,
-    ZooKeeperUnavailable,
-)
+from coordination.metadata.view import BrokerInfo, ClusterView, Endpoint, uuid_to_base64
+from coordination.zk.client import Op
+from coordination.zk.data import PERSISTENT_PATHS
+from coordination.zk.errors import BrokerIdInUse, InconsistentClusterId, ZooKeeperUnavailable
+from coordination.zk.store import ZkMetadataStore
 from tests.support.gated_proxy import GatedProxy
 from tests.support.zookeeper import (
     ZooKeeperServer,
@@ -506,7 +502,7 @@ def test_stale_controller_cannot_write(cluster: Cluster) -> None:
     assert b1.is_controller
     # another controller was elected meanwhile (the epoch moved on)
     cluster.raw.set("/controller_epoch", b"7")
-    result = b1._controller_multi([Op.create("/fenced", b"")])
+    result = b1.parts.controller.multi([Op.create("/fenced", b"")])
     assert result is None
     assert cluster.raw.exists("/fenced") is None
 
@@ -597,3 +593,88 @@ def test_another_clusters_zookeeper_is_not_applied(
         assert "precious" in b1.view.topics
         assert cluster.raw.exists("/brokers/ids/1") is None
         time.sleep(0.1)
+
+
+# --- ISR changes (alter_partition) ----------------------------------------------------------
+
+
+def test_alter_partition_is_seen_by_every_broker_and_notified(cluster: Cluster) -> None:
+    from coordination.errors import InvalidUpdateVersion
+    from coordination.metadata.view import LeaderAndIsr
+
+    b1 = cluster.start(1)
+    b2 = cluster.start(2)
+    wait_for(lambda: converged([b1, b2], lambda v: len(v.brokers) == 2), "2 brokers")
+    topic = b1.create_topic("isr", 1, 2, {})
+    wait_for(lambda: converged([b1, b2], lambda v: "isr" in v.topics), "topic everywhere")
+    state = topic.partitions[0]
+    assert len(state.isr) == 2
+    leader_store = b1 if state.leader == 1 else b2
+    follower = 2 if state.leader == 1 else 1
+    shrunk = leader_store.alter_partition(
+        "isr",
+        0,
+        LeaderAndIsr(state.leader, state.leader_epoch, (state.leader,)),
+        partition_epoch=state.partition_epoch,
+    )
+    assert shrunk.isr == (state.leader,) and shrunk.partition_epoch == state.partition_epoch + 1
+    doc = cluster.json("/brokers/topics/isr/partitions/0/state")
+    assert doc == {
+        "version": 1,
+        "leader": state.leader,
+        "leader_epoch": state.leader_epoch,
+        "controller_epoch": doc["controller_epoch"],
+        "isr": [state.leader],
+    }
+    wait_for(
+        lambda: converged([b1, b2], lambda v: v.topics["isr"].partitions[0].isr == shrunk.isr),
+        "every broker sees the new ISR",
+    )
+    # the controller consumed the notification
+    wait_for(lambda: cluster.raw.get_children("/isr_change_notification") == [], "notified")
+    # a proposal at the old partition epoch is refused and changes nothing
+    with pytest.raises(InvalidUpdateVersion):
+        leader_store.alter_partition(
+            "isr",
+            0,
+            LeaderAndIsr(state.leader, state.leader_epoch, (state.leader, follower)),
+            partition_epoch=state.partition_epoch,
+        )
+    assert cluster.json("/brokers/topics/isr/partitions/0/state")["isr"] == [state.leader]
+
+
+def test_concurrent_alter_partitions_exactly_one_wins(cluster: Cluster) -> None:
+    import threading
+
+    from coordination.errors import InvalidUpdateVersion
+    from coordination.metadata.view import LeaderAndIsr
+
+    b1 = cluster.start(1)
+    b2 = cluster.start(2)
+    wait_for(lambda: converged([b1, b2], lambda v: len(v.brokers) == 2), "2 brokers")
+    state = b1.create_topic("race", 1, 2, {}).partitions[0]
+    outcomes: list[str] = []
+    barrier = threading.Barrier(8)
+
+    def propose(store: ZkMetadataStore, isr: tuple[int, ...]) -> None:
+        barrier.wait()
+        try:
+            store.alter_partition(
+                "race",
+                0,
+                LeaderAndIsr(state.leader, state.leader_epoch, isr),
+                partition_epoch=state.partition_epoch,
+            )
+            outcomes.append("won")
+        except InvalidUpdateVersion:
+            outcomes.append("stale")
+
+    threads = [
+        threading.Thread(target=propose, args=(b1 if i % 2 else b2, (state.leader,)))
+        for i in range(8)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(outcomes) == ["stale"] * 7 + ["won"]

@@ -83,3 +83,15 @@ def test_read_properties_separators():
 
 def test_configuration_reference_is_up_to_date():
     assert OUT.read_text() == render(), "run: python scripts/gen_config_docs.py"
+
+
+def test_security_protocol_map() -> None:
+    config = BrokerConfig.from_dict(
+        {"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT, client:ssl"}
+    )
+    assert config.security_protocol_map == {"PLAINTEXT": "PLAINTEXT", "CLIENT": "SSL"}
+    assert config.security_protocol("client") == "SSL"
+    with pytest.raises(ConfigError):
+        BrokerConfig.from_dict({"listener.security.protocol.map": "oops"})
+    with pytest.raises(ConfigError):
+        config.security_protocol("OTHER")

@@ -23,7 +23,7 @@ from broker.net.session import KafkaPrincipal, Session
 from broker.replication.partition import FetchIsolation, LogReadResult
 from broker.replication.replica_manager import AppendResult, FetchParams, FetchRead
 from broker.services import BrokerServices
-from coordination.metadata import BrokerInfo, ClusterView, Endpoint
+from coordination.metadata.view import BrokerInfo, ClusterView, Endpoint
 from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode

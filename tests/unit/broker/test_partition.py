@@ -20,7 +20,7 @@ from broker.replication.errors import (
 )
 from broker.replication.log_validator import RecordError, TopicRules
 from broker.replication.partition import FetchIsolation, Partition, TopicPartition
-from coordination.metadata import PartitionState
+from coordination.metadata.view import PartitionState
 from protocol.error_codes import ErrorCode
 from storage.manager import LogManager
 from tests.unit.storage.util import make_batch, record_values

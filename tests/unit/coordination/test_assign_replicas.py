@@ -7,7 +7,8 @@ from collections import Counter
 import pytest
 
 from coordination.errors import InvalidReplicationFactor
-from coordination.metadata import BrokerInfo, Endpoint, assign_replicas
+from coordination.metadata.assignment import assign_replicas
+from coordination.metadata.view import BrokerInfo, Endpoint
 
 
 def brokers(racks: dict[int, str | None]) -> list[BrokerInfo]:

@@ -1,8 +1,8 @@
-"""coordination.leader_election: Kafka's controller rules for leaders and ISRs."""
+"""coordination.metadata.election: Kafka's controller rules for leaders and ISRs."""
 
 from __future__ import annotations
 
-from coordination.leader_election import (
+from coordination.metadata.election import (
     NO_LEADER,
     initial_leader_and_isr,
     leader_and_isr_after_change,

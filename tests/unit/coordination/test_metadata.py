@@ -6,16 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from coordination.embedded import EmbeddedMetadataStore
 from coordination.errors import InvalidReplicaAssignment, InvalidTopic
-from coordination.metadata import (
+from coordination.metadata.assignment import new_partition_states, validate_assignment
+from coordination.metadata.embedded import EmbeddedMetadataStore
+from coordination.metadata.view import (
     BrokerInfo,
     ClusterView,
     Endpoint,
     PartitionState,
-    new_partition_states,
     topics_colliding,
-    validate_assignment,
     validate_topic_name,
 )
 
@@ -95,3 +94,43 @@ def test_embedded_store_tells_listeners_after_releasing_its_lock(
     store.delete_topic("t")
     store.create_topic("dry", 1, 1, {}, validate_only=True)
     assert free == [True] * 4
+
+
+def test_embedded_alter_partition_is_a_compare_and_set(store: EmbeddedMetadataStore) -> None:
+    from coordination.errors import InvalidUpdateVersion, UnknownTopic
+    from coordination.metadata.view import LeaderAndIsr
+
+    topic = store.create_topic("t", 1, 1, {})
+    state = topic.partitions[0]
+    new = store.alter_partition(
+        "t", 0, LeaderAndIsr(state.leader, state.leader_epoch, ()), partition_epoch=0
+    )
+    assert new.isr == () and new.partition_epoch == 1
+    assert store.view.topics["t"].partitions[0] == new
+    with pytest.raises(InvalidUpdateVersion):  # the old epoch is stale now
+        store.alter_partition("t", 0, LeaderAndIsr(0, 0, (0,)), partition_epoch=0)
+    with pytest.raises(UnknownTopic):
+        store.alter_partition("t", 5, LeaderAndIsr(0, 0, (0,)), partition_epoch=1)
+    # it survives a restart
+    again = EmbeddedMetadataStore(store.path, store.broker)
+    again.start()
+    assert again.view.topics["t"].partitions[0].partition_epoch == 1
+
+
+def test_embedded_store_answers_storage_error_on_a_failed_write(
+    store: EmbeddedMetadataStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk must answer KAFKA_STORAGE_ERROR and change nothing (a fault that cannot be
+    produced for real in a unit test: the integration suite fills a real tmpfs)."""
+    import coordination.metadata.embedded as embedded
+    from coordination.errors import KafkaApiError
+    from protocol.error_codes import ErrorCode
+
+    def full(path: object, data: bytes) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(embedded, "write_atomically", full)
+    with pytest.raises(KafkaApiError) as e:
+        store.create_topic("t", 1, 1, {})
+    assert e.value.error_code == ErrorCode.KAFKA_STORAGE_ERROR
+    assert "t" not in store.view.topics

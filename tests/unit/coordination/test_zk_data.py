@@ -1,4 +1,4 @@
-"""coordination.zk_data: Kafka's znode JSON, byte for byte, and tolerant decoding."""
+"""coordination.zk.data: Kafka's znode JSON, byte for byte, and tolerant decoding."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import uuid
 
 import pytest
 
-from coordination import zk_data as zd
-from coordination.metadata import BrokerInfo, Endpoint
+from coordination.metadata.view import BrokerInfo, Endpoint
+from coordination.zk import data as zd
 
 
 def test_cluster_id() -> None:
@@ -128,12 +128,17 @@ def test_paths() -> None:
     assert "/config/ips" in zd.PERSISTENT_PATHS
 
 
-def test_security_protocol_map_and_endpoints() -> None:
-    assert zd.parse_security_protocol_map("PLAINTEXT:PLAINTEXT, client:ssl") == {
-        "PLAINTEXT": "PLAINTEXT",
-        "CLIENT": "SSL",
-    }
-    with pytest.raises(ValueError):
-        zd.parse_security_protocol_map("oops")
+def test_endpoints() -> None:
     assert zd.parse_endpoint("SSL://[::1]:9093") == Endpoint("SSL", "::1", 9093)
     assert zd.parse_endpoint("PLAINTEXT://:9092") == Endpoint("PLAINTEXT", "", 9092)
+
+
+def test_isr_change_notification_round_trip() -> None:
+    data = zd.encode_isr_change_notification([("t", 0), ("u", 3)])
+    assert (
+        data
+        == b'{"version":1,"partitions":[{"topic":"t","partition":0},{"topic":"u","partition":3}]}'
+    )
+    assert zd.decode_isr_change_notification(data) == [("t", 0), ("u", 3)]
+    with pytest.raises(zd.ZkDataError):
+        zd.decode_isr_change_notification(b'{"version":1}')

@@ -27,21 +27,31 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from coordination.errors import InvalidPartitions, TopicExists, UnknownTopic
-from coordination.metadata import (
-    BrokerInfo,
-    ClusterView,
-    MetadataStore,
-    PartitionState,
-    TopicMetadata,
+from coordination.errors import (
+    InvalidPartitions,
+    InvalidUpdateVersion,
+    KafkaApiError,
+    TopicExists,
+    UnknownTopic,
+)
+from coordination.metadata.assignment import (
     assign_replicas,
     new_partition_states,
+    validate_assignment,
+)
+from coordination.metadata.store import MetadataStore
+from coordination.metadata.view import (
+    BrokerInfo,
+    ClusterView,
+    LeaderAndIsr,
+    PartitionState,
+    TopicMetadata,
     random_kafka_uuid,
     uuid_from_base64,
     uuid_to_base64,
-    validate_assignment,
     validate_topic_name,
 )
+from protocol.error_codes import ErrorCode
 from storage.files import write_atomically
 
 log = logging.getLogger(__name__)
@@ -154,9 +164,17 @@ class EmbeddedMetadataStore(MetadataStore):
         }
 
     def _save(self, view: ClusterView | None = None) -> None:
+        """Writes the document (atomically); an I/O error (a full disk) answers
+        KAFKA_STORAGE_ERROR and changes nothing."""
         data = json.dumps(self._document(view or self._view), indent=1).encode()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomically(self.path, data)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomically(self.path, data)
+        except OSError as e:
+            log.error("cannot write %s: %s", self.path, e)
+            raise KafkaApiError(
+                f"cannot write the metadata file: {e.strerror or e}", ErrorCode.KAFKA_STORAGE_ERROR
+            ) from None
 
     def _topic(self, name: str) -> TopicMetadata:
         """The topic ``name`` (under the lock), or UnknownTopic."""
@@ -266,6 +284,32 @@ class EmbeddedMetadataStore(MetadataStore):
             change = self._publish(name, updated)
         self._notify(*change)
         return updated
+
+    def alter_partition(
+        self, topic: str, partition: int, new: LeaderAndIsr, *, partition_epoch: int
+    ) -> PartitionState:
+        with self._lock:
+            meta = self._topic(topic)
+            if not 0 <= partition < len(meta.partitions):
+                raise UnknownTopic(f"{topic}-{partition} does not exist.")
+            current = meta.partitions[partition]
+            if current.partition_epoch != partition_epoch:
+                raise InvalidUpdateVersion(
+                    f"{topic}-{partition}: partition epoch {partition_epoch} is stale "
+                    f"(the store has {current.partition_epoch})"
+                )
+            state = replace(
+                current,
+                leader=new.leader,
+                leader_epoch=new.leader_epoch,
+                isr=tuple(new.isr),
+                partition_epoch=partition_epoch + 1,
+            )
+            partitions = list(meta.partitions)
+            partitions[partition] = state
+            change = self._publish(topic, replace(meta, partitions=tuple(partitions)))
+        self._notify(*change)
+        return state
 
     def allocate_producer_id_block(self, size: int) -> tuple[int, int]:
         with self._lock:

@@ -51,7 +51,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from coordination.metadata import BrokerInfo, Endpoint, uuid_from_base64, uuid_to_base64
+from coordination.metadata.view import BrokerInfo, Endpoint, uuid_from_base64, uuid_to_base64
 
 # --- paths -----------------------------------------------------------------------------------
 
@@ -66,6 +66,7 @@ CONFIG_CHANGES_PATH = "/config/changes"
 CONFIG_CHANGE_PREFIX = "config_change_"
 DELETE_TOPICS_PATH = "/admin/delete_topics"
 ISR_CHANGE_NOTIFICATION_PATH = "/isr_change_notification"
+ISR_CHANGE_PREFIX = "isr_change_"
 LOG_DIR_EVENT_NOTIFICATION_PATH = "/log_dir_event_notification"
 PRODUCER_ID_BLOCK_PATH = "/latest_producer_id_block"
 FEATURE_PATH = "/feature"
@@ -209,20 +210,6 @@ def decode_cluster_id(data: bytes | None) -> str:
 # /brokers/ids/<id>
 
 BROKER_REGISTRATION_VERSION = 5
-
-
-def parse_security_protocol_map(text: str | None) -> dict[str, str]:
-    """``listener.security.protocol.map`` (``"PLAINTEXT:PLAINTEXT,SSL:SSL"``) as a dict."""
-    result: dict[str, str] = {}
-    for item in (text or "").split(","):
-        item = item.strip()
-        if not item:
-            continue
-        name, sep, protocol = item.partition(":")
-        if not sep:
-            raise ValueError(f"invalid listener.security.protocol.map entry {item!r}")
-        result[name.strip().upper()] = protocol.strip().upper()
-    return result
 
 
 def format_address(host: str, port: int) -> str:
@@ -464,6 +451,29 @@ def decode_config_change(data: bytes | None) -> tuple[str, str] | None:
         raise ZkDataError(f"{CONFIG_CHANGES_PATH}: invalid entity_path {entity_path!r}")
     entity_type, _, name = entity_path.partition("/")
     return entity_type, name
+
+
+# /isr_change_notification/isr_change_NNNNNNNNNN
+
+
+def encode_isr_change_notification(partitions: Sequence[tuple[str, int]]) -> bytes:
+    return to_json(
+        {"version": 1, "partitions": [{"topic": t, "partition": p} for t, p in partitions]}
+    )
+
+
+def decode_isr_change_notification(data: bytes | None) -> list[tuple[str, int]]:
+    what = ISR_CHANGE_NOTIFICATION_PATH
+    doc = _object(data, what)
+    entries = doc.get("partitions")
+    if not isinstance(entries, list):
+        raise ZkDataError(f"{what}: 'partitions' is not a list")
+    out = []
+    for e in entries:
+        if not isinstance(e, dict) or not isinstance(e.get("topic"), str):
+            raise ZkDataError(f"{what}: invalid entry {e!r}")
+        out.append((e["topic"], _int(e.get("partition"), what)))
+    return out
 
 
 # /latest_producer_id_block

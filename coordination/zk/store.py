@@ -1,0 +1,550 @@
+"""The ZooKeeper-backed metadata store: cluster mode, as Kafka's ZooKeeper mode does it.
+
+``ZkMetadataStore(connect, broker)`` implements
+:class:`~coordination.metadata.store.MetadataStore` on Kafka's own ZooKeeper layout
+(:mod:`coordination.zk.data` has every znode and its JSON), so Kafka's tools read it as they
+read a Kafka cluster's. It composes:
+
+* :mod:`~coordination.zk.registration`: chroot, cluster id, the broker's ephemeral registration;
+* :mod:`~coordination.zk.cache`: what this broker reads of ZooKeeper, and the view built from it;
+* :mod:`~coordination.zk.controller`: election and the controller's writes;
+* :mod:`~coordination.zk.admin`: admin writes (topics, partitions, configs);
+* :mod:`~coordination.zk.producer_ids`: producer id blocks.
+
+Start-up (:meth:`ZkMetadataStore.start`), on the caller's thread: the chroot is created if
+missing; Kafka's persistent paths are created; the cluster id is read (or created) and checked;
+the broker registers; a full read of the cluster sets watches, elects a controller if there is
+none, and publishes the first :class:`~coordination.metadata.view.ClusterView`.
+
+After that, one worker thread (``zk-metadata-<id>``) handles every ZooKeeper event in order:
+watch callbacks and connection-state changes only post events, which the worker coalesces,
+re-reads (re-arming the one-shot watches) and turns into a new view; listeners are called on that
+thread. A connection loss drops kazoo's watches, so every reconnection posts a full re-read; a
+session expiry also re-creates the registration (without a restart) and re-runs the election.
+
+ISR changes (:meth:`ZkMetadataStore.alter_partition`) are what Kafka's ZooKeeper-mode leaders did
+before AlterPartition (KIP-497): a conditional write of the partition's state znode at the
+zkVersion the leader knows (``partition_epoch``), then a sequential
+``/isr_change_notification/isr_change_NNNNNNNNNN`` node naming the partition for the
+controller. Every broker watches the state znodes, so each one's view follows.
+
+Thread-safety: ``view`` is an immutable snapshot, read without locks from any thread. Admin
+methods and :meth:`alter_partition` may be called from any thread. Everything else is owned by
+the worker thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
+from typing import TypeVar
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import BadVersionError, KazooException, NoNodeError
+from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.protocol.states import KazooState
+from kazoo.retry import KazooRetry
+
+from coordination.errors import InvalidUpdateVersion, KafkaApiError, UnknownTopic
+from coordination.metadata.store import MetadataStore
+from coordination.metadata.view import (
+    BrokerInfo,
+    ClusterView,
+    LeaderAndIsr,
+    PartitionState,
+    TopicMetadata,
+    validate_topic_name,
+)
+from coordination.zk import data as zd
+from coordination.zk.admin import ZkAdmin, timed_out
+from coordination.zk.cache import Event, ZkClusterCache
+from coordination.zk.client import ZkClient, split_connect
+from coordination.zk.controller import ZkController
+from coordination.zk.errors import ZooKeeperStartupError, ZooKeeperUnavailable
+from coordination.zk.producer_ids import allocate_producer_id_block
+from coordination.zk.registration import BrokerRegistration, ensure_chroot
+from protocol.error_codes import ErrorCode
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+_RESYNC: Event = ("resync",)
+_STOP: Event = ("stop",)
+
+
+class _Parts:
+    """The store's parts, made once the ZooKeeper client exists."""
+
+    def __init__(
+        self,
+        zk: ZkClient,
+        registration: BrokerRegistration,
+        cache: ZkClusterCache,
+        controller: ZkController,
+        admin: ZkAdmin,
+    ) -> None:
+        self.zk = zk
+        self.registration = registration
+        self.cache = cache
+        self.controller = controller
+        self.admin = admin
+
+
+class ZkMetadataStore(MetadataStore):
+    """Cluster metadata in ZooKeeper, in Kafka's layout. See the module docstring."""
+
+    def __init__(
+        self,
+        connect: str,
+        broker: BrokerInfo,
+        *,
+        session_timeout_ms: int = 18000,
+        connection_timeout_ms: int | None = None,
+        cluster_id: str | None = None,
+        stored_cluster_id: str | None = None,
+        security_protocol_map: Mapping[str, str] | None = None,
+        unclean_leader_election_enable: bool = False,
+        admin_timeout_ms: int = 30000,
+        jmx_port: int = -1,
+    ) -> None:
+        super().__init__()
+        self.connect = connect
+        self.broker = broker
+        self.broker_id = broker.broker_id
+        self.session_timeout_ms = session_timeout_ms
+        self.connection_timeout_ms = connection_timeout_ms or session_timeout_ms
+        self.expected_cluster_id = cluster_id
+        self.stored_cluster_id = stored_cluster_id
+        self.security_protocol_map = dict(security_protocol_map or {})
+        self.unclean_leader_election_enable = unclean_leader_election_enable
+        self.admin_timeout_ms = admin_timeout_ms
+        self.jmx_port = jmx_port
+        self.hosts, self.chroot = split_connect(connect)
+
+        self._parts: _Parts | None = None
+        self._view = ClusterView("", -1, MappingProxyType({}), MappingProxyType({}))
+        self._view_changed = threading.Condition()
+        self._events: queue.SimpleQueue[Event] = queue.SimpleQueue()
+        self._worker: threading.Thread | None = None
+        self._first_sync = threading.Event()
+        self._first_sync_error: BaseException | None = None
+        self._retry_at: float | None = None
+        self._stopping = False
+        self._cluster_id = ""
+
+    # -- public state ------------------------------------------------------------------------
+
+    @property
+    def view(self) -> ClusterView:
+        return self._view
+
+    @property
+    def parts(self) -> _Parts:
+        if self._parts is None:
+            raise RuntimeError("ZkMetadataStore is not started")
+        return self._parts
+
+    @property
+    def zk(self) -> ZkClient:
+        return self.parts.zk
+
+    @property
+    def broker_epoch(self) -> int:
+        """The czxid of this broker's registration (Kafka's broker epoch); -1 before start."""
+        return self._parts.registration.broker_epoch if self._parts is not None else -1
+
+    @property
+    def is_controller(self) -> bool:
+        return self._parts is not None and self._parts.controller.is_controller
+
+    @property
+    def controller_epoch(self) -> int:
+        return self._parts.controller.epoch if self._parts is not None else -1
+
+    @property
+    def session_id(self) -> int:
+        return self.zk.session_id
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        timeout_s = self.connection_timeout_ms / 1000
+        if self.chroot:
+            ensure_chroot(
+                self.hosts,
+                self.chroot,
+                session_timeout_ms=self.session_timeout_ms,
+                timeout_s=timeout_s,
+            )
+        client = KazooClient(
+            hosts=self.hosts + self.chroot,
+            timeout=self.session_timeout_ms / 1000,
+            connection_retry=KazooRetry(max_tries=-1, delay=0.1, backoff=2, max_delay=2.0),
+        )
+        client.add_listener(self._on_connection_state)
+        try:
+            client.start(timeout=timeout_s)
+        except KazooTimeoutError:
+            raise ZooKeeperUnavailable(
+                f"could not connect to ZooKeeper at {self.connect} within "
+                f"{self.connection_timeout_ms} ms (zookeeper.connection.timeout.ms)"
+            ) from None
+        zk = ZkClient(client, op_timeout_s=max(timeout_s, 10.0))
+        cache = ZkClusterCache(zk, self._events.put)
+        self._parts = parts = _Parts(
+            zk,
+            BrokerRegistration(
+                zk,
+                self.broker,
+                connect=self.connect,
+                session_timeout_ms=self.session_timeout_ms,
+                security_protocol_map=self.security_protocol_map,
+                jmx_port=self.jmx_port,
+            ),
+            cache,
+            ZkController(
+                zk,
+                cache,
+                broker_id=self.broker_id,
+                unclean_leader_election_enable=self.unclean_leader_election_enable,
+                post=self._events.put,
+                schedule_retry=self._schedule_retry,
+            ),
+            ZkAdmin(
+                zk,
+                view=lambda: self._view,
+                await_view=self._await,
+                on_worker=self._on_worker,
+                deadline=self._deadline,
+            ),
+        )
+        try:
+            for path in zd.PERSISTENT_PATHS:
+                zk.ensure_path(path)
+            self._cluster_id = parts.registration.cluster_id(
+                expected=self.expected_cluster_id, stored=self.stored_cluster_id
+            )
+            parts.registration.register()
+            self._worker = threading.Thread(
+                target=self._run, name=f"zk-metadata-{self.broker_id}", daemon=True
+            )
+            self._worker.start()
+            self._events.put(_RESYNC)
+            if not self._first_sync.wait(timeout_s + zk.op_timeout_s):
+                raise ZooKeeperUnavailable("timed out reading the cluster state from ZooKeeper")
+            if self._first_sync_error is not None:
+                raise self._first_sync_error
+        except BaseException:
+            self.stop()
+            raise
+        log.info(
+            "registered broker %d in ZooKeeper %s (cluster %s, broker epoch %d, controller %d)",
+            self.broker_id,
+            self.connect,
+            self._cluster_id,
+            self.broker_epoch,
+            self._view.controller_id,
+        )
+
+    def stop(self) -> None:
+        self._stopping = True
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            self._events.put(_STOP)
+        parts, self._parts = self._parts, None
+        if parts is not None:
+            # Closing the session deletes our ephemeral nodes at once (registration, /controller)
+            # and fails the worker's calls in flight.
+            try:
+                parts.zk.raw.stop()
+                parts.zk.raw.close()
+            except Exception:
+                log.exception("error closing the ZooKeeper client")
+        if worker is not None and worker is not threading.current_thread():
+            worker.join(5)
+
+    # -- connection state (kazoo's threads: only post) ---------------------------------------
+
+    def _on_connection_state(self, state: str) -> None:
+        if state == KazooState.LOST:
+            if self._parts is not None:
+                self._parts.controller.is_controller = False
+            if not self._stopping:
+                log.warning("ZooKeeper session of broker %d expired", self.broker_id)
+        elif state == KazooState.SUSPENDED:
+            if not self._stopping:
+                log.warning("connection to ZooKeeper lost; waiting to reconnect")
+        elif state == KazooState.CONNECTED and self._worker is not None:
+            self._events.put(_RESYNC)
+
+    # -- the worker --------------------------------------------------------------------------
+
+    def _on_worker(self) -> bool:
+        return threading.current_thread() is self._worker
+
+    def _run(self) -> None:
+        pending: dict[Event, None] = {}
+        while True:
+            timeout = None
+            if self._retry_at is not None:
+                timeout = max(0.0, self._retry_at - time.monotonic())
+            try:
+                pending[self._events.get(timeout=timeout)] = None
+            except queue.Empty:
+                pass
+            while True:
+                try:
+                    pending[self._events.get_nowait()] = None
+                except queue.Empty:
+                    break
+            if _STOP in pending or self._stopping:
+                return
+            if self._retry_at is not None and time.monotonic() >= self._retry_at:
+                self._retry_at = None
+                pending[_RESYNC] = None
+            if not pending:
+                continue
+            batch = list(pending)
+            pending.clear()
+            try:
+                self._process(batch)
+            except Exception as e:
+                if self._stopping:
+                    return
+                if not self._first_sync.is_set() and not isinstance(
+                    e, KazooException | KazooTimeoutError
+                ):
+                    self._first_sync_error = e
+                    self._first_sync.set()
+                    return
+                if isinstance(e, KazooException | KazooTimeoutError):
+                    log.warning("ZooKeeper error while handling %s: %r; retrying", batch, e)
+                    self._schedule_retry(1.0)
+                elif isinstance(e, ZooKeeperStartupError):
+                    log.error("%s; retrying", e)
+                    self._schedule_retry(2.0)
+                else:
+                    log.exception("error while handling ZooKeeper events %s", batch)
+                    self._schedule_retry(1.0)
+            try:
+                self._publish()
+            except Exception:
+                log.exception("error publishing the cluster view")
+            if _RESYNC in batch and self._retry_at is None:
+                self._first_sync.set()
+
+    def _schedule_retry(self, delay_s: float) -> None:
+        at = time.monotonic() + delay_s
+        if self._retry_at is None or at < self._retry_at:
+            self._retry_at = at
+
+    def _process(self, batch: list[Event]) -> None:
+        parts = self.parts
+        cache, controller = parts.cache, parts.controller
+        if _RESYNC in batch:
+            self._resync(parts)
+            return
+        reconcile = False
+        for event in batch:
+            kind = event[0]
+            if kind == "brokers":
+                cache.load_brokers()
+                reconcile = True
+            elif kind == "topics":
+                cache.load_topic_list()
+                reconcile = True
+            elif kind == "topic":
+                cache.load_topic(event[1])
+                reconcile = True
+            elif kind == "state":
+                cache.load_state(event[1], event[2])
+            elif kind == "controller":
+                controller.load()
+            elif kind == "config_changes":
+                controller.purge_config_changes(cache.load_config_changes())
+            elif kind == "delete_topics":
+                controller.complete_topic_deletions()
+            elif kind == "isr_changes":
+                controller.process_isr_changes()
+            elif kind == "reconcile":
+                reconcile = True
+        if reconcile and controller.is_controller:
+            controller.assign_missing_topic_ids()
+            controller.reconcile()
+
+    def _resync(self, parts: _Parts) -> None:
+        """Re-reads everything (re-arming every watch): at start and after each reconnection."""
+        registration, cache, controller = parts.registration, parts.cache, parts.controller
+        registration.check_cluster_id(self._cluster_id)
+        if registration.stale:
+            log.info("new ZooKeeper session: registering broker %d again", self.broker_id)
+            registration.register()
+        cache.load_brokers()
+        cache.load_config_changes(initial=True)
+        cache.load_topic_list(full=True)
+        controller.load()
+        if controller.is_controller:
+            controller.complete_topic_deletions()
+            controller.process_isr_changes()
+            controller.reconcile()
+
+    # -- the view ----------------------------------------------------------------------------
+
+    def _publish(self) -> None:
+        old = self._view
+        new = self.parts.cache.build_view(self._cluster_id, self.parts.controller.controller_id)
+        if new == old:
+            return
+        with self._view_changed:
+            self._view = new
+            self._view_changed.notify_all()
+        try:
+            self._notify(old, new)
+        except Exception:
+            log.exception("a metadata listener failed")
+
+    def _await(self, what: str, predicate: Callable[[ClusterView], T | None], deadline: float) -> T:
+        """Waits until ``predicate(view)`` returns something; REQUEST_TIMED_OUT after
+        ``deadline``. On the worker thread (a listener) there is nothing to wait for."""
+        with self._view_changed:
+            while True:
+                result = predicate(self._view)
+                if result is not None:
+                    return result
+                if self._on_worker():
+                    raise timed_out(f"{what}: not visible yet (called from a metadata listener)")
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise timed_out(
+                        f"{what}: the change was written to ZooKeeper but was not visible "
+                        f"within {self.admin_timeout_ms} ms"
+                    )
+                self._view_changed.wait(remaining)
+
+    def _deadline(self) -> float:
+        return time.monotonic() + self.admin_timeout_ms / 1000
+
+    # -- writes ------------------------------------------------------------------------------
+
+    def _call(self, call: Callable[[_Parts], T]) -> T:
+        """Runs a write, turning ZooKeeper outages into REQUEST_TIMED_OUT."""
+        parts = self._parts
+        if parts is None:
+            raise KafkaApiError("the metadata store is not started", ErrorCode.BROKER_NOT_AVAILABLE)
+        try:
+            return call(parts)
+        except (KazooException, KazooTimeoutError) as e:
+            raise KafkaApiError(
+                f"ZooKeeper is not available: {e!r}", ErrorCode.REQUEST_TIMED_OUT
+            ) from e
+
+    def create_topic(
+        self,
+        name: str,
+        num_partitions: int,
+        replication_factor: int,
+        configs: Mapping[str, str],
+        *,
+        assignment: Sequence[Sequence[int]] | None = None,
+        internal: bool = False,
+        validate_only: bool = False,
+    ) -> TopicMetadata:
+        # before any ZooKeeper path is made of the name
+        validate_topic_name(name, existing=self._view.topics)
+        return self._call(
+            lambda p: p.admin.create_topic(
+                name,
+                num_partitions,
+                replication_factor,
+                configs,
+                assignment=assignment,
+                internal=internal,
+                validate_only=validate_only,
+            )
+        )
+
+    def delete_topic(self, name: str) -> TopicMetadata:
+        return self._call(lambda p: p.admin.delete_topic(name))
+
+    def create_partitions(
+        self,
+        name: str,
+        total_count: int,
+        *,
+        assignment: Sequence[Sequence[int]] | None = None,
+        validate_only: bool = False,
+    ) -> TopicMetadata:
+        return self._call(
+            lambda p: p.admin.create_partitions(
+                name, total_count, assignment=assignment, validate_only=validate_only
+            )
+        )
+
+    def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> TopicMetadata:
+        return self._call(lambda p: p.admin.set_topic_configs(name, configs))
+
+    def allocate_producer_id_block(self, size: int) -> tuple[int, int]:
+        if size < 1:
+            raise ValueError("producer id block size must be positive")
+        return self._call(lambda p: allocate_producer_id_block(p.zk, self.broker_id, size))
+
+    def alter_partition(
+        self, topic: str, partition: int, new: LeaderAndIsr, *, partition_epoch: int
+    ) -> PartitionState:
+        return self._call(
+            lambda p: self._alter_partition(p, topic, partition, new, partition_epoch)
+        )
+
+    def _alter_partition(
+        self, parts: _Parts, topic: str, partition: int, new: LeaderAndIsr, partition_epoch: int
+    ) -> PartitionState:
+        zk = parts.zk
+        path = zd.partition_state_path(topic, partition)
+        got = zk.get(path)
+        if got is None:
+            raise UnknownTopic(f"{topic}-{partition} has no state in ZooKeeper")
+        current = zd.decode_partition_state(topic, partition, got[0], got[1].version)
+        if current.zk_version != partition_epoch:
+            raise InvalidUpdateVersion(
+                f"{topic}-{partition}: partition epoch {partition_epoch} is stale "
+                f"(ZooKeeper has {current.zk_version})"
+            )
+        data = zd.encode_partition_state(
+            new.leader, new.leader_epoch, new.isr, current.controller_epoch
+        )
+        try:
+            stat = zk.set(path, data, partition_epoch)
+        except BadVersionError:
+            raise InvalidUpdateVersion(
+                f"{topic}-{partition}: the partition state changed under partition epoch "
+                f"{partition_epoch}"
+            ) from None
+        except NoNodeError:
+            raise UnknownTopic(f"{topic}-{partition} was deleted") from None
+        zk.create(
+            f"{zd.ISR_CHANGE_NOTIFICATION_PATH}/{zd.ISR_CHANGE_PREFIX}",
+            zd.encode_isr_change_notification([(topic, partition)]),
+            sequence=True,
+        )
+        log.info(
+            "%s-%d: leader %d, isr %s, leader epoch %d (partition epoch %d -> %d)",
+            topic,
+            partition,
+            new.leader,
+            list(new.isr),
+            new.leader_epoch,
+            partition_epoch,
+            stat.version,
+        )
+        replicas: tuple[int, ...] = ()
+        meta = self._view.topics.get(topic)
+        if meta is not None and partition < len(meta.partitions):
+            replicas = meta.partitions[partition].replicas
+        return PartitionState(
+            partition, new.leader, new.leader_epoch, replicas, tuple(new.isr), stat.version
+        )
