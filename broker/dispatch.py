@@ -49,6 +49,15 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
+class Later:
+    """What a synchronous handler returns when its answer is not known yet (a write waiting
+    to be committed): the dispatcher awaits ``awaitable`` for the response. Handlers whose
+    answer is usually immediate stay synchronous and return this only when they must wait."""
+
+    awaitable: Awaitable[Any]
+
+
+@dataclass(slots=True)
 class EncodedBody:
     """A response body a handler encoded itself (a list of buffers; see protocol.fast_fetch)."""
 
@@ -149,7 +158,29 @@ class Dispatcher:
             raise
         except Exception as e:  # noqa: BLE001 - every failure becomes a response or a close
             result = self._error_result(handler, ctx, body, e)
+        if result is None:
+            metrics.record(header.api_key, time.perf_counter_ns() - received)
+            return None
+        if result.__class__ is Later:
+            return self._finish_later(handler, ctx, body, metrics, result.awaitable)
         metrics.record(header.api_key, time.perf_counter_ns() - received)
+        return self._frame(handler, ctx, body, result)
+
+    async def _finish_later(
+        self,
+        handler: Handler,
+        ctx: RequestContext,
+        body: Any,
+        metrics: RequestMetrics,
+        awaitable: Awaitable[Any],
+    ) -> Response:
+        try:
+            result = await awaitable
+        except CloseConnection:
+            raise
+        except Exception as e:  # noqa: BLE001 - every failure becomes a response or a close
+            result = self._error_result(handler, ctx, body, e)
+        metrics.record(ctx.header.api_key, time.perf_counter_ns() - ctx.received_ns)
         if result is None:
             return None
         return self._frame(handler, ctx, body, result)

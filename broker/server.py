@@ -24,7 +24,10 @@ import time
 
 from broker.admin import TopicAdmin
 from broker.config import BrokerConfig, Listener, NetworkConfig, ZooKeeperConfig
-from broker.coordinator_runtime import CoordinatorRuntime
+from broker.coordinators.groups import GroupService, group_config, offsets_topic_spec
+from broker.coordinators.internal_topic import InternalTopicCoordinator
+from broker.coordinators.partition_log import PartitionCoordinatorLog
+from broker.coordinators.scheduler import LoopScheduler
 from broker.dispatch import Dispatcher
 from broker.handlers import load_handlers
 from broker.metrics import MetricsRegistry, network_samples, serve_metrics
@@ -34,10 +37,12 @@ from broker.net.processor import Processor, TransportFactory
 from broker.net.transport import PlaintextTransport
 from broker.replication.replica_manager import ReplicaManager
 from broker.services import BrokerServices
+from coordination.group.coordinator import GroupCoordinator
 from coordination.metadata.embedded import FILE_NAME as EMBEDDED_METADATA_FILE
 from coordination.metadata.embedded import EmbeddedMetadataStore
 from coordination.metadata.store import MetadataStore
-from coordination.metadata.view import BrokerInfo, Endpoint
+from coordination.metadata.view import OFFSETS_TOPIC, BrokerInfo, Endpoint
+from coordination.producer_id_manager import ProducerIdManager
 from coordination.zk.errors import ZooKeeperStartupError
 from storage.checkpoint import read_meta_properties
 from storage.config import LogManagerConfig, log_config_from_broker
@@ -77,7 +82,7 @@ class Broker:
         self.metadata: MetadataStore | None = None
         self.replica_manager: ReplicaManager | None = None
         self.admin: TopicAdmin | None = None
-        self.group_coordinator: CoordinatorRuntime | None = None
+        self.groups: GroupService | None = None
         self.bound: list[Listener] = []
         self.advertised: list[Listener] = []
         self._metrics_server: asyncio.AbstractServer | None = None
@@ -115,16 +120,9 @@ class Broker:
         )
         replica_manager.startup()
         self.admin = admin = TopicAdmin(config, metadata)
-        self.group_coordinator = groups = CoordinatorRuntime(
-            broker_id=self.broker_id,
-            config=config,
-            loop=loop,
-            metadata=metadata,
-            replica_manager=replica_manager,
-            admin=admin,
-            metrics=self.metrics,
-        )
+        self.groups = groups = self._make_group_service(loop, metadata, replica_manager, admin)
         groups.startup()
+        self.metrics.add(groups.metrics)
 
         dispatcher = Dispatcher(
             BrokerServices(
@@ -133,7 +131,8 @@ class Broker:
                 metadata=metadata,
                 replica_manager=replica_manager,
                 admin=admin,
-                group_coordinator=groups,
+                groups=groups,
+                producer_ids=ProducerIdManager(metadata),
             ),
             load_handlers(),
         )
@@ -212,6 +211,31 @@ class Broker:
         ]
         return acceptor
 
+    def _make_group_service(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        metadata: MetadataStore,
+        replica_manager: ReplicaManager,
+        admin: TopicAdmin,
+    ) -> GroupService:
+        config = self.config
+        groups_config = group_config(config, metadata.view)
+        partition_log = PartitionCoordinatorLog(
+            replica_manager,
+            OFFSETS_TOPIC,
+            compression=int(config["offsets.topic.compression.codec"]),
+        )
+        coordinator = GroupCoordinator(groups_config, LoopScheduler(loop), partition_log)
+        topic = InternalTopicCoordinator(
+            offsets_topic_spec(config, groups_config.num_partitions),
+            coordinator,
+            broker_id=self.broker_id,
+            metadata=metadata,
+            admin=admin,
+            log_=partition_log,
+        )
+        return GroupService(coordinator, topic)
+
     def _broker_info(self) -> BrokerInfo:
         return BrokerInfo(
             broker_id=self.broker_id,
@@ -264,9 +288,9 @@ class Broker:
             self.acceptor.close()
         if self._metrics_server is not None:
             self._metrics_server.close()
-        if self.group_coordinator is not None:
+        if self.groups is not None:
             # answers members waiting in JoinGroup/SyncGroup, so the drain need not wait for them
-            self.group_coordinator.shutdown()
+            self.groups.shutdown()
         await self._drain_in_flight(timeout_s=5.0)
         for p in self.processors:
             p.stop()

@@ -7,16 +7,14 @@ constructed with its own explicit dependencies, not an object that hands out eve
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from broker.admin import TopicAdmin
 from broker.config import BrokerConfig
+from broker.coordinators.groups import GroupService
 from broker.replication.replica_manager import ReplicaManager
 from broker.security.authorizer import Authorizer
 from coordination.metadata.store import MetadataStore
-
-if TYPE_CHECKING:
-    from broker.coordinator_runtime import CoordinatorRuntime
+from coordination.producer_id_manager import ProducerIdManager
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +24,7 @@ class BrokerServices:
     metadata: MetadataStore
     replica_manager: ReplicaManager
     admin: TopicAdmin
-    group_coordinator: CoordinatorRuntime
+    groups: GroupService
+    producer_ids: ProducerIdManager
     #: None: no ``authorizer.class.name``, every operation is allowed (Kafka's default)
     authorizer: Authorizer | None = None

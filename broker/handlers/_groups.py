@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from broker.coordinator_runtime import CoordinatorRuntime
 from broker.dispatch import RequestContext
+from coordination.group.coordinator import GroupCoordinator
 
 
-def runtime(ctx: RequestContext) -> CoordinatorRuntime:
-    """The broker's coordinator runtime, typed."""
-    return ctx.services.group_coordinator
+def coordinator(ctx: RequestContext) -> GroupCoordinator:
+    """The broker's group coordinator."""
+    return ctx.services.groups.coordinator
 
 
 def client_host(ctx: RequestContext) -> str:

@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+import asyncio
+
+from broker.coordinators.scheduler import future_callback
 from broker.dispatch import RequestContext
-from broker.handlers._groups import runtime
+from broker.handlers._groups import coordinator
 from broker.registry import error_response, handler
 from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
@@ -14,8 +17,10 @@ from protocol.schema import Struct
 
 
 @handler(ApiKey.DELETE_GROUPS, "0-2", acl=(AclOperation.DELETE, ResourceType.GROUP))
-def handle_delete_groups(ctx: RequestContext, request: Struct) -> Struct:
-    results = runtime(ctx).groups.delete_groups(list(request.groups_names))
+async def handle_delete_groups(ctx: RequestContext, request: Struct) -> Struct:
+    future, callback = future_callback(asyncio.get_running_loop(), dict)
+    coordinator(ctx).delete_groups(list(request.groups_names), callback)
+    results = await future
     return DeleteGroupsResponse(
         throttle_time_ms=0,
         results=[

@@ -6,9 +6,9 @@ An unknown group is "Dead" with no error before v6, GROUP_ID_NOT_FOUND from v6 (
 from __future__ import annotations
 
 from broker.dispatch import RequestContext
-from broker.handlers._groups import runtime
+from broker.handlers._groups import coordinator
 from broker.registry import error_response, handler
-from coordination.group_coordinator import DEAD_GROUP
+from coordination.group.config import DEAD_GROUP
 from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
@@ -25,7 +25,7 @@ GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 
 
 def _describe(ctx: RequestContext, group_id: str, include_ops: bool) -> Struct:
-    code, summary = runtime(ctx).groups.describe_group(group_id)
+    code, summary = coordinator(ctx).describe_group(group_id)
     missing = summary is DEAD_GROUP and ctx.api_version >= 6
     return DescribedGroup(
         error_code=ErrorCode.GROUP_ID_NOT_FOUND if missing else code,

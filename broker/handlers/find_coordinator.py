@@ -7,9 +7,8 @@ with an error.
 
 from __future__ import annotations
 
-from broker.coordinator_runtime import CoordinatorNode
+from broker.coordinators.internal_topic import CoordinatorNode
 from broker.dispatch import RequestContext
-from broker.handlers._groups import runtime
 from broker.registry import error_response, handler
 from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
@@ -26,7 +25,7 @@ from protocol.schema import Struct
 
 def _find(ctx: RequestContext, key_type: int, key: str) -> CoordinatorNode:
     if key_type == KEY_TYPE_GROUP:
-        return runtime(ctx).find_group_coordinator(key, ctx.listener)
+        return ctx.services.groups.find(key, ctx.listener)
     if key_type == KEY_TYPE_TRANSACTION:
         return CoordinatorNode(
             ErrorCode.INVALID_REQUEST, message="transactions are not supported by this broker yet"

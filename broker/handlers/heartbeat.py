@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from broker.dispatch import RequestContext
-from broker.handlers._groups import runtime
+from broker.handlers._groups import coordinator
 from broker.registry import error_response, handler
 from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
@@ -14,7 +14,7 @@ from protocol.schema import Struct
 
 @handler(ApiKey.HEARTBEAT, "0-4", acl=(AclOperation.READ, ResourceType.GROUP))
 def handle_heartbeat(ctx: RequestContext, request: Struct) -> Struct:
-    code = runtime(ctx).groups.heartbeat(
+    code = coordinator(ctx).heartbeat(
         group_id=request.group_id,
         member_id=request.member_id,
         group_instance_id=request.group_instance_id if ctx.api_version >= 3 else None,

@@ -10,7 +10,6 @@ later issue (the transaction APIs are not advertised).
 from __future__ import annotations
 
 from broker.dispatch import RequestContext
-from broker.handlers._groups import runtime
 from broker.registry import error_response, handler
 from coordination.errors import KafkaApiError
 from protocol.acl import AclOperation, ResourceType
@@ -26,7 +25,7 @@ def handle_init_producer_id(ctx: RequestContext, request: Struct) -> Struct:
         raise KafkaApiError(
             "transactions are not supported by this broker yet", ErrorCode.INVALID_REQUEST
         )
-    producer_id = runtime(ctx).producer_ids.generate_producer_id()
+    producer_id = ctx.services.producer_ids.generate_producer_id()
     return InitProducerIdResponse(
         throttle_time_ms=0, error_code=ErrorCode.NONE, producer_id=producer_id, producer_epoch=0
     )

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import asyncio
 
-from broker.coordinator_runtime import future_callback
+from broker.coordinators.scheduler import future_callback
 from broker.dispatch import RequestContext
-from broker.handlers._groups import client_host, runtime
+from broker.handlers._groups import client_host, coordinator
 from broker.registry import error_response, handler
-from coordination.group_coordinator import JoinRequest
-from coordination.group_metadata import JoinResult
+from coordination.group.config import JoinRequest
+from coordination.group.metadata import JoinResult
 from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
@@ -51,7 +51,7 @@ async def handle_join_group(ctx: RequestContext, request: Struct) -> Struct:
     if rebalance_timeout < 0:
         rebalance_timeout = request.session_timeout_ms
     future, callback = future_callback(asyncio.get_running_loop(), JoinResult)
-    runtime(ctx).groups.join_group(
+    coordinator(ctx).join_group(
         JoinRequest(
             group_id=request.group_id,
             member_id=request.member_id or "",

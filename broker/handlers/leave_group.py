@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from broker.dispatch import RequestContext
-from broker.handlers._groups import runtime
+from broker.handlers._groups import coordinator
 from broker.registry import error_response, handler
 from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
@@ -19,7 +19,7 @@ def handle_leave_group(ctx: RequestContext, request: Struct) -> Struct:
         leaving = [(m.member_id, m.group_instance_id) for m in request.members]
     else:
         leaving = [(request.member_id, None)]
-    code, results = runtime(ctx).groups.leave_group(group_id=request.group_id, members=leaving)
+    code, results = coordinator(ctx).leave_group(group_id=request.group_id, members=leaving)
     if version < 3:
         # one member: its error is the request's
         if code == ErrorCode.NONE and results:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from broker.dispatch import RequestContext
-from broker.handlers._groups import runtime
+from broker.handlers._groups import coordinator
 from broker.registry import error_response, handler
 from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
@@ -20,7 +20,7 @@ def handle_list_groups(ctx: RequestContext, request: Struct) -> Struct:
     version = ctx.api_version
     states = request.states_filter if version >= 4 else []
     types = {t.lower() for t in request.types_filter} if version >= 5 else set()
-    code, groups = runtime(ctx).groups.list_groups(states)
+    code, groups = coordinator(ctx).list_groups(states)
     if types and GROUP_TYPE not in types:
         groups = []
     return ListGroupsResponse(

@@ -8,10 +8,11 @@ served for classic groups. Partitions of unknown topics get UNKNOWN_TOPIC_OR_PAR
 
 from __future__ import annotations
 
-from broker.dispatch import RequestContext
-from broker.handlers._groups import runtime
+from broker.coordinators.scheduler import Answer
+from broker.dispatch import Later, RequestContext
+from broker.handlers._groups import coordinator
 from broker.registry import error_response, handler
-from coordination.group_metadata import OffsetAndMetadata
+from coordination.group.metadata import OffsetAndMetadata
 from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
@@ -24,7 +25,7 @@ from protocol.schema import Struct
 
 
 @handler(ApiKey.OFFSET_COMMIT, "0-9", acl=(AclOperation.READ, ResourceType.GROUP))
-def handle_offset_commit(ctx: RequestContext, request: Struct) -> Struct:
+def handle_offset_commit(ctx: RequestContext, request: Struct) -> Struct | Later:
     version = ctx.api_version
     now = ctx.now_ms()
     view = ctx.services.metadata.view
@@ -45,16 +46,31 @@ def handle_offset_commit(ctx: RequestContext, request: Struct) -> Struct:
                 commit_timestamp_ms=commit_ts,
                 expire_timestamp_ms=now + retention if retention >= 0 else -1,
             )
-    if offsets:
-        errors.update(
-            runtime(ctx).groups.commit_offsets(
-                group_id=request.group_id,
-                member_id=request.member_id if version >= 1 else "",
-                group_instance_id=request.group_instance_id if version >= 7 else None,
-                generation_id=request.generation_id_or_member_epoch if version >= 1 else -1,
-                offsets=offsets,
-            )
-        )
+    if not offsets:
+        return _response(request, errors)
+    # answered once the commit is durable: usually before commit_offsets returns; otherwise
+    # (a write waiting for the ISR) the coordinator calls back later, from any thread
+    answer: Answer[dict[tuple[str, int], ErrorCode]] = Answer()
+    coordinator(ctx).commit_offsets(
+        group_id=request.group_id,
+        member_id=request.member_id if version >= 1 else "",
+        group_instance_id=request.group_instance_id if version >= 7 else None,
+        generation_id=request.generation_id_or_member_epoch if version >= 1 else -1,
+        offsets=offsets,
+        callback=answer,
+    )
+    if answer.ready and answer.value is not None:
+        errors.update(answer.value)
+        return _response(request, errors)
+
+    async def later() -> Struct:
+        errors.update(await answer.wait())
+        return _response(request, errors)
+
+    return Later(later())
+
+
+def _response(request: Struct, errors: dict[tuple[str, int], ErrorCode]) -> Struct:
     return OffsetCommitResponse(
         throttle_time_ms=0,
         topics=[

@@ -3,8 +3,11 @@ consumer group subscribes to (GROUP_SUBSCRIBED_TO_TOPIC)."""
 
 from __future__ import annotations
 
+import asyncio
+
+from broker.coordinators.scheduler import future_callback
 from broker.dispatch import RequestContext
-from broker.handlers._groups import runtime
+from broker.handlers._groups import coordinator
 from broker.registry import error_response, handler
 from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
@@ -18,7 +21,7 @@ from protocol.schema import Struct
 
 
 @handler(ApiKey.OFFSET_DELETE, "0", acl=(AclOperation.DELETE, ResourceType.GROUP))
-def handle_offset_delete(ctx: RequestContext, request: Struct) -> Struct:
+async def handle_offset_delete(ctx: RequestContext, request: Struct) -> Struct:
     view = ctx.services.metadata.view
     known: list[tuple[str, int]] = []
     unknown: set[tuple[str, int]] = set()
@@ -29,7 +32,13 @@ def handle_offset_delete(ctx: RequestContext, request: Struct) -> Struct:
                 known.append(tp)
             else:
                 unknown.add(tp)
-    code, results = runtime(ctx).groups.delete_offsets(group_id=request.group_id, partitions=known)
+    future, callback = future_callback(asyncio.get_running_loop(), tuple)
+    coordinator(ctx).delete_offsets(
+        group_id=request.group_id,
+        partitions=known,
+        callback=lambda code, results: callback((code, results)),
+    )
+    code, results = await future
     if code != ErrorCode.NONE:
         return OffsetDeleteResponse(error_code=code, throttle_time_ms=0, topics=[])
     return OffsetDeleteResponse(

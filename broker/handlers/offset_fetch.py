@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from broker.dispatch import RequestContext
-from broker.handlers._groups import runtime
+from broker.handlers._groups import coordinator
 from broker.registry import error_response, handler
-from coordination.group_metadata import OffsetAndMetadata
+from coordination.group.metadata import OffsetAndMetadata
 from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
@@ -34,7 +34,7 @@ TopicPartition = tuple[str, int]
 def _fetch(
     ctx: RequestContext, group_id: str, partitions: Sequence[TopicPartition] | None
 ) -> tuple[ErrorCode, list[tuple[str, list[tuple[int, OffsetAndMetadata | None]]]]]:
-    code, found = runtime(ctx).groups.fetch_offsets(group_id=group_id, partitions=partitions)
+    code, found = coordinator(ctx).fetch_offsets(group_id=group_id, partitions=partitions)
     order = list(partitions) if partitions is not None else sorted(found)
     topics: dict[str, list[tuple[int, OffsetAndMetadata | None]]] = {}
     for tp in order:

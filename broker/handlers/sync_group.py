@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 
-from broker.coordinator_runtime import future_callback
+from broker.coordinators.scheduler import future_callback
 from broker.dispatch import RequestContext
-from broker.handlers._groups import runtime
+from broker.handlers._groups import coordinator
 from broker.registry import error_response, handler
-from coordination.group_metadata import SyncResult
+from coordination.group.metadata import SyncResult
 from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
@@ -20,7 +20,7 @@ from protocol.schema import Struct
 async def handle_sync_group(ctx: RequestContext, request: Struct) -> Struct:
     version = ctx.api_version
     future, callback = future_callback(asyncio.get_running_loop(), SyncResult)
-    runtime(ctx).groups.sync_group(
+    coordinator(ctx).sync_group(
         group_id=request.group_id,
         generation_id=request.generation_id,
         member_id=request.member_id,

@@ -10,7 +10,7 @@ import time
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from coordination.group_coordinator import partition_for
+from coordination.group.config import partition_for
 from protocol.error_codes import ErrorCode
 from protocol.messages.find_coordinator import FindCoordinatorRequest
 from tests.integration.test_groups_protocol import commit, fetch

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from coordination.consumer_protocol import (
+from coordination.group.consumer_protocol import (
     assigned_partitions,
     encode_assignment,
     encode_subscription,

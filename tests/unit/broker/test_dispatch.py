@@ -88,7 +88,8 @@ def services(replica_manager: Any, authorizer: Any = None) -> BrokerServices:
         metadata=metadata,  # type: ignore[arg-type]
         replica_manager=replica_manager,
         admin=None,  # type: ignore[arg-type]
-        group_coordinator=None,  # type: ignore[arg-type]
+        groups=None,  # type: ignore[arg-type]
+        producer_ids=None,  # type: ignore[arg-type]
         authorizer=authorizer,
     )
 

@@ -8,19 +8,18 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
-from coordination.consumer_protocol import encode_assignment, encode_subscription
-from coordination.group_coordinator import (
+from coordination.group.classic import NEW_MEMBER_JOIN_TIMEOUT_MS
+from coordination.group.config import (
     DEAD_GROUP,
-    NEW_MEMBER_JOIN_TIMEOUT_MS,
-    CoordinatorWriteError,
     GroupConfig,
-    GroupCoordinator,
     JoinRequest,
     java_string_hash,
     partition_for,
 )
-from coordination.group_metadata import GroupState, JoinResult, OffsetAndMetadata, SyncResult
-from coordination.group_records import (
+from coordination.group.consumer_protocol import encode_assignment, encode_subscription
+from coordination.group.coordinator import GroupCoordinator
+from coordination.group.metadata import GroupState, JoinResult, OffsetAndMetadata, SyncResult
+from coordination.group.records import (
     offset_commit_key,
     offset_commit_value,
     parse_group_value,
@@ -82,10 +81,17 @@ class MemoryLog:
         self.partitions: dict[int, list[tuple[bytes, bytes | None]]] = {}
         self.fail_with: ErrorCode | None = None
 
-    def append(self, partition: int, records: Sequence[tuple[bytes, bytes | None]]) -> None:
+    def append(
+        self,
+        partition: int,
+        records: Sequence[tuple[bytes, bytes | None]],
+        callback: Callable[[ErrorCode | None], None],
+    ) -> None:
         if self.fail_with is not None:
-            raise CoordinatorWriteError(self.fail_with)
+            callback(self.fail_with)
+            return
         self.partitions.setdefault(partition, []).extend(records)
+        callback(None)
 
 
 CONFIG = GroupConfig(
@@ -167,6 +173,24 @@ class Harness:
             callback=out.append,
         )
         return out
+
+    def commit_offsets(self, **kw: object) -> dict[tuple[str, int], ErrorCode]:
+        out: list[dict[tuple[str, int], ErrorCode]] = []
+        self.gc.commit_offsets(callback=out.append, **kw)  # type: ignore[arg-type]
+        (result,) = out
+        return result
+
+    def delete_offsets(self, **kw: object) -> tuple[ErrorCode, dict[tuple[str, int], ErrorCode]]:
+        out: list[tuple[ErrorCode, dict[tuple[str, int], ErrorCode]]] = []
+        self.gc.delete_offsets(callback=lambda e, r: out.append((e, r)), **kw)  # type: ignore[arg-type]
+        (result,) = out
+        return result
+
+    def delete_groups(self, group_ids: list[str]) -> dict[str, ErrorCode]:
+        out: list[dict[str, ErrorCode]] = []
+        self.gc.delete_groups(group_ids, out.append)
+        (result,) = out
+        return result
 
     def heartbeat(self, group: str, member_id: str, generation: int) -> ErrorCode:
         return self.gc.heartbeat(
@@ -440,7 +464,7 @@ def test_offsets_commit_fetch_and_member_checks() -> None:
     (a,) = h.stable_group(1)
     now = h.sched.now
     offsets = {("t", 0): OffsetAndMetadata(42, 3, "meta", now)}
-    assert h.gc.commit_offsets(
+    assert h.commit_offsets(
         group_id="g",
         member_id=a.member_id,
         group_instance_id=None,
@@ -450,7 +474,7 @@ def test_offsets_commit_fetch_and_member_checks() -> None:
     err, got = h.gc.fetch_offsets(group_id="g", partitions=[("t", 0), ("t", 1)])
     assert err == E.NONE and got[("t", 0)] == offsets[("t", 0)] and got[("t", 1)] is None
     assert h.gc.fetch_offsets(group_id="g", partitions=None)[1] == offsets
-    bad = h.gc.commit_offsets(
+    bad = h.commit_offsets(
         group_id="g",
         member_id=a.member_id,
         group_instance_id=None,
@@ -458,12 +482,12 @@ def test_offsets_commit_fetch_and_member_checks() -> None:
         offsets=offsets,
     )
     assert bad == {("t", 0): E.ILLEGAL_GENERATION}
-    simple = h.gc.commit_offsets(
+    simple = h.commit_offsets(
         group_id="g", member_id="", group_instance_id=None, generation_id=-1, offsets=offsets
     )
     assert simple == {("t", 0): E.UNKNOWN_MEMBER_ID}
     big = {("t", 1): OffsetAndMetadata(1, -1, "x" * 5000, now)}
-    assert h.gc.commit_offsets(
+    assert h.commit_offsets(
         group_id="g", member_id=a.member_id, group_instance_id=None, generation_id=1, offsets=big
     ) == {("t", 1): E.OFFSET_METADATA_TOO_LARGE}
     key, value = h.log.partitions[partition_for("g", 4)][-1]
@@ -474,18 +498,18 @@ def test_offsets_commit_fetch_and_member_checks() -> None:
 def test_simple_commits_and_storage_errors() -> None:
     h = Harness()
     offsets = {("t", 0): OffsetAndMetadata(5, -1, "", h.sched.now)}
-    assert h.gc.commit_offsets(
+    assert h.commit_offsets(
         group_id="", member_id="", group_instance_id=None, generation_id=-1, offsets=offsets
     ) == {("t", 0): E.NONE}
-    assert h.gc.commit_offsets(
+    assert h.commit_offsets(
         group_id="new", member_id="m", group_instance_id=None, generation_id=3, offsets=offsets
     ) == {("t", 0): E.ILLEGAL_GENERATION}
     h.log.fail_with = E.NOT_LEADER_OR_FOLLOWER
-    assert h.gc.commit_offsets(
+    assert h.commit_offsets(
         group_id="s", member_id="", group_instance_id=None, generation_id=-1, offsets=offsets
     ) == {("t", 0): E.NOT_COORDINATOR}
     h.log.fail_with = E.MESSAGE_TOO_LARGE
-    assert h.gc.commit_offsets(
+    assert h.commit_offsets(
         group_id="s", member_id="", group_instance_id=None, generation_id=-1, offsets=offsets
     ) == {("t", 0): E.INVALID_COMMIT_OFFSET_SIZE}
 
@@ -494,7 +518,7 @@ def test_reload_from_log_restores_groups_members_and_offsets() -> None:
     h = Harness()
     a, b = h.stable_group(2)
     now = h.sched.now
-    h.gc.commit_offsets(
+    h.commit_offsets(
         group_id="g",
         member_id=a.member_id,
         group_instance_id=None,
@@ -504,14 +528,14 @@ def test_reload_from_log_restores_groups_members_and_offsets() -> None:
             ("t", 1): OffsetAndMetadata(9, -1, "", now),
         },
     )
-    h.gc.commit_offsets(
+    h.commit_offsets(
         group_id="simple",
         member_id="",
         group_instance_id=None,
         generation_id=-1,
         offsets={("u", 0): OffsetAndMetadata(1, -1, "", now)},
     )
-    h.gc.delete_offsets(group_id="simple", partitions=[("u", 0)])
+    h.delete_offsets(group_id="simple", partitions=[("u", 0)])
     records = {p: list(r) for p, r in h.log.partitions.items()}
 
     h2 = Harness(load=False)
@@ -520,7 +544,8 @@ def test_reload_from_log_restores_groups_members_and_offsets() -> None:
     group = h2.gc.group("g")
     assert group is not None and group.state == GroupState.STABLE and group.generation_id == 1
     assert set(group.members) == {a.member_id, b.member_id}
-    assert group.offsets[("t", 0)].offset == 7 and group.offsets[("t", 0)].metadata == "m"
+    offsets = h2.gc.committed_offsets("g")
+    assert offsets[("t", 0)].offset == 7 and offsets[("t", 0)].metadata == "m"
     assert h2.gc.group("simple") is None
     # the members carry on with the same generation
     assert h2.heartbeat("g", a.member_id, 1) == E.NONE
@@ -552,7 +577,7 @@ def test_load_skips_a_truncated_offset_value() -> None:
 def test_offsets_expire_after_retention_and_empty_group_goes_away() -> None:
     h = Harness()
     now = h.sched.now
-    h.gc.commit_offsets(
+    h.commit_offsets(
         group_id="s",
         member_id="",
         group_instance_id=None,
@@ -571,7 +596,7 @@ def test_stable_consumer_group_keeps_offsets_of_subscribed_topics() -> None:
     h = Harness()
     (a,) = h.stable_group(1)
     now = h.sched.now
-    h.gc.commit_offsets(
+    h.commit_offsets(
         group_id="g",
         member_id=a.member_id,
         group_instance_id=None,
@@ -585,14 +610,14 @@ def test_stable_consumer_group_keeps_offsets_of_subscribed_topics() -> None:
         h.sched.advance(400)
         h.heartbeat("g", a.member_id, 1)
     group = h.gc.group("g")
-    assert group is not None and set(group.offsets) == {("t", 0)}
+    assert group is not None and set(h.gc.committed_offsets("g")) == {("t", 0)}
 
 
 def test_delete_groups_and_offset_delete() -> None:
     h = Harness()
     (a,) = h.stable_group(1)
     now = h.sched.now
-    h.gc.commit_offsets(
+    h.commit_offsets(
         group_id="g",
         member_id=a.member_id,
         group_instance_id=None,
@@ -602,16 +627,16 @@ def test_delete_groups_and_offset_delete() -> None:
             ("x", 0): OffsetAndMetadata(1, -1, "", now),
         },
     )
-    err, per = h.gc.delete_offsets(group_id="g", partitions=[("t", 0), ("x", 0)])
+    err, per = h.delete_offsets(group_id="g", partitions=[("t", 0), ("x", 0)])
     assert err == E.NONE and per == {("t", 0): E.GROUP_SUBSCRIBED_TO_TOPIC, ("x", 0): E.NONE}
-    assert h.gc.delete_groups(["g", "nope"]) == {
+    assert h.delete_groups(["g", "nope"]) == {
         "g": E.NON_EMPTY_GROUP,
         "nope": E.GROUP_ID_NOT_FOUND,
     }
     h.gc.leave_group(group_id="g", members=[(a.member_id, None)])
-    assert h.gc.delete_groups(["g"]) == {"g": E.NONE}
+    assert h.delete_groups(["g"]) == {"g": E.NONE}
     assert h.gc.group("g") is None
-    assert h.gc.delete_offsets(group_id="g", partitions=[("t", 0)])[0] == E.GROUP_ID_NOT_FOUND
+    assert h.delete_offsets(group_id="g", partitions=[("t", 0)])[0] == E.GROUP_ID_NOT_FOUND
 
 
 def test_list_and_describe() -> None:
@@ -692,7 +717,7 @@ def test_static_rejoin_that_cannot_be_stored_keeps_the_old_member() -> None:
 
 def test_coordinates_only_partitions_taken_over():
     """FindCoordinator names this broker only once the coordinator has taken the partition
-    (broker.coordinator_runtime answers COORDINATOR_NOT_AVAILABLE before that)."""
+    (broker.coordinators.internal_topic answers COORDINATOR_NOT_AVAILABLE before that)."""
     h = Harness(load=False)
     assert not h.gc.coordinates(1)
     load_id = h.gc.begin_loading(1)

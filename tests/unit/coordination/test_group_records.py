@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from coordination.group_records import (
+from coordination.group.records import (
     CorruptGroupRecord,
     GroupValue,
     MemberRecord,

@@ -1,7 +1,8 @@
-"""A classic consumer group's in-memory state (Kafka's GroupMetadata and MemberMetadata).
+"""A classic consumer group's in-memory state (Kafka's ``ClassicGroup`` and
+``ClassicGroupMember``), and the answers to its requests.
 
-Not thread-safe on its own: the :class:`~coordination.group_coordinator.GroupCoordinator` holds
-its lock around every use.
+Not thread-safe on its own: its shard's lock is held around every use
+(:class:`~coordination.group.shard.GroupCoordinatorShard`).
 """
 
 from __future__ import annotations
@@ -10,27 +11,10 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Protocol
 
-from coordination.consumer_protocol import CONSUMER_PROTOCOL_TYPE, subscribed_topics
+from coordination.group.consumer_protocol import CONSUMER_PROTOCOL_TYPE, subscribed_topics
+from coordination.runtime.runtime import Timer
 from protocol.error_codes import ErrorCode
-
-
-class Timer(Protocol):
-    """What a :class:`Scheduler` returns: something to cancel (from any thread)."""
-
-    def cancel(self) -> None: ...
-
-
-class Scheduler(Protocol):
-    """Runs callbacks later. The broker implements it on its main event loop; tests with a fake
-    clock. Callbacks run on the scheduler's thread, never inside ``schedule``."""
-
-    def schedule(self, delay_ms: int, callback: Callable[[], None]) -> Timer: ...
-
-    def now_ms(self) -> int:
-        """The clock delays count in (monotonic milliseconds); callable from any thread."""
-        ...
 
 
 class TokenTimer:
@@ -216,7 +200,8 @@ class MemberMetadata:
 
 
 class GroupMetadata:
-    """One group: its state, generation, members and committed offsets."""
+    """One group: its state, generation and members (its committed offsets are kept by the
+    shard's :class:`~coordination.group.offsets.OffsetManager`, whatever the group's type)."""
 
     def __init__(self, group_id: str, partition: int, now_ms: int) -> None:
         self.group_id = group_id
@@ -238,7 +223,6 @@ class GroupMetadata:
         self.supported_protocols: Counter[str] = Counter()
         self.new_member_added = False
         self.subscribed_topics: frozenset[str] | None = None
-        self.offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
         #: the delayed join (rebalance) and the pending-sync timers
         self.join_timer: TokenTimer | None = None
         self.sync_timer: TokenTimer | None = None

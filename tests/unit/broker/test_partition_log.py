@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from broker.coordinator_runtime import read_for_load
+from broker.coordinators.partition_log import read_for_load
 from protocol.records.record import RecordBatchBuilder
 
 

@@ -1,0 +1,87 @@
+"""The group service: the group coordinator, the ``__consumer_offsets`` topic it lives in, and
+the producer ids InitProducerId hands out, as the handlers use them.
+
+Built by the composition root from the broker's configuration (Kafka's ``group.*`` and
+``offsets.*`` keys).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from broker.config import BrokerConfig
+from broker.coordinators.internal_topic import (
+    CoordinatorNode,
+    InternalTopicCoordinator,
+    InternalTopicSpec,
+)
+from broker.metrics import MetricSamples
+from coordination.group.config import GroupConfig
+from coordination.group.coordinator import GroupCoordinator
+from coordination.metadata.view import OFFSETS_TOPIC, ClusterView
+
+
+def group_config(config: BrokerConfig, view: ClusterView) -> GroupConfig:
+    existing = view.topics.get(OFFSETS_TOPIC)
+    return GroupConfig(
+        num_partitions=len(existing.partitions)
+        if existing is not None
+        else int(config["offsets.topic.num.partitions"]),
+        min_session_timeout_ms=int(config["group.min.session.timeout.ms"]),
+        max_session_timeout_ms=int(config["group.max.session.timeout.ms"]),
+        initial_rebalance_delay_ms=int(config["group.initial.rebalance.delay.ms"]),
+        max_size=int(config["group.max.size"]),
+        offsets_retention_ms=int(config["offsets.retention.minutes"]) * 60_000,
+        offsets_retention_check_interval_ms=int(config["offsets.retention.check.interval.ms"]),
+        offset_metadata_max_bytes=int(config["offset.metadata.max.bytes"]),
+    )
+
+
+def offsets_topic_spec(config: BrokerConfig, num_partitions: int) -> InternalTopicSpec:
+    return InternalTopicSpec(
+        OFFSETS_TOPIC,
+        num_partitions=num_partitions,
+        replication_factor=int(config["offsets.topic.replication.factor"]),
+        configs={
+            "cleanup.policy": "compact",
+            "compression.type": "producer",
+            "segment.bytes": str(config["offsets.topic.segment.bytes"]),
+        },
+    )
+
+
+class GroupService:
+    def __init__(self, coordinator: GroupCoordinator, topic: InternalTopicCoordinator) -> None:
+        self.coordinator = coordinator
+        self.topic = topic
+
+    def startup(self) -> None:
+        self.coordinator.startup()
+        self.topic.startup()
+
+    def shutdown(self) -> None:
+        """Stops the coordinator (members waiting in a rebalance are answered
+        COORDINATOR_NOT_AVAILABLE) and the loader. Idempotent."""
+        self.coordinator.shutdown()
+        self.topic.shutdown()
+
+    def find(self, group_id: str, listener: str) -> CoordinatorNode:
+        return self.topic.coordinator_node(self.coordinator.partition_for(group_id), listener)
+
+    def metrics(self) -> list[MetricSamples]:
+        _, groups = self.coordinator.list_groups()
+        states = Counter(g.state for g in groups)
+        return [
+            (
+                "odradek_consumer_groups",
+                "gauge",
+                "Classic groups this broker coordinates, by state.",
+                [(f'{{state="{s}"}}', float(n)) for s, n in sorted(states.items())],
+            ),
+            (
+                "odradek_coordinator_partitions_loading",
+                "gauge",
+                "__consumer_offsets partitions being loaded.",
+                [("", float(len(self.coordinator.loading_partitions)))],
+            ),
+        ]

@@ -1,0 +1,365 @@
+"""The group coordinator (Kafka's ``GroupCoordinatorService``): routes each request to the shard
+of the ``__consumer_offsets`` partition that stores its group (``partition_for(group_id)``:
+``abs(Java String.hashCode(group_id)) % offsets.topic.num.partitions``), through the generic
+:class:`~coordination.runtime.runtime.CoordinatorRuntime`, which answers NOT_COORDINATOR,
+COORDINATOR_LOAD_IN_PROGRESS or COORDINATOR_NOT_AVAILABLE when the shard cannot serve.
+
+Requests that write (JoinGroup, SyncGroup, OffsetCommit, OffsetDelete, DeleteGroups) answer
+through a callback, called exactly once when the answer is known: possibly before the method
+returns, possibly later (another member's request, a timer, a write committed by the ISR). The
+callback runs with a shard's lock held, so it must only hand the result over.
+
+Thread-safety: every public method may be called from any thread.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+
+from coordination.group.config import (
+    NO_GROUP,
+    GroupConfig,
+    GroupOverview,
+    GroupSummary,
+    JoinRequest,
+    partition_for,
+)
+from coordination.group.metadata import (
+    GroupMetadata,
+    JoinCallback,
+    JoinResult,
+    OffsetAndMetadata,
+    SyncCallback,
+    SyncResult,
+)
+from coordination.group.offsets import CommitCallback
+from coordination.group.shard import GroupCoordinatorShard
+from coordination.runtime.runtime import (
+    CoordinatorLog,
+    CoordinatorRuntime,
+    Record,
+    Scheduler,
+    ShardContext,
+    Timer,
+)
+from protocol.error_codes import ErrorCode
+
+TopicPartition = tuple[str, int]
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class GroupCoordinator:
+    def __init__(
+        self,
+        config: GroupConfig,
+        scheduler: Scheduler,
+        coordinator_log: CoordinatorLog,
+        *,
+        clock: Callable[[], int] = _now_ms,
+    ) -> None:
+        self.config = config
+        self._scheduler = scheduler
+        self._cleanup_timer: Timer | None = None
+        self.runtime: CoordinatorRuntime[GroupCoordinatorShard] = CoordinatorRuntime(
+            "group", self._new_shard, coordinator_log, scheduler, clock=clock
+        )
+
+    def _new_shard(self, context: ShardContext) -> GroupCoordinatorShard:
+        return GroupCoordinatorShard(context, self.config)
+
+    # -- lifecycle and loading -------------------------------------------------------------------
+
+    def startup(self) -> None:
+        self.runtime.startup()
+        self._schedule_cleanup()
+
+    def shutdown(self) -> None:
+        """Forgets every group (their state is in the log); waiting members are answered
+        COORDINATOR_NOT_AVAILABLE and every timer is cancelled."""
+        self.runtime.shutdown()
+        if self._cleanup_timer is not None:
+            self._cleanup_timer.cancel()
+            self._cleanup_timer = None
+
+    def _schedule_cleanup(self) -> None:
+        """Expires offsets every ``offsets.retention.check.interval.ms``."""
+
+        def run() -> None:
+            if not self.runtime.is_active:
+                return
+            try:
+                self.cleanup_group_metadata()
+            finally:
+                self._schedule_cleanup()
+
+        self._cleanup_timer = self._scheduler.schedule(
+            self.config.offsets_retention_check_interval_ms, run
+        )
+
+    @property
+    def is_active(self) -> bool:
+        return self.runtime.is_active
+
+    def partition_for(self, group_id: str) -> int:
+        return partition_for(group_id, self.config.num_partitions)
+
+    def begin_loading(self, partition: int) -> int:
+        return self.runtime.begin_loading(partition)
+
+    def complete_loading(self, partition: int, load_id: int, records: Iterable[Record]) -> bool:
+        return self.runtime.complete_loading(partition, load_id, records)
+
+    def unload(self, partition: int) -> None:
+        self.runtime.unload(partition)
+
+    @property
+    def loading_partitions(self) -> frozenset[int]:
+        return self.runtime.loading_partitions
+
+    def coordinates(self, partition: int) -> bool:
+        return self.runtime.coordinates(partition)
+
+    def is_loading(self, partition: int) -> bool:
+        return self.runtime.is_loading(partition)
+
+    # -- routing ---------------------------------------------------------------------------------
+
+    def _partition(self, group_id: str | None, *, allow_empty: bool) -> int | ErrorCode:
+        """The group's partition, or INVALID_GROUP_ID (Kafka's validateGroupStatus)."""
+        if group_id is None or (not group_id and not allow_empty):
+            return ErrorCode.INVALID_GROUP_ID
+        return self.partition_for(group_id)
+
+    # -- the classic protocol --------------------------------------------------------------------
+
+    def join_group(self, request: JoinRequest, callback: JoinCallback) -> None:
+        p = self._partition(request.group_id, allow_empty=False)
+        if isinstance(p, ErrorCode):
+            callback(JoinResult(p, request.member_id))
+            return
+        self.runtime.with_shard(
+            p,
+            lambda shard: shard.classic.join_group(request, callback),
+            lambda error: callback(JoinResult(error, request.member_id)),
+        )
+
+    def sync_group(
+        self,
+        *,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None,
+        protocol_type: str | None,
+        protocol_name: str | None,
+        assignments: dict[str, bytes],
+        callback: SyncCallback,
+    ) -> None:
+        p = self._partition(group_id, allow_empty=False)
+        if isinstance(p, ErrorCode):
+            callback(SyncResult(p))
+            return
+
+        def refused(error: ErrorCode) -> None:
+            # a loading group lost its rebalance state: make the member rejoin (as Kafka does)
+            if error == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+                error = ErrorCode.REBALANCE_IN_PROGRESS
+            callback(SyncResult(error))
+
+        self.runtime.with_shard(
+            p,
+            lambda shard: shard.classic.sync_group(
+                group_id=group_id,
+                generation_id=generation_id,
+                member_id=member_id,
+                group_instance_id=group_instance_id,
+                protocol_type=protocol_type,
+                protocol_name=protocol_name,
+                assignments=assignments,
+                callback=callback,
+            ),
+            refused,
+        )
+
+    def heartbeat(
+        self, *, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int
+    ) -> ErrorCode:
+        p = self._partition(group_id, allow_empty=False)
+        if isinstance(p, ErrorCode):
+            return p
+        return self.runtime.with_shard(
+            p,
+            lambda shard: shard.classic.heartbeat(
+                group_id=group_id,
+                member_id=member_id,
+                group_instance_id=group_instance_id,
+                generation_id=generation_id,
+            ),
+            # a loading group is answered blindly (as Kafka does)
+            lambda e: ErrorCode.NONE if e == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS else e,
+        )
+
+    def leave_group(
+        self, *, group_id: str, members: Sequence[tuple[str, str | None]]
+    ) -> tuple[ErrorCode, list[tuple[str, str | None, ErrorCode]]]:
+        """``members``: (member id, group instance id). Returns the group-level error and one
+        (member id, instance id, error) per leaving member."""
+        p = self._partition(group_id, allow_empty=False)
+
+        def refused(error: ErrorCode) -> tuple[ErrorCode, list[tuple[str, str | None, ErrorCode]]]:
+            return error, [(m, i, error) for m, i in members]
+
+        if isinstance(p, ErrorCode):
+            return refused(p)
+        return self.runtime.with_shard(
+            p, lambda shard: shard.classic.leave_group(group_id=group_id, members=members), refused
+        )
+
+    # -- offsets ---------------------------------------------------------------------------------
+
+    def commit_offsets(
+        self,
+        *,
+        group_id: str,
+        member_id: str,
+        group_instance_id: str | None,
+        generation_id: int,
+        offsets: dict[TopicPartition, OffsetAndMetadata],
+        callback: CommitCallback,
+    ) -> None:
+        """OffsetCommit: ``callback`` gets one error per partition once the commit is
+        durable."""
+        p = self._partition(group_id, allow_empty=True)
+        if isinstance(p, ErrorCode):
+            callback(dict.fromkeys(offsets, p))
+            return
+        self.runtime.with_shard(
+            p,
+            lambda shard: shard.commit_offsets(
+                group_id=group_id,
+                member_id=member_id,
+                group_instance_id=group_instance_id,
+                generation_id=generation_id,
+                offsets=offsets,
+                callback=callback,
+            ),
+            lambda error: callback(dict.fromkeys(offsets, error)),
+        )
+
+    def fetch_offsets(
+        self, *, group_id: str, partitions: Sequence[TopicPartition] | None
+    ) -> tuple[ErrorCode, dict[TopicPartition, OffsetAndMetadata | None]]:
+        """OffsetFetch: committed offsets of ``partitions`` (None: every committed one); None
+        for a partition without a commit."""
+        p = self._partition(group_id, allow_empty=True)
+        if isinstance(p, ErrorCode):
+            return p, {}
+        return self.runtime.with_shard(
+            p,
+            lambda shard: (ErrorCode.NONE, shard.fetch_offsets(group_id, partitions)),
+            lambda error: (error, {}),
+        )
+
+    def delete_offsets(
+        self,
+        *,
+        group_id: str,
+        partitions: Sequence[TopicPartition],
+        callback: Callable[[ErrorCode, dict[TopicPartition, ErrorCode]], None],
+    ) -> None:
+        """OffsetDelete (KIP-496)."""
+        p = self._partition(group_id, allow_empty=False)
+        if isinstance(p, ErrorCode):
+            callback(p, {})
+            return
+        self.runtime.with_shard(
+            p,
+            lambda shard: shard.delete_offsets(group_id, partitions, callback),
+            lambda error: callback(error, {}),
+        )
+
+    def cleanup_group_metadata(self, now_ms: int | None = None) -> int:
+        """Expires offsets past ``offsets.retention.minutes`` and removes empty groups with no
+        offsets left, on every loaded shard; returns how many offsets expired."""
+        total = 0
+        for shard, lock in self.runtime.loaded_shards():
+            with lock:
+                total += shard.cleanup_group_metadata(now_ms)
+        return total
+
+    # -- ListGroups, DescribeGroups, DeleteGroups --------------------------------------------------
+
+    def list_groups(self, states: Sequence[str] = ()) -> tuple[ErrorCode, list[GroupOverview]]:
+        if not self.runtime.is_active:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
+        error = (
+            ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+            if self.runtime.loading_partitions
+            else ErrorCode.NONE
+        )
+        wanted = {s.lower() for s in states}
+        out: list[GroupOverview] = []
+        for shard, lock in self.runtime.loaded_shards():
+            with lock:
+                out.extend(shard.list_groups(wanted))
+        return error, out
+
+    def describe_group(self, group_id: str) -> tuple[ErrorCode, GroupSummary]:
+        """(error, summary); ``DEAD_GROUP`` for a group this broker does not know,
+        ``NO_GROUP`` with an error."""
+        p = self._partition(group_id, allow_empty=True)
+        if isinstance(p, ErrorCode):
+            return p, NO_GROUP
+        return self.runtime.with_shard(
+            p,
+            lambda shard: (ErrorCode.NONE, shard.describe_group(group_id)),
+            lambda error: (error, NO_GROUP),
+        )
+
+    def delete_groups(
+        self, group_ids: Sequence[str], callback: Callable[[dict[str, ErrorCode]], None]
+    ) -> None:
+        """DeleteGroups: ``callback`` gets one error per group once every deletion is
+        durable."""
+        results: dict[str, ErrorCode] = {}
+        remaining = [len(group_ids)]
+        lock = threading.Lock()
+
+        def answer(group_id: str, code: ErrorCode) -> None:
+            with lock:
+                results[group_id] = code
+                remaining[0] -= 1
+                last = remaining[0] == 0
+            if last:
+                callback(results)
+
+        if not group_ids:
+            callback(results)
+            return
+        for group_id in group_ids:
+            p = self._partition(group_id, allow_empty=True)
+            if isinstance(p, ErrorCode):
+                answer(group_id, p)
+                continue
+            self.runtime.with_shard(
+                p,
+                lambda shard, g=group_id: shard.delete_group(g, lambda code: answer(g, code)),  # type: ignore[misc]
+                lambda error, g=group_id: answer(g, error),  # type: ignore[misc]
+            )
+
+    # -- introspection (tests, metrics) ------------------------------------------------------------
+
+    def group(self, group_id: str) -> GroupMetadata | None:
+        p = self.partition_for(group_id)
+        return self.runtime.with_shard(p, lambda shard: shard.groups.get(group_id), lambda e: None)
+
+    def committed_offsets(self, group_id: str) -> dict[TopicPartition, OffsetAndMetadata]:
+        p = self.partition_for(group_id)
+        return self.runtime.with_shard(
+            p, lambda shard: dict(shard.offsets.of(group_id)), lambda e: {}
+        )

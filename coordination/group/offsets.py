@@ -1,0 +1,182 @@
+"""Committed offsets of one ``__consumer_offsets`` partition's groups (Kafka's
+``OffsetMetadataManager``), whatever the groups' type (classic today; KIP-848 consumer groups
+will share it).
+
+Offsets change only once their records are committed: a commit writes its records and applies
+them in the write's callback; a deletion writes tombstones and forgets the offsets in the
+callback. A failed write changes nothing and answers the error Kafka maps it to
+(:func:`write_error`).
+
+Not thread-safe on its own: its shard's lock is held around every use.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Sequence
+
+from coordination.group.metadata import OffsetAndMetadata
+from coordination.group.records import offset_commit_key, offset_commit_value
+from coordination.runtime.runtime import Record, ShardContext
+from protocol.error_codes import ErrorCode
+
+log = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+
+
+def write_error(code: ErrorCode, *, for_offsets: bool) -> ErrorCode:
+    """Kafka's mapping of append errors to what group and offset clients understand."""
+    if code in (
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.NOT_ENOUGH_REPLICAS,
+        ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+    ):
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    if code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
+        return ErrorCode.NOT_COORDINATOR
+    if code in (
+        ErrorCode.MESSAGE_TOO_LARGE,
+        ErrorCode.RECORD_LIST_TOO_LARGE,
+        ErrorCode.INVALID_FETCH_SIZE,
+    ):
+        return (
+            ErrorCode.INVALID_COMMIT_OFFSET_SIZE if for_offsets else ErrorCode.UNKNOWN_SERVER_ERROR
+        )
+    if code == ErrorCode.REQUEST_TIMED_OUT and not for_offsets:
+        return ErrorCode.REBALANCE_IN_PROGRESS
+    return code
+
+
+def offset_value(oam: OffsetAndMetadata) -> bytes:
+    return offset_commit_value(
+        oam.offset,
+        oam.leader_epoch,
+        oam.metadata,
+        oam.commit_timestamp_ms,
+        expire_timestamp=oam.expire_timestamp_ms,
+    )
+
+
+CommitCallback = Callable[[dict[TopicPartition, ErrorCode]], None]
+
+
+class OffsetManager:
+    def __init__(self, context: ShardContext, *, metadata_max_bytes: int) -> None:
+        self.context = context
+        self.metadata_max_bytes = metadata_max_bytes
+        #: group id -> committed offsets
+        self.offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
+
+    def of(self, group_id: str) -> dict[TopicPartition, OffsetAndMetadata]:
+        """The group's committed offsets (a live mapping: do not keep it across writes)."""
+        return self.offsets.get(group_id, {})
+
+    def has_offsets(self, group_id: str) -> bool:
+        return bool(self.offsets.get(group_id))
+
+    # -- loading -------------------------------------------------------------------------------
+
+    def replay_commit(self, group_id: str, tp: TopicPartition, oam: OffsetAndMetadata) -> None:
+        self.offsets.setdefault(group_id, {})[tp] = oam
+
+    def replay_tombstone(self, group_id: str, tp: TopicPartition) -> None:
+        group = self.offsets.get(group_id)
+        if group is not None:
+            group.pop(tp, None)
+            if not group:
+                del self.offsets[group_id]
+
+    # -- OffsetCommit --------------------------------------------------------------------------
+
+    def commit(
+        self,
+        group_id: str,
+        offsets: dict[TopicPartition, OffsetAndMetadata],
+        callback: CommitCallback,
+    ) -> None:
+        """Writes ``offsets`` (metadata too large: OFFSET_METADATA_TOO_LARGE for that
+        partition) and answers one error per partition once they are committed."""
+        results: dict[TopicPartition, ErrorCode] = {}
+        valid: dict[TopicPartition, OffsetAndMetadata] = {}
+        for tp, oam in offsets.items():
+            if len(oam.metadata.encode()) > self.metadata_max_bytes:
+                results[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+            else:
+                valid[tp] = oam
+        if not valid:
+            callback(results)
+            return
+        records: list[Record] = [
+            (offset_commit_key(group_id, tp[0], tp[1]), offset_value(oam))
+            for tp, oam in valid.items()
+        ]
+
+        def done(error: ErrorCode | None) -> None:
+            if error is None:
+                self.offsets.setdefault(group_id, {}).update(valid)
+                code = ErrorCode.NONE
+            else:
+                code = write_error(error, for_offsets=True)
+                log.warning("offset commit of group %s failed: %s", group_id, error.name)
+            for tp in valid:
+                results[tp] = code
+            callback(results)
+
+        self.context.write(records, done)
+
+    # -- OffsetFetch ---------------------------------------------------------------------------
+
+    def fetch(
+        self, group_id: str, partitions: Sequence[TopicPartition] | None
+    ) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        """Committed offsets of ``partitions`` (None: every committed one); None for a
+        partition without a commit."""
+        committed = self.offsets.get(group_id, {})
+        if partitions is None:
+            return dict(committed)
+        return {tp: committed.get(tp) for tp in partitions}
+
+    # -- deletion and expiration ---------------------------------------------------------------
+
+    def tombstones(self, group_id: str, partitions: Iterable[TopicPartition]) -> list[Record]:
+        """Tombstone records for the committed ones among ``partitions``."""
+        committed = self.offsets.get(group_id, {})
+        return [
+            (offset_commit_key(group_id, t, p), None) for t, p in partitions if (t, p) in committed
+        ]
+
+    def forget(self, group_id: str, partitions: Iterable[TopicPartition]) -> int:
+        """Drops offsets whose tombstones were committed; returns how many."""
+        committed = self.offsets.get(group_id)
+        if committed is None:
+            return 0
+        n = 0
+        for tp in partitions:
+            if committed.pop(tp, None) is not None:
+                n += 1
+        if not committed:
+            del self.offsets[group_id]
+        return n
+
+    def expired(
+        self,
+        group_id: str,
+        now_ms: int,
+        retention_ms: int,
+        base: Callable[[OffsetAndMetadata], int],
+        subscribed: frozenset[str],
+    ) -> list[TopicPartition]:
+        """Kafka's offset expiration: offsets of topics the group is not subscribed to whose
+        explicit expire timestamp passed, or whose ``base`` (commit time, or when the group
+        became empty) is older than ``retention_ms``."""
+        out = []
+        for tp, oam in self.offsets.get(group_id, {}).items():
+            if tp[0] in subscribed:
+                continue
+            if oam.expire_timestamp_ms >= 0:
+                if now_ms >= oam.expire_timestamp_ms:
+                    out.append(tp)
+            elif now_ms - base(oam) >= retention_ms:
+                out.append(tp)
+        return out

@@ -1,0 +1,382 @@
+"""One ``__consumer_offsets`` partition's groups and offsets (Kafka's ``GroupCoordinatorShard``):
+the classic group machine (:mod:`~coordination.group.classic`) and the offsets manager
+(:mod:`~coordination.group.offsets`) over one map of groups. KIP-848 consumer groups will sit in
+the same map, beside classic ones, sharing the offsets manager.
+
+Loading replays the partition's records: offset commits and tombstones, group metadata records
+(members, generation, assignments); a restored group's members get fresh session timers, as
+Kafka's coordinator does after a move. Unreadable records are skipped with a warning.
+
+Every method runs with the shard's lock held (the runtime takes it).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Sequence
+
+from coordination.group.classic import UNKNOWN_MEMBER_ID, ClassicGroupManager
+from coordination.group.config import (
+    DEAD_GROUP,
+    GroupConfig,
+    GroupOverview,
+    GroupSummary,
+    MemberSummary,
+)
+from coordination.group.consumer_protocol import CONSUMER_PROTOCOL_TYPE
+from coordination.group.metadata import (
+    GroupMetadata,
+    GroupState,
+    JoinResult,
+    MemberMetadata,
+    OffsetAndMetadata,
+    SyncResult,
+)
+from coordination.group.offsets import CommitCallback, OffsetManager, write_error
+from coordination.group.records import (
+    CorruptGroupRecord,
+    GroupKey,
+    GroupValue,
+    OffsetKey,
+    group_metadata_key,
+    parse_group_value,
+    parse_key,
+    parse_offset_value,
+)
+from coordination.runtime.runtime import Record, ShardContext
+from protocol.error_codes import ErrorCode
+
+log = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+
+
+class GroupCoordinatorShard:
+    def __init__(self, context: ShardContext, config: GroupConfig) -> None:
+        self.context = context
+        self.config = config
+        self.groups: dict[str, GroupMetadata] = {}
+        self.offsets = OffsetManager(context, metadata_max_bytes=config.offset_metadata_max_bytes)
+        self.classic = ClassicGroupManager(context, config, self.groups)
+
+    # -- loading (CoordinatorShard) --------------------------------------------------------------
+
+    def replay(self, records: Iterable[Record]) -> None:
+        partition = self.context.partition
+        values: dict[str, GroupValue] = {}
+        skipped = 0
+        for key_bytes, value_bytes in records:
+            try:
+                key = parse_key(key_bytes)
+                if isinstance(key, OffsetKey):
+                    tp = (key.topic, key.partition)
+                    if value_bytes is None:
+                        self.offsets.replay_tombstone(key.group, tp)
+                    else:
+                        v = parse_offset_value(value_bytes)
+                        self.offsets.replay_commit(
+                            key.group,
+                            tp,
+                            OffsetAndMetadata(
+                                v.offset,
+                                v.leader_epoch,
+                                v.metadata,
+                                v.commit_timestamp,
+                                v.expire_timestamp,
+                            ),
+                        )
+                elif isinstance(key, GroupKey):
+                    if value_bytes is None:
+                        values.pop(key.group, None)
+                    else:
+                        values[key.group] = parse_group_value(value_bytes)
+            except CorruptGroupRecord as e:
+                skipped += 1
+                log.warning(
+                    "__consumer_offsets-%d: skipping an unreadable record: %s", partition, e
+                )
+        now = self.context.now_ms()
+        for group_id in set(values) | set(self.offsets.offsets):
+            group = GroupMetadata(group_id, partition, now)
+            value = values.get(group_id)
+            if value is not None:
+                _restore_group(group, value)
+            self.groups[group_id] = group
+        log.log(
+            logging.INFO if self.groups or skipped else logging.DEBUG,
+            "loaded %d group(s) from __consumer_offsets-%d%s",
+            len(self.groups),
+            partition,
+            f" ({skipped} unreadable records skipped)" if skipped else "",
+        )
+
+    def loaded(self) -> None:
+        for group in list(self.groups.values()):
+            for member in list(group.members.values()):
+                self.classic.complete_and_schedule_next_heartbeat(group, member)
+
+    def unloaded(self, error: ErrorCode) -> None:
+        for group in list(self.groups.values()):
+            for timer in group.all_timers():
+                timer.cancel()
+            for member in list(group.members.values()):
+                group.maybe_invoke_join_callback(member, JoinResult(error, member.member_id))
+                group.maybe_invoke_sync_callback(member, SyncResult(error))
+                member.heartbeat_timer = None
+            group.state = GroupState.DEAD
+        self.groups.clear()
+
+    # -- offsets ---------------------------------------------------------------------------------
+
+    def commit_offsets(
+        self,
+        *,
+        group_id: str,
+        member_id: str,
+        group_instance_id: str | None,
+        generation_id: int,
+        offsets: dict[TopicPartition, OffsetAndMetadata],
+        callback: CommitCallback,
+    ) -> None:
+        """OffsetCommit: one error per partition, once the commit is durable."""
+        group = self.groups.get(group_id)
+        if group is None:
+            if generation_id >= 0:
+                # a generation of a group we do not know: stale or misdirected
+                callback(dict.fromkeys(offsets, ErrorCode.ILLEGAL_GENERATION))
+                return
+            group = self.classic.new_group(group_id)
+        error = self._validate_offset_commit(group, member_id, group_instance_id, generation_id)
+        if error is None and group.is_in(GroupState.COMPLETING_REBALANCE):
+            error = ErrorCode.REBALANCE_IN_PROGRESS
+        if error is not None:
+            callback(dict.fromkeys(offsets, error))
+            return
+        member = group.members.get(member_id)
+        if member is not None and generation_id >= 0:
+            # a commit is a sign of life too
+            self.classic.complete_and_schedule_next_heartbeat(group, member)
+        self.offsets.commit(group_id, offsets, callback)
+
+    def _validate_offset_commit(
+        self,
+        group: GroupMetadata,
+        member_id: str,
+        group_instance_id: str | None,
+        generation_id: int,
+    ) -> ErrorCode | None:
+        if generation_id >= 0 or member_id != UNKNOWN_MEMBER_ID or group_instance_id is not None:
+            return self.classic.check_member(group, member_id, group_instance_id, generation_id)
+        # a commit from outside the group (a "simple" consumer, an admin tool)
+        if group.is_in(GroupState.DEAD):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if not group.is_in(GroupState.EMPTY):
+            # commits without membership while the group has members would undo theirs
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        return None
+
+    def fetch_offsets(
+        self, group_id: str, partitions: Sequence[TopicPartition] | None
+    ) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        group = self.groups.get(group_id)
+        if group is None or group.is_in(GroupState.DEAD):
+            return dict.fromkeys(partitions or (), None)
+        return self.offsets.fetch(group_id, partitions)
+
+    def delete_offsets(
+        self,
+        group_id: str,
+        partitions: Sequence[TopicPartition],
+        callback: Callable[[ErrorCode, dict[TopicPartition, ErrorCode]], None],
+    ) -> None:
+        """OffsetDelete (KIP-496): offsets of topics the group does not consume."""
+        group = self.groups.get(group_id)
+        if group is None or group.is_in(GroupState.DEAD):
+            callback(ErrorCode.GROUP_ID_NOT_FOUND, {})
+            return
+        results: dict[TopicPartition, ErrorCode] = {}
+        if group.is_in(GroupState.EMPTY):
+            eligible = list(partitions)
+        elif group.protocol_type == CONSUMER_PROTOCOL_TYPE:
+            subscribed = group.subscribed_topics or frozenset()
+            eligible = [tp for tp in partitions if tp[0] not in subscribed]
+            for tp in partitions:
+                if tp[0] in subscribed:
+                    results[tp] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+        else:
+            callback(ErrorCode.NON_EMPTY_GROUP, {})
+            return
+        if not eligible:
+            callback(ErrorCode.NONE, results)
+            return
+
+        def removed(error: ErrorCode | None) -> None:
+            if error is not None:
+                callback(write_error(error, for_offsets=True), {})
+                return
+            for tp in eligible:
+                results[tp] = ErrorCode.NONE
+            callback(ErrorCode.NONE, results)
+
+        self._remove_offsets(group, eligible, removed)
+
+    def _remove_offsets(
+        self,
+        group: GroupMetadata,
+        partitions: Iterable[TopicPartition],
+        done: Callable[[ErrorCode | None], None],
+    ) -> None:
+        """Tombstones for the given offsets (and for the group itself once it is empty with no
+        offsets left, which then goes away); applied once committed."""
+        group_id = group.group_id
+        doomed = [tp for tp in partitions if tp in self.offsets.of(group_id)]
+        records = self.offsets.tombstones(group_id, doomed)
+        remaining = set(self.offsets.of(group_id)) - set(doomed)
+        drop_group = group.is_in(GroupState.EMPTY) and not remaining
+        if drop_group:
+            records.append((group_metadata_key(group_id), None))
+
+        def written(error: ErrorCode | None) -> None:
+            if error is None:
+                self.offsets.forget(group_id, doomed)
+                if drop_group and group.is_in(GroupState.EMPTY):
+                    self._drop_group(group)
+            done(error)
+
+        self.context.write(records, written)
+
+    def _drop_group(self, group: GroupMetadata) -> None:
+        group.transition_to(GroupState.DEAD, self.context.now_ms())
+        for timer in group.all_timers():
+            timer.cancel()
+        if self.groups.get(group.group_id) is group:
+            del self.groups[group.group_id]
+
+    # -- expiration ------------------------------------------------------------------------------
+
+    def cleanup_group_metadata(self, now_ms: int | None = None) -> int:
+        """Expires offsets past ``offsets.retention.minutes`` (Kafka's rules) and removes empty
+        groups with no offsets left. Returns how many offsets it asked to expire."""
+        now = self.context.now_ms() if now_ms is None else now_ms
+        expired_total = 0
+        for group in list(self.groups.values()):
+            expired = self._expired_offsets(group, now)
+            if expired:
+                expired_total += len(expired)
+            elif not (
+                group.is_in(GroupState.EMPTY)
+                and not self.offsets.has_offsets(group.group_id)
+                and not group.pending_members
+            ):
+                continue
+
+            def done(error: ErrorCode | None, group_id: str = group.group_id) -> None:
+                if error is not None:
+                    log.warning("expiring offsets of group %s failed: %s", group_id, error.name)
+
+            self._remove_offsets(group, expired, done)
+        if expired_total:
+            log.info("removed %d expired offset(s)", expired_total)
+        return expired_total
+
+    def _expired_offsets(self, group: GroupMetadata, now_ms: int) -> list[TopicPartition]:
+        retention = self.config.offsets_retention_ms
+        group_id = group.group_id
+        if group.protocol_type is None:
+            # a "simple" group: offsets only
+            return self.offsets.expired(
+                group_id, now_ms, retention, lambda o: o.commit_timestamp_ms, frozenset()
+            )
+        if group.is_in(GroupState.EMPTY):
+            state_ts = group.state_timestamp_ms
+            return self.offsets.expired(
+                group_id,
+                now_ms,
+                retention,
+                lambda o: state_ts if state_ts >= 0 else o.commit_timestamp_ms,
+                frozenset(),
+            )
+        if (
+            group.protocol_type == CONSUMER_PROTOCOL_TYPE
+            and group.subscribed_topics is not None
+            and group.is_in(GroupState.STABLE)
+        ):
+            return self.offsets.expired(
+                group_id,
+                now_ms,
+                retention,
+                lambda o: o.commit_timestamp_ms,
+                group.subscribed_topics,
+            )
+        return []
+
+    # -- ListGroups, DescribeGroups, DeleteGroups --------------------------------------------------
+
+    def list_groups(self, wanted_states: set[str]) -> list[GroupOverview]:
+        return [
+            GroupOverview(g.group_id, g.protocol_type or "", g.state.value)
+            for g in self.groups.values()
+            if not wanted_states or g.state.value.lower() in wanted_states
+        ]
+
+    def describe_group(self, group_id: str) -> GroupSummary:
+        group = self.groups.get(group_id)
+        if group is None or group.is_in(GroupState.DEAD):
+            return DEAD_GROUP
+        stable = group.is_in(GroupState.STABLE)
+        protocol = group.protocol_name or ""
+        members = tuple(
+            MemberSummary(
+                m.member_id,
+                m.group_instance_id,
+                m.client_id,
+                m.client_host,
+                m.metadata(protocol) if stable else b"",
+                m.assignment if stable else b"",
+            )
+            for m in group.members.values()
+        )
+        return GroupSummary(
+            group.state.value, group.protocol_type or "", protocol if stable else "", members
+        )
+
+    def delete_group(self, group_id: str, callback: Callable[[ErrorCode], None]) -> None:
+        group = self.groups.get(group_id)
+        if group is None or group.is_in(GroupState.DEAD):
+            callback(ErrorCode.GROUP_ID_NOT_FOUND)
+        elif not group.is_in(GroupState.EMPTY):
+            callback(ErrorCode.NON_EMPTY_GROUP)
+        else:
+            self._remove_offsets(
+                group,
+                list(self.offsets.of(group_id)),
+                lambda error: callback(
+                    ErrorCode.NONE if error is None else write_error(error, for_offsets=False)
+                ),
+            )
+
+
+def _restore_group(group: GroupMetadata, value: GroupValue) -> None:
+    group.protocol_type = value.protocol_type or None
+    group.generation_id = value.generation
+    group.protocol_name = value.protocol
+    group.leader_id = value.leader
+    group.state_timestamp_ms = (
+        value.current_state_timestamp if value.current_state_timestamp >= 0 else -1
+    )
+    for m in value.members:
+        member = MemberMetadata(
+            m.member_id,
+            m.group_instance_id,
+            m.client_id,
+            m.client_host,
+            m.rebalance_timeout_ms,
+            m.session_timeout_ms,
+            value.protocol_type,
+            [(value.protocol or "", m.subscription)],
+            m.assignment,
+        )
+        group.add(member, None)
+    group.leader_id = value.leader if value.leader in group.members else group.leader_id
+    group.state = GroupState.STABLE if group.members else GroupState.EMPTY
+    group.subscribed_topics = group.compute_subscribed_topics()
