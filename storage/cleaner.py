@@ -5,9 +5,10 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from protocol.records import batch as rb
 from storage import files
@@ -17,12 +18,23 @@ from storage.log import PartitionLog
 from storage.segment import LogSegment
 from storage.util import INT32_MAX, LONG_MAX
 
-if TYPE_CHECKING:
-    from storage.manager import LogManager
-
 log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
+
+
+class CleanableLogs(Protocol):
+    """What the cleaner needs from whoever owns the logs (the LogManager satisfies it)."""
+
+    @property
+    def log_dirs(self) -> Sequence[Path]: ...
+
+    def log_dir_of(self, topic: str, partition: int) -> Path | None:
+        """The log dir holding a partition's log (for its cleaner checkpoint)."""
+        ...
+
+    def all_logs(self) -> list[PartitionLog]: ...
+
 
 #: What one key-map entry is counted as against ``log.cleaner.dedupe.buffer.size``: a Python
 #: dict slot plus a bytes object's header (the key's own length is added).
@@ -81,7 +93,7 @@ class LogCleaner:
       ``now + delete.retention.ms``), a later pass after the horizon removes it;
     - records without a key are removed (Kafka rejects them on compacted topics);
     - rewritten batches keep their base offset, last offset delta, producer id/epoch, base
-      sequence, leader epoch, codec and flags (seed 000 §5.3.1); a batch left empty is kept,
+      sequence, leader epoch, codec and flags (as Kafka's cleaner does); a batch left empty is kept,
       as a header without records, when it is its producer's last batch in the log, so the
       producer's last sequence survives; batches untouched are copied byte for byte;
     - control batches are kept as they are (transactions come with a later issue).
@@ -102,8 +114,9 @@ class LogCleaner:
     and gives up a group if retention or truncation removed one of its segments meanwhile.
     """
 
-    def __init__(self, manager: LogManager) -> None:
-        self.manager = manager
+    def __init__(self, logs: CleanableLogs, *, dedupe_buffer_size: int) -> None:
+        self.logs = logs
+        self.dedupe_buffer_size = dedupe_buffer_size
         self._lock = threading.Lock()
         self._checkpoints: dict[TopicPartition, int] = {}
         #: the latest delete horizon left in each log's cleaned batches (Kafka's
@@ -121,9 +134,9 @@ class LogCleaner:
             log.warning("ignoring %s: %s", path, e)
 
     def write_checkpoints(self) -> None:
-        by_dir: dict[Path, dict[TopicPartition, int]] = {d: {} for d in self.manager.log_dirs}
+        by_dir: dict[Path, dict[TopicPartition, int]] = {d: {} for d in self.logs.log_dirs}
         for tp, offset in self._checkpoints.items():
-            log_dir = self.manager.log_dir_of(*tp)
+            log_dir = self.logs.log_dir_of(*tp)
             if log_dir is not None:
                 by_dir.setdefault(log_dir, {})[tp] = offset
         for log_dir, offsets in by_dir.items():
@@ -197,9 +210,7 @@ class LogCleaner:
             return 0
         try:
             candidates = [
-                c
-                for pl in self.manager.all_logs()
-                if (c := self._candidate(pl, now_ms)) is not None
+                c for pl in self.logs.all_logs() if (c := self._candidate(pl, now_ms)) is not None
             ]
             if not candidates:
                 return 0
@@ -231,7 +242,7 @@ class LogCleaner:
         """key -> latest offset over whole dirty segments; returns the map and its end offset
         (the offset after the last segment it covers)."""
         partition_log = candidate.log
-        budget = self.manager.manager_config.cleaner_dedupe_buffer_size
+        budget = self.dedupe_buffer_size
         used = 0
         offsets: dict[bytes, int] = {}
         end_offset = candidate.first_dirty

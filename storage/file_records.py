@@ -58,7 +58,8 @@ class FileRecords:
     trimmed when the segment rolls or closes.
 
     Crash: whatever prefix of the appended bytes reached the disk, possibly followed by zeros or
-    garbage if the inode size was updated before the data blocks (seed 000 §5.4); the loader's
+    garbage if the inode size was updated before the data blocks (Kafka's log recovery handles
+    both); the loader's
     recovery truncates at the first invalid batch.
 
     Thread-safety: :attr:`size` is the byte count of complete appended batches and is published

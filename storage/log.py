@@ -1,4 +1,5 @@
-"""PartitionLog (Kafka's UnifiedLog): one partition's log, made of LogSegments."""
+"""PartitionLog (Kafka's ``UnifiedLog``): what a partition's offsets mean, over its
+:class:`~storage.local_log.LocalLog` of segments."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from storage.errors import (
     RecordTooLarge,
 )
 from storage.file_records import BatchInfo, FetchRegion
+from storage.local_log import LocalLog
 from storage.segment import LogSegment
 from storage.segments import LogSegments
 from storage.util import INT32_MAX, LONG_MAX, now_ms
@@ -111,13 +113,22 @@ _tuple_new: Final = tuple.__new__
 
 
 class PartitionLog:
-    """A partition's log: segments, offsets, high watermark, retention and recovery.
+    """A partition's log (Kafka's ``UnifiedLog``): offset assignment and leader epochs on
+    appends, the log start offset, the high watermark, the producer-state hook, offsets by
+    timestamp, and the retention policy, over a :class:`~storage.local_log.LocalLog` that holds
+    the segments, the log end offset and the recovery point.
+
+    Leaders append with :meth:`append` (offsets assigned, their leader epoch stamped);
+    followers with :meth:`append_as_follower` (the leader's batches as they are: offsets, leader
+    epochs, producer ids and sequences kept). The high watermark follows the log end while
+    :attr:`high_watermark_follows_log_end` (a single replica is its whole ISR); replication sets
+    it explicitly with :meth:`update_high_watermark` instead.
 
     On-disk format: the directory ``<log.dir>/<topic>-<partition>/`` with the segments'
     ``.log``/``.index``/``.timeindex`` files (see :class:`~storage.segment.LogSegment`),
     ``leader-epoch-checkpoint`` and, when the topic id is known, ``partition.metadata``. The
-    recovery point and log start offset live in the log dir's checkpoint files (written by the
-    :class:`~storage.manager.LogManager`).
+    recovery point, log start offset and high watermark live in the log dir's checkpoint files
+    (written by the :class:`~storage.manager.LogManager`).
 
     Crash: appends after the last flush may be lost or cut; on the next start the loader
     (:func:`storage.loader.load_log`) re-validates everything after the recovery point and
@@ -151,7 +162,6 @@ class PartitionLog:
         topic_id: uuid.UUID | None = None,
         clock: Callable[[], int] = now_ms,
     ) -> None:
-        self.directory = directory
         self.topic = topic
         self.partition = partition
         self.config = config
@@ -166,23 +176,33 @@ class PartitionLog:
         self.high_watermark_follows_log_end = True
         self.producer_state: ProducerStateHook | None = None
         self._lock = threading.Lock()
-        self._segments = segments
-        #: the log end offset, published by one assignment after the data is written
-        self._log_end_offset = next_offset
+        self._local = LocalLog(
+            directory,
+            topic,
+            partition,
+            config,
+            segments=segments,
+            log_end_offset=next_offset,
+            recovery_point=recovery_point,
+            now_ms=clock(),
+        )
         self._log_start_offset = log_start_offset
         self._high_watermark = next_offset
-        self._recovery_point = min(recovery_point, next_offset)
-        self._last_flush_ms = clock()
-        #: segments renamed to .deleted, with the time their files may be removed
-        self._pending_deletes: list[tuple[int, LogSegment]] = []
-        self._rolled_up_to = self._recovery_point
-        self._closed = False
 
     # --- offsets (lock-free reads) --------------------------------------------------------------
 
     @property
+    def directory(self) -> Path:
+        return self._local.directory
+
+    @property
+    def local_log(self) -> LocalLog:
+        """The segments underneath (for the loader, the cleaner and tools)."""
+        return self._local
+
+    @property
     def log_end_offset(self) -> int:
-        return self._log_end_offset
+        return self._local.log_end_offset
 
     @property
     def log_start_offset(self) -> int:
@@ -194,28 +214,28 @@ class PartitionLog:
 
     @property
     def recovery_point(self) -> int:
-        return self._recovery_point
+        return self._local.recovery_point
 
     @property
     def last_flush_ms(self) -> int:
-        return self._last_flush_ms
+        return self._local.last_flush_ms
 
     @property
     def segments(self) -> LogSegments:
         """The current segment snapshot (immutable)."""
-        return self._segments
+        return self._local.segments
 
     @property
     def active_segment(self) -> LogSegment:
-        return self._segments.active
+        return self._local.segments.active
 
     @property
     def num_segments(self) -> int:
-        return len(self._segments)
+        return len(self._local.segments)
 
     @property
     def size_in_bytes(self) -> int:
-        return self._segments.size_in_bytes()
+        return self._local.segments.size_in_bytes()
 
     @property
     def latest_epoch(self) -> int | None:
@@ -227,12 +247,13 @@ class PartitionLog:
 
     @property
     def closed(self) -> bool:
-        return self._closed
+        return self._local.closed
 
     def __repr__(self) -> str:
         return (
             f"PartitionLog({self.name}, start={self._log_start_offset}, "
-            f"end={self.log_end_offset}, hw={self._high_watermark}, segments={len(self._segments)})"
+            f"end={self.log_end_offset}, hw={self._high_watermark}, "
+            f"segments={len(self._local.segments)})"
         )
 
     # --- append ---------------------------------------------------------------------------------
@@ -259,7 +280,8 @@ class PartitionLog:
         than ``segment.bytes``), KafkaStorageError (I/O error; the log is unchanged), ValueError
         (offsets out of order without ``assign_offsets``).
         """
-        if self._closed:
+        local = self._local
+        if local.closed:
             raise KafkaStorageError(f"log {self.name} is closed")
         buf: bytearray | memoryview = bytearray(records) if isinstance(records, bytes) else records
         total = len(buf)
@@ -288,21 +310,17 @@ class PartitionLog:
                         answer = hook.before_append(self, [(0, header)])
                         if answer is not None:
                             return answer
-                    first = self._log_end_offset
+                    first = local.log_end_offset
                     last = first + delta
                     _pack_offset_and_epoch(buf, 0, first, length, leader_epoch)
-                    segment = self._segments.segments[-1]
+                    segment = local.segments.segments[-1]
                     if segment.should_roll(total, max_ts, last, now, config):
                         segment = self._roll_locked(now, first)
-                    try:
-                        segment.append(buf, last, max_ts, last, last)
-                    except OSError as e:
-                        raise KafkaStorageError(f"append to {segment.log.path} failed: {e}") from e
+                    local.append(segment, buf, last, max_ts, last, last)
                     if leader_epoch > self._latest_epoch:
                         self.leader_epoch_cache.assign(leader_epoch, first)
                         self._latest_epoch = leader_epoch
                     end = last + 1
-                    self._log_end_offset = end
                     if self.high_watermark_follows_log_end:
                         self._high_watermark = end
                     info = _tuple_new(
@@ -321,7 +339,7 @@ class PartitionLog:
                             if producer_id >= 0
                             else (),
                         )
-                    if end - self._recovery_point >= config.flush_messages:
+                    if end - local.recovery_point >= config.flush_messages:
                         flush_needed = True
                 finally:
                     lock.release()
@@ -380,7 +398,8 @@ class PartitionLog:
                 answer = hook.before_append(self, with_pid) if with_pid else None
                 if answer is not None:
                     return answer
-            next_offset = self._log_end_offset
+            local = self._local
+            next_offset = local.log_end_offset
             first_offset = next_offset if assign_offsets else scan[0][1][0]
             offset = next_offset
             max_timestamp = NO_TIMESTAMP
@@ -415,15 +434,12 @@ class PartitionLog:
                 record_count += header.record_count
                 offset = base + delta + 1
             last_offset = offset - 1
-            segment = self._segments.segments[-1]
+            segment = local.segments.segments[-1]
             if segment.should_roll(total, max_timestamp, last_offset, now, config):
                 segment = self._roll_locked(now, first_offset)
-            try:
-                segment.append(
-                    buf, last_offset, max_timestamp, offset_of_max, headers[0].last_offset
-                )
-            except OSError as e:
-                raise KafkaStorageError(f"append to {segment.log.path} failed: {e}") from e
+            local.append(
+                segment, buf, last_offset, max_timestamp, offset_of_max, headers[0].last_offset
+            )
             if assign_offsets:
                 if leader_epoch > self._latest_epoch:
                     self.leader_epoch_cache.assign(leader_epoch, first_offset)
@@ -435,7 +451,6 @@ class PartitionLog:
                             header.partition_leader_epoch, header.base_offset
                         )
                         self._latest_epoch = header.partition_leader_epoch
-            self._log_end_offset = offset
             if self.high_watermark_follows_log_end:
                 self._high_watermark = offset
             info = _tuple_new(
@@ -453,7 +468,7 @@ class PartitionLog:
             )
             if hook is not None:
                 hook.after_append(self, info, [h for h in headers if h.has_producer_id])
-            if offset - self._recovery_point >= config.flush_messages:
+            if offset - local.recovery_point >= config.flush_messages:
                 flush_needed = True
         if flush_needed:
             self.flush()
@@ -465,28 +480,22 @@ class PartitionLog:
             return self._roll_locked(self.clock() if now_ms is None else now_ms, None)
 
     def _roll_locked(self, now_ms: int, expected_next_offset: int | None) -> LogSegment:
-        new_base = self._log_end_offset
+        local = self._local
+        new_base = local.log_end_offset
         if expected_next_offset is not None:
             new_base = max(new_base, expected_next_offset)
-        current = self._segments
+        current = local.segments
         active = current.active
-        if active.size == 0 and active.base_offset == new_base:
-            return active
-        # an empty active segment at another base offset (after a truncation) is replaced
-        replaced = [active] if active.size == 0 else []
-        if not replaced:
-            active.on_become_inactive()
-        if current.get(new_base) is not None:
-            raise KafkaStorageError(f"{self.name}: a segment with base offset {new_base} exists")
-        segment = LogSegment.create(self.directory, new_base, self.config, created_ms=now_ms)
-        if replaced and len(current) == 1 and new_base > self._log_start_offset:
-            self._log_start_offset = new_base  # nothing below it; published before the list
-        self._segments = current.replaced(replaced, [segment])
-        for empty in replaced:
-            empty.delete_files()  # its descriptor closes with the last reference
-        self._rolled_up_to = max(self._rolled_up_to, new_base)
-        log.info("%s: rolled a new segment at offset %d", self.name, new_base)
-        return segment
+        if (
+            active.size == 0
+            and active.base_offset != new_base
+            and len(current) == 1
+            and new_base > self._log_start_offset
+        ):
+            # the only segment is empty and is replaced: nothing lies below the new one
+            # (published before the new segment list)
+            self._log_start_offset = new_base
+        return local.roll(now_ms, expected_next_offset)
 
     def _refresh_latest_epoch(self) -> None:
         latest = self.leader_epoch_cache.latest_epoch()
@@ -510,28 +519,21 @@ class PartitionLog:
         end or at/above ``max_offset``). Raises OffsetOutOfRange below the log start offset or
         above the log end offset. Never takes the log's lock.
         """
+        local = self._local
         log_start = self._log_start_offset
-        log_end = self._log_end_offset
+        log_end = local.log_end_offset
         if offset < log_start or offset > log_end:
             raise OffsetOutOfRange(offset, log_start, log_end)
         upper = log_end if max_offset is None else min(max_offset, log_end)
         if offset >= upper:
             return None
-        snapshot = self._segments
+        snapshot = local.segments
         log_start = self._log_start_offset  # again: it moves before segments go away
         if offset < log_start:
             raise OffsetOutOfRange(offset, log_start, log_end)
-        i = max(snapshot.floor_index(offset), 0)
-        count = len(snapshot)
-        while i < count:
-            segment = snapshot[i]
-            if segment.base_offset >= upper:
-                return None
-            region = segment.read(offset, max_bytes, max_offset=upper, min_one_batch=min_one_batch)
-            if region is not None:
-                return region
-            i += 1
-        return None
+        return LocalLog.read_from(
+            snapshot, offset, max_bytes, upper=upper, min_one_batch=min_one_batch
+        )
 
     def read_batches(self, offset: int, max_bytes: int = LONG_MAX) -> bytes:
         """Whole batches from the one holding ``offset`` to the log end (or ``max_bytes``),
@@ -575,7 +577,7 @@ class PartitionLog:
         if timestamp == LATEST_TIERED_TIMESTAMP:
             return None
         upper = self.log_end_offset if max_offset is None else min(max_offset, self.log_end_offset)
-        snapshot = self._segments
+        snapshot = self._local.segments
         log_start = self._log_start_offset
         if timestamp == MAX_TIMESTAMP:
             best_segment = None
@@ -644,7 +646,7 @@ class PartitionLog:
     def update_high_watermark(self, offset: int) -> int:
         """Sets the high watermark, clamped to [log start offset, log end offset]."""
         with self._lock:
-            hw = min(max(offset, self._log_start_offset), self._log_end_offset)
+            hw = min(max(offset, self._log_start_offset), self._local.log_end_offset)
             self._high_watermark = hw
             return hw
 
@@ -670,36 +672,20 @@ class PartitionLog:
         if target_offset < 0:
             raise ValueError(f"cannot truncate to a negative offset ({target_offset})")
         with self._lock:
-            if target_offset >= self._log_end_offset:
+            local = self._local
+            if target_offset >= local.log_end_offset:
                 return False
             now = self.clock()
-            snapshot = self._segments
-            if snapshot.first.base_offset > target_offset:
+            if local.segments.first.base_offset > target_offset:
                 self._truncate_fully_locked(target_offset, now)
                 return True
-            doomed = [s for s in snapshot if s.base_offset > target_offset]
-            kept = snapshot.without(doomed)
-            active = kept.active
-            mapping = active.translate_offset(target_offset)
+            # the visible bounds shrink before the segments: lock-free readers never look past
             new_end = target_offset
-            if mapping is not None and mapping.base_offset < target_offset:
-                new_end = mapping.base_offset
-            # shrink the visible end first: lock-free readers never look past it
-            self._log_end_offset = new_end
+            self._high_watermark = min(self._high_watermark, new_end)
+            new_end = local.truncate_to(target_offset, now)
             self._high_watermark = min(self._high_watermark, new_end)
             if self._log_start_offset > new_end:
                 self._log_start_offset = new_end
-            self._segments = kept
-            for segment in doomed:
-                self._schedule_delete_locked(segment, now)
-            active.truncate_to(new_end, now_ms=now)
-            active.make_active(self.config)
-            if active.read_next_offset() < new_end:
-                # the data ends below the log end (a gap): start a segment at the end offset,
-                # so that a restart finds it again
-                self._roll_locked(now, new_end)
-            self._recovery_point = min(self._recovery_point, new_end)
-            self._rolled_up_to = min(self._rolled_up_to, new_end)
             self.leader_epoch_cache.truncate_from_end(new_end)
             self._refresh_latest_epoch()
             log.info("%s: truncated to offset %d", self.name, new_end)
@@ -711,46 +697,44 @@ class PartitionLog:
             self._truncate_fully_locked(new_offset, self.clock())
 
     def _truncate_fully_locked(self, new_offset: int, now_ms: int) -> None:
-        old = list(self._segments)
-        for segment in old:
-            self._schedule_delete_locked(segment, now_ms)
-        segment = LogSegment.create(self.directory, new_offset, self.config, created_ms=now_ms)
+        self._local.truncate_fully_and_start_at(new_offset, now_ms)
         self._log_start_offset = new_offset
-        self._segments = LogSegments([segment])
-        self._log_end_offset = new_offset
         self._high_watermark = new_offset
-        self._recovery_point = new_offset
-        self._rolled_up_to = new_offset
         self.leader_epoch_cache.clear()
         self._refresh_latest_epoch()
         log.info("%s: truncated fully, starting at offset %d", self.name, new_offset)
+
+    def append_as_follower(
+        self, records: bytearray | memoryview | bytes, *, now_ms: int | None = None
+    ) -> AppendInfo:
+        """Appends a leader's batches as they are (Kafka's ``appendAsFollower``): offsets,
+        partition leader epochs, producer ids and sequences kept, no recompression; the
+        leader-epoch cache learns each new epoch from the batches. Raises ValueError when the
+        batches do not start at or after the log end, or go backwards."""
+        return self.append(records, now_ms=now_ms, assign_offsets=False)
 
     # --- flush ----------------------------------------------------------------------------------
 
     def flush(self, up_to_offset: int | None = None, *, now_ms: int | None = None) -> None:
         """fsyncs the segments holding offsets in [recovery point, ``up_to_offset``) (default: the
         log end) and advances the recovery point. The log's lock is not held during fsync."""
+        local = self._local
         target = self.log_end_offset if up_to_offset is None else up_to_offset
         target = min(target, self.log_end_offset)
-        if target <= self._recovery_point:
+        if target <= local.recovery_point:
             return
         with self._lock:
-            segments = self._segments.between(self._recovery_point, target)
-            for segment in segments:
-                segment.write_indexes()
-        for segment in segments:
-            if not segment.log.closed:
-                segment.fsync()
+            segments = local.segments_to_flush(target)
+        LocalLog.fsync(segments)
         with self._lock:
-            if target > self._recovery_point:
-                self._recovery_point = target
-            self._last_flush_ms = self.clock() if now_ms is None else now_ms
+            local.mark_flushed(target, self.clock() if now_ms is None else now_ms)
 
     def flush_rolled_segments(self) -> None:
         """Flushes the segments that rolled since the last flush (Kafka flushes them
         asynchronously after a roll; the log manager calls this from its periodic work)."""
-        if self._rolled_up_to > self._recovery_point:
-            self.flush(self._rolled_up_to)
+        local = self._local
+        if local.rolled_up_to > local.recovery_point:
+            self.flush(local.rolled_up_to)
 
     # --- retention ------------------------------------------------------------------------------
 
@@ -780,7 +764,7 @@ class PartitionLog:
         retention_bytes = self.config.retention_bytes
         if retention_bytes < 0:
             return 0
-        excess = self._segments.size_in_bytes() - retention_bytes
+        excess = self._local.segments.size_in_bytes() - retention_bytes
         if excess <= 0:
             return 0
 
@@ -808,7 +792,8 @@ class PartitionLog:
         now_ms: int,
     ) -> int:
         # choose on a snapshot, without the lock (largest_timestamp may read a time index)
-        snapshot = self._segments
+        local = self._local
+        snapshot = local.segments
         high_watermark = self._high_watermark
         chosen: list[LogSegment] = []
         for i, segment in enumerate(snapshot):
@@ -822,25 +807,20 @@ class PartitionLog:
         if not chosen:
             return 0
         with self._lock:
-            current = self._segments
+            current = local.segments
             if current.segments[: len(chosen)] != tuple(chosen):
                 return 0  # the log changed meanwhile; the next pass decides again
             if len(chosen) == len(current):
                 # never delete the active segment: roll first (Kafka does the same)
                 self._roll_locked(now_ms, None)
-                current = self._segments
-            remaining = current.without(chosen)
-            first_base = remaining.first.base_offset
+                current = local.segments
+            first_base = current.without(chosen).first.base_offset
             # publish the new log start before the shorter segment list: a lock-free reader
             # then sees the old list or OffsetOutOfRange, never a hole
             if first_base > self._log_start_offset:
                 self._log_start_offset = first_base
                 self.leader_epoch_cache.truncate_from_start(first_base)
-            if self._recovery_point < first_base:
-                self._recovery_point = first_base
-            self._segments = remaining
-            for segment in chosen:
-                self._schedule_delete_locked(segment, now_ms)
+            local.remove_segments(chosen, now_ms)
         log.info(
             "%s: deleted %d segment(s) by %s: base offsets %s",
             self.name,
@@ -850,32 +830,19 @@ class PartitionLog:
         )
         return len(chosen)
 
-    def _schedule_delete_locked(self, segment: LogSegment, now_ms: int) -> None:
-        """Renames the segment's files to ``.deleted``; they are removed after
-        ``file.delete.delay.ms`` by :meth:`delete_pending_files`. Open regions keep reading."""
-        try:
-            segment.change_file_suffixes("", files.DELETED_FILE_SUFFIX)
-        except OSError as e:
-            log.warning("%s: could not rename %s for deletion: %s", self.name, segment, e)
-        segment.deleted = True
-        self._pending_deletes.append((now_ms + self.config.file_delete_delay_ms, segment))
-
     def delete_pending_files(self, now_ms: int | None = None, *, force: bool = False) -> int:
         """Removes the ``.deleted`` files whose delay has passed (all of them with ``force``).
         The descriptors close once no region uses them."""
         now = self.clock() if now_ms is None else now_ms
         with self._lock:
-            due = [s for t, s in self._pending_deletes if force or t <= now]
-            self._pending_deletes = [
-                (t, s) for t, s in self._pending_deletes if not (force or t <= now)
-            ]
+            due = self._local.take_due_deletes(now, force=force)
         for segment in due:
             segment.delete_files()
         return len(due)
 
     @property
     def pending_deletes(self) -> int:
-        return len(self._pending_deletes)
+        return len(self._local.pending_deletes)
 
     # --- compaction support ---------------------------------------------------------------------
 
@@ -888,20 +855,7 @@ class PartitionLog:
         changes nothing) if ``old`` is no longer part of the log."""
         now = self.clock() if now_ms is None else now_ms
         with self._lock:
-            current = self._segments
-            ids = {id(s) for s in current}
-            if not all(id(s) in ids for s in old) or current.active in old:
-                return False
-            for segment in new:
-                segment.change_file_suffixes(files.CLEANED_FILE_SUFFIX, files.SWAP_FILE_SUFFIX)
-            files.fsync_dir(self.directory)
-            self._segments = current.replaced(old, new)
-            for segment in old:
-                self._schedule_delete_locked(segment, now)
-            for segment in new:
-                segment.change_file_suffixes(files.SWAP_FILE_SUFFIX, "")
-            files.fsync_dir(self.directory)
-            return True
+            return self._local.replace_segments(old, new, now)
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -920,17 +874,17 @@ class PartitionLog:
     def close(self) -> None:
         """Flushes and closes every segment (shutdown). Pending ``.deleted`` files stay for the
         next start to remove."""
+        local = self._local
         with self._lock:
-            if self._closed:
+            if local.closed:
                 return
-            self._closed = True
-            segments = list(self._segments)
+            local.closed = True
+            segments = list(local.segments)
         for segment in segments:
             segment.write_indexes()
-            if not segment.log.closed:
-                segment.fsync()
+        LocalLog.fsync(segments)
         with self._lock:
-            self._recovery_point = self._log_end_offset
+            local.recovery_point = local.log_end_offset
             for segment in segments:
                 segment.close()
 
@@ -938,16 +892,11 @@ class PartitionLog:
         """The log is being deleted: no more appends. Descriptors are not closed here, so
         regions already handed out stay readable; they close when the last one is dropped."""
         with self._lock:
-            self._closed = True
+            self._local.closed = True
 
     def rename_directory(self, new_directory: Path) -> None:
         with self._lock:
-            self.directory.rename(new_directory)
-            self.directory = new_directory
-            for segment in self._segments:
-                segment.update_directory(new_directory)
-            for _, segment in self._pending_deletes:
-                segment.update_directory(new_directory)
+            self._local.rename_directory(new_directory)
             if self.leader_epoch_cache.path is not None:
                 self.leader_epoch_cache.path = new_directory / files.LEADER_EPOCH_CHECKPOINT
 

@@ -103,7 +103,9 @@ class LogManager:
                 log_dir.mkdir(parents=True, exist_ok=True)
                 self._lock_dir(log_dir)
                 self._check_meta(log_dir)
-            self.cleaner = LogCleaner(self)
+            self.cleaner = LogCleaner(
+                self, dedupe_buffer_size=self.manager_config.cleaner_dedupe_buffer_size
+            )
             for log_dir in self.log_dirs:
                 self._load_dir(log_dir, now)
             self._started = True

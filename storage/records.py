@@ -48,7 +48,8 @@ def rebuild(
 ) -> bytes:
     """A batch like ``header``'s, holding only ``records`` (compaction): same base offset,
     last offset delta, producer id/epoch/base sequence, leader epoch, flags and codec, so the
-    first/last offsets and sequences survive (seed 000 §5.3.1); empty if ``records`` is."""
+    first/last offsets and sequences survive (Kafka's record batch format); empty if
+    ``records`` is."""
     log_append = header.timestamp_type == 1
     try:
         builder = rr.RecordBatchBuilder(

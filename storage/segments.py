@@ -12,10 +12,10 @@ class LogSegments:
     """The segments of one log, sorted by base offset; the last one is the active segment.
 
     A snapshot never changes: adding or removing segments builds a new one, which the owning
-    log publishes with one attribute assignment under its lock (seed 000 §5.4: "a copy-on-write
-    style segment list ... allows a binary search to proceed on an immutable static snapshot view
-    of the log segments while deletes are progressing"). Readers take the current snapshot once
-    and search it without any lock.
+    log publishes with one attribute assignment under its lock (the copy-on-write segment list of
+    Kafka's log implementation documentation: binary searches proceed on an immutable snapshot
+    while deletes go on). Readers take the current snapshot once and search it without any
+    lock.
 
     On-disk format: none of its own (the directory listing of ``.log`` files). Crash: nothing.
     Thread-safety: immutable, so any thread may use a snapshot.
