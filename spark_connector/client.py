@@ -24,16 +24,15 @@ from __future__ import annotations
 import logging
 import os
 import socket
-import struct
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from protocol.api_keys import ApiKey
+from protocol.client import ClientConnection, UnsupportedApi, api_versions_request
 from protocol.error_codes import ErrorCode
 from protocol.errors import ProtocolError
-from protocol.headers import decode_response, encode_request
 from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.create_topics import (
     CreatableTopic,
@@ -72,8 +71,6 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
 
 READ_UNCOMMITTED = 0
 READ_COMMITTED = 1
-
-_SIZE = struct.Struct(">i")
 
 #: Partition-level errors after which fresh metadata (a new leader) may help.
 _REFRESH_METADATA = frozenset(
@@ -202,9 +199,11 @@ class Backoff:
 class BrokerConnection:
     """A blocking connection to one broker, with its negotiated API versions.
 
-    Requests may be pipelined: :meth:`send` several, then :meth:`receive` them in the same order
-    (Kafka answers in request order). Any socket or decoding failure closes the connection and
-    raises :class:`BrokerUnavailable`; the next use reconnects.
+    The protocol state (correlation ids, pipelining, version negotiation, framing) is
+    :class:`protocol.client.ClientConnection`'s; this class owns the socket, the timeouts and
+    the reconnection. Requests may be pipelined: :meth:`send` several, then :meth:`receive` them
+    in the same order (Kafka answers in request order). Any socket or decoding failure closes
+    the connection and raises :class:`BrokerUnavailable`; the next use reconnects.
     """
 
     def __init__(self, host: str, port: int, config: ClientConfig, node_id: int = -1) -> None:
@@ -213,9 +212,16 @@ class BrokerConnection:
         self.node_id = node_id
         self.config = config
         self._sock: socket.socket | None = None
-        self._correlation = 0
-        self._pending: list[tuple[int, int, int]] = []  # (correlation id, api key, version)
-        self.versions: dict[int, tuple[int, int]] = {}
+        self._protocol = self._new_protocol()
+        #: responses read ahead of the one asked for (several arrived in one read)
+        self._ready: dict[int, Any] = {}
+
+    def _new_protocol(self) -> ClientConnection:
+        return ClientConnection(
+            CLIENT_VERSIONS,
+            client_id=self.config.client_id,
+            max_response_bytes=self.config.max_frame_bytes,
+        )
 
     def __repr__(self) -> str:
         return f"BrokerConnection(node {self.node_id} at {self.host}:{self.port})"
@@ -226,7 +232,12 @@ class BrokerConnection:
 
     @property
     def in_flight(self) -> int:
-        return len(self._pending)
+        return self._protocol.in_flight + len(self._ready)
+
+    @property
+    def versions(self) -> dict[int, tuple[int, int]]:
+        """The broker's version ranges from ApiVersions."""
+        return self._protocol.peer_versions
 
     def connect(self) -> None:
         if self._sock is not None:
@@ -239,7 +250,8 @@ class BrokerConnection:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.settimeout(self.config.request_timeout_ms / 1000)
         self._sock = sock
-        self._pending.clear()
+        self._protocol = self._new_protocol()
+        self._ready.clear()
         try:
             self._negotiate()
         except BaseException:
@@ -247,32 +259,23 @@ class BrokerConnection:
             raise
 
     def _negotiate(self) -> None:
-        body = self.request(
-            ApiVersionsRequest(
-                client_software_name="odradek-spark", client_software_version="0.1.0"
-            ),
-            3,
-        )
-        if body.error_code == ErrorCode.UNSUPPORTED_VERSION:
-            body = self.request(ApiVersionsRequest(), 0)
+        request, version = api_versions_request("odradek-spark", "0.1.0")
+        body = self.request(request, version)
+        retry = ClientConnection.api_versions_retry_version(body)
+        if retry is not None:
+            body = self.request(ApiVersionsRequest(), retry)
         if body.error_code != ErrorCode.NONE:
             raise KafkaErrorResponse(body.error_code, f"ApiVersions from {self.host}:{self.port}")
-        self.versions = {k.api_key: (k.min_version, k.max_version) for k in body.api_keys}
+        self._protocol.apply_api_versions(body)
 
     def version_for(self, api_key: int, *, required: bool = True) -> int:
         """The highest version both sides speak (-1 if none and not ``required``)."""
-        ours = CLIENT_VERSIONS[api_key]
-        theirs = self.versions.get(api_key)
-        if theirs is not None:
-            hi = min(ours[1], theirs[1])
-            if hi >= max(ours[0], theirs[0]):
-                return hi
-        if required:
-            raise UnsupportedBroker(
-                f"broker {self.host}:{self.port} supports {ApiKey(api_key).name} versions "
-                f"{theirs}, this client {ours}"
-            )
-        return -1
+        try:
+            return self._protocol.version_for(api_key)
+        except UnsupportedApi as e:
+            if required:
+                raise UnsupportedBroker(f"broker {self.host}:{self.port}: {e}") from None
+            return -1
 
     def send(self, body: Any, version: int | None = None, *, expect_response: bool = True) -> int:
         """Writes one request; returns its correlation id."""
@@ -282,68 +285,55 @@ class BrokerConnection:
         assert sock is not None
         if version is None:
             version = self.version_for(body.api_key)
-        self._correlation = (self._correlation + 1) & 0x7FFFFFFF
-        cid = self._correlation
-        frame = encode_request(body, version, cid, self.config.client_id)
+        cid, frame = self._protocol.send(body, version, expect_response=expect_response)
         try:
             sock.sendall(frame)
         except OSError as e:
             self.close()
             raise BrokerUnavailable(f"sending to {self.host}:{self.port} failed: {e}") from e
-        if expect_response:
-            self._pending.append((cid, body.api_key, version))
         return cid
 
     def receive(self, correlation_id: int, *, timeout_s: float | None = None) -> Any:
-        """The response to the oldest request still pending, which must be ``correlation_id``."""
-        if not self._pending or self._pending[0][0] != correlation_id:
+        """The response to ``correlation_id``, which must be the oldest request still pending
+        (responses come in request order)."""
+        if correlation_id in self._ready:
+            return self._ready.pop(correlation_id)
+        if self._ready or self._protocol.in_flight == 0:
             raise KafkaClientError(f"response {correlation_id} is not the next one due")
         sock = self._sock
         assert sock is not None
-        _, api_key, version = self._pending[0]
+        buf = bytearray(64 * 1024)
         try:
             if timeout_s is not None:
                 sock.settimeout(timeout_s)
-            size_bytes = self._read_exactly(4)
-            (size,) = _SIZE.unpack(size_bytes)
-            if size < 4 or size > self.config.max_frame_bytes:
-                raise ProtocolError(f"response frame of {size} bytes")
-            frame = self._read_exactly(size)
-            got, body = decode_response(api_key, version, memoryview(frame))
-            if got != correlation_id:
-                raise ProtocolError(f"response for correlation {got}, expected {correlation_id}")
+            while True:
+                n = sock.recv_into(buf)
+                if n == 0:
+                    raise EOFError("connection closed by the broker")
+                for response in self._protocol.receive_data(memoryview(buf)[:n]):
+                    self._ready[response.correlation_id] = response.body
+                if correlation_id in self._ready:
+                    return self._ready.pop(correlation_id)
+                if self._ready:
+                    raise KafkaClientError(f"response {correlation_id} is not the next one due")
         except (OSError, ProtocolError, EOFError) as e:
             self.close()
             raise BrokerUnavailable(
-                f"reading {ApiKey(api_key).name} v{version} from {self.host}:{self.port}: {e}"
+                f"reading response {correlation_id} from {self.host}:{self.port}: {e}"
             ) from e
         finally:
             if timeout_s is not None and self._sock is not None:
                 self._sock.settimeout(self.config.request_timeout_ms / 1000)
-        self._pending.pop(0)
-        return body
 
     def request(
         self, body: Any, version: int | None = None, *, timeout_s: float | None = None
     ) -> Any:
         return self.receive(self.send(body, version), timeout_s=timeout_s)
 
-    def _read_exactly(self, n: int) -> bytearray:
-        sock = self._sock
-        assert sock is not None
-        buf = bytearray(n)
-        view = memoryview(buf)
-        got = 0
-        while got < n:
-            k = sock.recv_into(view[got:])
-            if k == 0:
-                raise EOFError("connection closed by the broker")
-            got += k
-        return buf
-
     def close(self) -> None:
         sock, self._sock = self._sock, None
-        self._pending.clear()
+        self._protocol.fail_in_flight()
+        self._ready.clear()
         if sock is not None:
             try:
                 sock.close()
