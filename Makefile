@@ -44,7 +44,8 @@ test: $(VENV)/.dev system-deps js-clients
 check: $(VENV)/.dev
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
-	$(BIN)/mypy protocol storage coordination broker
+	$(PY) scripts/gen_message_stubs.py --check
+	$(BIN)/mypy protocol storage coordination broker spark_connector
 	$(BIN)/lint-imports
 
 fmt: $(VENV)/.dev

@@ -15,6 +15,11 @@ from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages import alter_configs as ac
 from protocol.messages import incremental_alter_configs as iac
+from protocol.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
+from protocol.messages.incremental_alter_configs import (
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+)
 from protocol.schema import Struct
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
@@ -52,10 +57,11 @@ def _alter(
 
 
 @handler(ApiKey.ALTER_CONFIGS, "0-2", acl=(AclOperation.ALTER_CONFIGS, ResourceType.TOPIC))
-def handle_alter_configs(ctx: RequestContext, request: Struct) -> Struct:
+def handle_alter_configs(ctx: RequestContext, request: AlterConfigsRequest) -> AlterConfigsResponse:
     responses = []
     for res in request.resources:
-        replacement: dict[str, str] = {c.name: c.value for c in res.configs}
+        # Kafka's AlterConfigs ignores entries without a value (AdminManager.alterConfigs)
+        replacement: dict[str, str] = {c.name: c.value for c in res.configs if c.value is not None}
 
         def replace(_old: dict[str, str], new: dict[str, str] = replacement) -> dict[str, str]:
             return new
@@ -109,7 +115,9 @@ def _incremental(ops: list[Struct]) -> Callable[[dict[str, str]], dict[str, str]
 @handler(
     ApiKey.INCREMENTAL_ALTER_CONFIGS, "0-1", acl=(AclOperation.ALTER_CONFIGS, ResourceType.TOPIC)
 )
-def handle_incremental_alter_configs(ctx: RequestContext, request: Struct) -> Struct:
+def handle_incremental_alter_configs(
+    ctx: RequestContext, request: IncrementalAlterConfigsRequest
+) -> IncrementalAlterConfigsResponse:
     responses = []
     for res in request.resources:
         code, message = _alter(ctx, res, request.validate_only, _incremental(list(res.configs)))
@@ -125,7 +133,9 @@ def handle_incremental_alter_configs(ctx: RequestContext, request: Struct) -> St
 
 
 @error_response(ApiKey.ALTER_CONFIGS)
-def alter_configs_error(request: Struct, code: ErrorCode, message: str | None) -> Struct:
+def alter_configs_error(
+    request: AlterConfigsRequest, code: ErrorCode, message: str | None
+) -> AlterConfigsResponse:
     return ac.AlterConfigsResponse(
         responses=[
             ac.AlterConfigsResourceResponse(
@@ -142,7 +152,7 @@ def alter_configs_error(request: Struct, code: ErrorCode, message: str | None) -
 @error_response(ApiKey.INCREMENTAL_ALTER_CONFIGS)
 def incremental_alter_configs_error(
     request: Struct, code: ErrorCode, message: str | None
-) -> Struct:
+) -> IncrementalAlterConfigsResponse:
     return iac.IncrementalAlterConfigsResponse(
         responses=[
             iac.AlterConfigsResourceResponse(

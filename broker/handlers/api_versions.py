@@ -10,12 +10,11 @@ from broker.dispatch import RequestContext
 from broker.registry import REGISTRY, error_response, handler
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
-from protocol.messages.api_versions import ApiVersion, ApiVersionsResponse
-from protocol.schema import Struct
+from protocol.messages.api_versions import ApiVersion, ApiVersionsRequest, ApiVersionsResponse
 
 
 @handler(ApiKey.API_VERSIONS, "0-4", before_authentication=True)
-def handle_api_versions(ctx: RequestContext, request: Struct) -> Struct:
+def handle_api_versions(ctx: RequestContext, request: ApiVersionsRequest) -> ApiVersionsResponse:
     return ApiVersionsResponse(
         error_code=ErrorCode.NONE,
         api_keys=[
@@ -27,5 +26,7 @@ def handle_api_versions(ctx: RequestContext, request: Struct) -> Struct:
 
 
 @error_response(ApiKey.API_VERSIONS)
-def api_versions_error(request: Struct, code: ErrorCode, message: str | None) -> Struct:
+def api_versions_error(
+    request: ApiVersionsRequest, code: ErrorCode, message: str | None
+) -> ApiVersionsResponse:
     return ApiVersionsResponse(error_code=code)

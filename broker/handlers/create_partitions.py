@@ -11,14 +11,16 @@ from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.create_partitions import (
+    CreatePartitionsRequest,
     CreatePartitionsResponse,
     CreatePartitionsTopicResult,
 )
-from protocol.schema import Struct
 
 
 @handler(ApiKey.CREATE_PARTITIONS, "0-3", acl=(AclOperation.ALTER, ResourceType.TOPIC))
-def handle_create_partitions(ctx: RequestContext, request: Struct) -> Struct:
+def handle_create_partitions(
+    ctx: RequestContext, request: CreatePartitionsRequest
+) -> CreatePartitionsResponse:
     counts = Counter(t.name for t in request.topics)
     results = []
     for t in request.topics:
@@ -40,7 +42,9 @@ def handle_create_partitions(ctx: RequestContext, request: Struct) -> Struct:
 
 
 @error_response(ApiKey.CREATE_PARTITIONS)
-def create_partitions_error(request: Struct, code: ErrorCode, message: str | None) -> Struct:
+def create_partitions_error(
+    request: CreatePartitionsRequest, code: ErrorCode, message: str | None
+) -> CreatePartitionsResponse:
     return CreatePartitionsResponse(
         results=[
             CreatePartitionsTopicResult(name=t.name, error_code=code, error_message=message)

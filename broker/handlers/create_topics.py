@@ -15,13 +15,13 @@ from protocol.error_codes import ErrorCode
 from protocol.messages.create_topics import (
     CreatableTopicConfigs,
     CreatableTopicResult,
+    CreateTopicsRequest,
     CreateTopicsResponse,
 )
-from protocol.schema import Struct
 
 
 @handler(ApiKey.CREATE_TOPICS, "0-7", acl=(AclOperation.CREATE, ResourceType.TOPIC))
-def handle_create_topics(ctx: RequestContext, request: Struct) -> Struct:
+def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
     broker = ctx.services
     counts = Counter(t.name for t in request.topics)
     results = []
@@ -71,7 +71,9 @@ def handle_create_topics(ctx: RequestContext, request: Struct) -> Struct:
 
 
 @error_response(ApiKey.CREATE_TOPICS)
-def create_topics_error(request: Struct, code: ErrorCode, message: str | None) -> Struct:
+def create_topics_error(
+    request: CreateTopicsRequest, code: ErrorCode, message: str | None
+) -> CreateTopicsResponse:
     return CreateTopicsResponse(
         topics=[
             CreatableTopicResult(name=t.name, error_code=code, error_message=message, configs=[])

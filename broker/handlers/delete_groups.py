@@ -12,12 +12,17 @@ from broker.registry import error_response, handler
 from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
-from protocol.messages.delete_groups import DeletableGroupResult, DeleteGroupsResponse
-from protocol.schema import Struct
+from protocol.messages.delete_groups import (
+    DeletableGroupResult,
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+)
 
 
 @handler(ApiKey.DELETE_GROUPS, "0-2", acl=(AclOperation.DELETE, ResourceType.GROUP))
-async def handle_delete_groups(ctx: RequestContext, request: Struct) -> Struct:
+async def handle_delete_groups(
+    ctx: RequestContext, request: DeleteGroupsRequest
+) -> DeleteGroupsResponse:
     future, callback = future_callback(asyncio.get_running_loop(), dict)
     coordinator(ctx).delete_groups(list(request.groups_names), callback)
     results = await future
@@ -30,7 +35,9 @@ async def handle_delete_groups(ctx: RequestContext, request: Struct) -> Struct:
 
 
 @error_response(ApiKey.DELETE_GROUPS)
-def delete_groups_error(request: Struct, code: ErrorCode, message: str | None) -> Struct:
+def delete_groups_error(
+    request: DeleteGroupsRequest, code: ErrorCode, message: str | None
+) -> DeleteGroupsResponse:
     return DeleteGroupsResponse(
         results=[DeletableGroupResult(group_id=g, error_code=code) for g in request.groups_names]
     )

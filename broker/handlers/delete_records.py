@@ -11,13 +11,14 @@ from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.delete_records import (
     DeleteRecordsPartitionResult,
+    DeleteRecordsRequest,
     DeleteRecordsResponse,
     DeleteRecordsTopicResult,
 )
 from protocol.schema import Struct
 
 
-def _partition(ctx: RequestContext, topic: str, p: Struct) -> Struct:
+def _partition(ctx: RequestContext, topic: str, p: Struct) -> DeleteRecordsPartitionResult:
     result = DeleteRecordsPartitionResult(
         partition_index=p.partition_index, low_watermark=-1, error_code=ErrorCode.NONE
     )
@@ -30,7 +31,9 @@ def _partition(ctx: RequestContext, topic: str, p: Struct) -> Struct:
 
 
 @handler(ApiKey.DELETE_RECORDS, "0-2", acl=(AclOperation.DELETE, ResourceType.TOPIC))
-def handle_delete_records(ctx: RequestContext, request: Struct) -> Struct:
+def handle_delete_records(
+    ctx: RequestContext, request: DeleteRecordsRequest
+) -> DeleteRecordsResponse:
     return DeleteRecordsResponse(
         throttle_time_ms=0,
         topics=[
@@ -43,7 +46,9 @@ def handle_delete_records(ctx: RequestContext, request: Struct) -> Struct:
 
 
 @error_response(ApiKey.DELETE_RECORDS)
-def delete_records_error(request: Struct, code: ErrorCode, message: str | None) -> Struct:
+def delete_records_error(
+    request: DeleteRecordsRequest, code: ErrorCode, message: str | None
+) -> DeleteRecordsResponse:
     return DeleteRecordsResponse(
         topics=[
             DeleteRecordsTopicResult(

@@ -2,31 +2,36 @@
 
 from __future__ import annotations
 
+import uuid
+
 from broker.dispatch import RequestContext
 from broker.registry import error_response, handler
 from coordination.errors import KafkaApiError
 from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
-from protocol.messages.delete_topics import DeletableTopicResult, DeleteTopicsResponse
+from protocol.messages.delete_topics import (
+    DeletableTopicResult,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+)
 from protocol.primitives import ZERO_UUID
-from protocol.schema import Struct
 
 
-def _wanted(request: Struct, version: int) -> list[tuple[str | None, object]]:
+def _wanted(request: DeleteTopicsRequest, version: int) -> list[tuple[str | None, uuid.UUID]]:
     if version >= 6:
         return [(t.name, t.topic_id) for t in request.topics]
     return [(name, ZERO_UUID) for name in request.topic_names]
 
 
 @handler(ApiKey.DELETE_TOPICS, "0-6", acl=(AclOperation.DELETE, ResourceType.TOPIC))
-def handle_delete_topics(ctx: RequestContext, request: Struct) -> Struct:
+def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
     broker = ctx.services
     results = []
     for name, topic_id in _wanted(request, ctx.api_version):
         view = broker.metadata.view
         if name is None:
-            topic = view.topics_by_id.get(topic_id)  # type: ignore[call-overload]
+            topic = view.topics_by_id.get(topic_id)
             if topic is None:
                 results.append(
                     DeletableTopicResult(
@@ -47,7 +52,9 @@ def handle_delete_topics(ctx: RequestContext, request: Struct) -> Struct:
 
 
 @error_response(ApiKey.DELETE_TOPICS)
-def delete_topics_error(request: Struct, code: ErrorCode, message: str | None) -> Struct:
+def delete_topics_error(
+    request: DeleteTopicsRequest, code: ErrorCode, message: str | None
+) -> DeleteTopicsResponse:
     names = [t.name for t in request.topics] or list(request.topic_names)
     return DeleteTopicsResponse(
         responses=[

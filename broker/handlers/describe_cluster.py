@@ -12,13 +12,15 @@ from protocol.messages.common import AUTHORIZED_OPERATIONS_OMITTED
 from protocol.messages.describe_cluster import (
     ENDPOINT_TYPE_BROKER,
     DescribeClusterBroker,
+    DescribeClusterRequest,
     DescribeClusterResponse,
 )
-from protocol.schema import Struct
 
 
 @handler(ApiKey.DESCRIBE_CLUSTER, "0-1", acl=(AclOperation.DESCRIBE, ResourceType.CLUSTER))
-def handle_describe_cluster(ctx: RequestContext, request: Struct) -> Struct:
+def handle_describe_cluster(
+    ctx: RequestContext, request: DescribeClusterRequest
+) -> DescribeClusterResponse:
     if request.endpoint_type != ENDPOINT_TYPE_BROKER:
         return DescribeClusterResponse(
             error_code=ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
@@ -46,5 +48,7 @@ def handle_describe_cluster(ctx: RequestContext, request: Struct) -> Struct:
 
 
 @error_response(ApiKey.DESCRIBE_CLUSTER)
-def describe_cluster_error(request: Struct, code: ErrorCode, message: str | None) -> Struct:
+def describe_cluster_error(
+    request: DescribeClusterRequest, code: ErrorCode, message: str | None
+) -> DescribeClusterResponse:
     return DescribeClusterResponse(error_code=code, error_message=message)

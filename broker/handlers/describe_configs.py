@@ -15,15 +15,15 @@ from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.describe_configs import (
+    DescribeConfigsRequest,
     DescribeConfigsResourceResult,
     DescribeConfigsResponse,
     DescribeConfigsResult,
     DescribeConfigsSynonym,
 )
-from protocol.schema import Struct
 
 
-def _entry(e: ConfigEntry, synonyms: bool, docs: bool) -> Struct:
+def _entry(e: ConfigEntry, synonyms: bool, docs: bool) -> DescribeConfigsResourceResult:
     return DescribeConfigsResourceResult(
         name=e.name,
         value=e.value,
@@ -40,7 +40,9 @@ def _entry(e: ConfigEntry, synonyms: bool, docs: bool) -> Struct:
 
 
 @handler(ApiKey.DESCRIBE_CONFIGS, "0-4", acl=(AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC))
-def handle_describe_configs(ctx: RequestContext, request: Struct) -> Struct:
+def handle_describe_configs(
+    ctx: RequestContext, request: DescribeConfigsRequest
+) -> DescribeConfigsResponse:
     broker = ctx.services
     view = broker.metadata.view
     results = []
@@ -88,7 +90,9 @@ def handle_describe_configs(ctx: RequestContext, request: Struct) -> Struct:
 
 
 @error_response(ApiKey.DESCRIBE_CONFIGS)
-def describe_configs_error(request: Struct, code: ErrorCode, message: str | None) -> Struct:
+def describe_configs_error(
+    request: DescribeConfigsRequest, code: ErrorCode, message: str | None
+) -> DescribeConfigsResponse:
     return DescribeConfigsResponse(
         results=[
             DescribeConfigsResult(

@@ -16,15 +16,15 @@ from protocol.messages.common import AUTHORIZED_OPERATIONS_OMITTED
 from protocol.messages.describe_groups import (
     DescribedGroup,
     DescribedGroupMember,
+    DescribeGroupsRequest,
     DescribeGroupsResponse,
 )
-from protocol.schema import Struct
 
 # AclOperation codes READ 3, DELETE 6, DESCRIBE 8: what a group allows (no authorizer)
 GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 
 
-def _describe(ctx: RequestContext, group_id: str, include_ops: bool) -> Struct:
+def _describe(ctx: RequestContext, group_id: str, include_ops: bool) -> DescribedGroup:
     code, summary = coordinator(ctx).describe_group(group_id)
     missing = summary is DEAD_GROUP and ctx.api_version >= 6
     return DescribedGroup(
@@ -50,7 +50,9 @@ def _describe(ctx: RequestContext, group_id: str, include_ops: bool) -> Struct:
 
 
 @handler(ApiKey.DESCRIBE_GROUPS, "0-6", acl=(AclOperation.DESCRIBE, ResourceType.GROUP))
-def handle_describe_groups(ctx: RequestContext, request: Struct) -> Struct:
+def handle_describe_groups(
+    ctx: RequestContext, request: DescribeGroupsRequest
+) -> DescribeGroupsResponse:
     include_ops = ctx.api_version >= 3 and bool(request.include_authorized_operations)
     return DescribeGroupsResponse(
         throttle_time_ms=0,
@@ -59,7 +61,9 @@ def handle_describe_groups(ctx: RequestContext, request: Struct) -> Struct:
 
 
 @error_response(ApiKey.DESCRIBE_GROUPS)
-def describe_groups_error(request: Struct, code: ErrorCode, message: str | None) -> Struct:
+def describe_groups_error(
+    request: DescribeGroupsRequest, code: ErrorCode, message: str | None
+) -> DescribeGroupsResponse:
     return DescribeGroupsResponse(
         groups=[
             DescribedGroup(

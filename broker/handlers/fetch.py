@@ -28,7 +28,13 @@ from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.errors import RemoteProtocolError
 from protocol.fast_fetch import PartitionTuple
-from protocol.messages.fetch import FetchableTopicResponse, FetchResponse, PartitionData
+from protocol.messages.fetch import (
+    FetchableTopicResponse,
+    FetchRequest,
+    FetchResponse,
+    PartitionData,
+)
+from protocol.primitives import ZERO_UUID
 from protocol.records.batch import iter_batches
 from protocol.records.convert import batches_to_legacy
 from protocol.schema import Struct
@@ -139,7 +145,7 @@ def _response(
         responses=[
             FetchableTopicResponse(
                 topic=reads[0].name if reads and reads[0].name else "",
-                topic_id=reads[0].topic_id if reads else None,
+                topic_id=reads[0].topic_id if reads else ZERO_UUID,
                 partitions=[_partition_data(t) for t in tuples],
             )
             for reads, tuples in zip(topics, results, strict=True)
@@ -147,7 +153,7 @@ def _response(
     )
 
 
-def _partition_data(t: PartitionTuple) -> Struct:
+def _partition_data(t: PartitionTuple) -> PartitionData:
     index, error, hw, lso, log_start, aborted, prr, records = t
     return PartitionData(
         partition_index=index,
@@ -162,7 +168,7 @@ def _partition_data(t: PartitionTuple) -> Struct:
 
 
 @handler(ApiKey.FETCH, "0-18", acl=(AclOperation.READ, ResourceType.TOPIC))
-async def handle_fetch(ctx: RequestContext, request: Struct) -> Any:
+async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> Any:
     version = ctx.api_version
     read_committed = version >= 4 and request.isolation_level == READ_COMMITTED
     if version >= 7:
@@ -185,5 +191,5 @@ async def handle_fetch(ctx: RequestContext, request: Struct) -> Any:
 
 
 @error_response(ApiKey.FETCH)
-def fetch_error(request: Struct, code: ErrorCode, message: str | None) -> Struct:
+def fetch_error(request: FetchRequest, code: ErrorCode, message: str | None) -> FetchResponse:
     return FetchResponse(error_code=code, session_id=0, responses=[])

@@ -18,9 +18,9 @@ from protocol.messages.find_coordinator import (
     KEY_TYPE_SHARE,
     KEY_TYPE_TRANSACTION,
     Coordinator,
+    FindCoordinatorRequest,
     FindCoordinatorResponse,
 )
-from protocol.schema import Struct
 
 
 def _find(ctx: RequestContext, key_type: int, key: str) -> CoordinatorNode:
@@ -45,7 +45,9 @@ def _error_message(node: CoordinatorNode) -> str | None:
 
 
 @handler(ApiKey.FIND_COORDINATOR, "0-6", acl=(AclOperation.DESCRIBE, ResourceType.GROUP))
-def handle_find_coordinator(ctx: RequestContext, request: Struct) -> Struct:
+def handle_find_coordinator(
+    ctx: RequestContext, request: FindCoordinatorRequest
+) -> FindCoordinatorResponse:
     version = ctx.api_version
     key_type = request.key_type if version >= 1 else KEY_TYPE_GROUP
     if version >= 4:
@@ -75,7 +77,9 @@ def handle_find_coordinator(ctx: RequestContext, request: Struct) -> Struct:
 
 
 @error_response(ApiKey.FIND_COORDINATOR)
-def find_coordinator_error(request: Struct, code: ErrorCode, message: str | None) -> Struct:
+def find_coordinator_error(
+    request: FindCoordinatorRequest, code: ErrorCode, message: str | None
+) -> FindCoordinatorResponse:
     return FindCoordinatorResponse(
         error_code=code,
         error_message=message,

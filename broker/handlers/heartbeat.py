@@ -8,12 +8,11 @@ from broker.registry import error_response, handler
 from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
-from protocol.messages.heartbeat import HeartbeatResponse
-from protocol.schema import Struct
+from protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
 
 
 @handler(ApiKey.HEARTBEAT, "0-4", acl=(AclOperation.READ, ResourceType.GROUP))
-def handle_heartbeat(ctx: RequestContext, request: Struct) -> Struct:
+def handle_heartbeat(ctx: RequestContext, request: HeartbeatRequest) -> HeartbeatResponse:
     code = coordinator(ctx).heartbeat(
         group_id=request.group_id,
         member_id=request.member_id,
@@ -24,5 +23,7 @@ def handle_heartbeat(ctx: RequestContext, request: Struct) -> Struct:
 
 
 @error_response(ApiKey.HEARTBEAT)
-def heartbeat_error(request: Struct, code: ErrorCode, message: str | None) -> Struct:
+def heartbeat_error(
+    request: HeartbeatRequest, code: ErrorCode, message: str | None
+) -> HeartbeatResponse:
     return HeartbeatResponse(error_code=code)

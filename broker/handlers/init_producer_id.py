@@ -15,12 +15,13 @@ from coordination.errors import KafkaApiError
 from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
-from protocol.messages.init_producer_id import InitProducerIdResponse
-from protocol.schema import Struct
+from protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
 
 
 @handler(ApiKey.INIT_PRODUCER_ID, "0-5", acl=(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID))
-def handle_init_producer_id(ctx: RequestContext, request: Struct) -> Struct:
+def handle_init_producer_id(
+    ctx: RequestContext, request: InitProducerIdRequest
+) -> InitProducerIdResponse:
     if request.transactional_id is not None:
         raise KafkaApiError(
             "transactions are not supported by this broker yet", ErrorCode.INVALID_REQUEST
@@ -32,5 +33,7 @@ def handle_init_producer_id(ctx: RequestContext, request: Struct) -> Struct:
 
 
 @error_response(ApiKey.INIT_PRODUCER_ID)
-def init_producer_id_error(request: Struct, code: ErrorCode, message: str | None) -> Struct:
+def init_producer_id_error(
+    request: InitProducerIdRequest, code: ErrorCode, message: str | None
+) -> InitProducerIdResponse:
     return InitProducerIdResponse(error_code=code, producer_id=-1, producer_epoch=-1)

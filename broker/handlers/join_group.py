@@ -18,11 +18,14 @@ from coordination.group.metadata import JoinResult
 from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
-from protocol.messages.join_group import JoinGroupResponse, JoinGroupResponseMember
-from protocol.schema import Struct
+from protocol.messages.join_group import (
+    JoinGroupRequest,
+    JoinGroupResponse,
+    JoinGroupResponseMember,
+)
 
 
-def _response(result: JoinResult, version: int) -> Struct:
+def _response(result: JoinResult, version: int) -> JoinGroupResponse:
     return JoinGroupResponse(
         throttle_time_ms=0,
         error_code=result.error,
@@ -44,7 +47,7 @@ def _response(result: JoinResult, version: int) -> Struct:
 
 
 @handler(ApiKey.JOIN_GROUP, "0-9", acl=(AclOperation.READ, ResourceType.GROUP))
-async def handle_join_group(ctx: RequestContext, request: Struct) -> Struct:
+async def handle_join_group(ctx: RequestContext, request: JoinGroupRequest) -> JoinGroupResponse:
     version = ctx.api_version
     instance_id = request.group_instance_id if version >= 5 else None
     rebalance_timeout = request.rebalance_timeout_ms if version >= 1 else -1
@@ -73,7 +76,9 @@ async def handle_join_group(ctx: RequestContext, request: Struct) -> Struct:
 
 
 @error_response(ApiKey.JOIN_GROUP)
-def join_group_error(request: Struct, code: ErrorCode, message: str | None) -> Struct:
+def join_group_error(
+    request: JoinGroupRequest, code: ErrorCode, message: str | None
+) -> JoinGroupResponse:
     return JoinGroupResponse(
         error_code=code, generation_id=-1, protocol_name="", leader="", member_id=request.member_id
     )

@@ -8,12 +8,11 @@ from broker.registry import error_response, handler
 from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
-from protocol.messages.leave_group import LeaveGroupResponse, MemberResponse
-from protocol.schema import Struct
+from protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse, MemberResponse
 
 
 @handler(ApiKey.LEAVE_GROUP, "0-5", acl=(AclOperation.READ, ResourceType.GROUP))
-def handle_leave_group(ctx: RequestContext, request: Struct) -> Struct:
+def handle_leave_group(ctx: RequestContext, request: LeaveGroupRequest) -> LeaveGroupResponse:
     version = ctx.api_version
     if version >= 3:
         leaving = [(m.member_id, m.group_instance_id) for m in request.members]
@@ -37,5 +36,7 @@ def handle_leave_group(ctx: RequestContext, request: Struct) -> Struct:
 
 
 @error_response(ApiKey.LEAVE_GROUP)
-def leave_group_error(request: Struct, code: ErrorCode, message: str | None) -> Struct:
+def leave_group_error(
+    request: LeaveGroupRequest, code: ErrorCode, message: str | None
+) -> LeaveGroupResponse:
     return LeaveGroupResponse(error_code=code)

@@ -8,15 +8,14 @@ from broker.registry import error_response, handler
 from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
-from protocol.messages.list_groups import ListedGroup, ListGroupsResponse
-from protocol.schema import Struct
+from protocol.messages.list_groups import ListedGroup, ListGroupsRequest, ListGroupsResponse
 
 #: the only group type this broker has (KIP-848 "consumer" groups are not implemented)
 GROUP_TYPE = "classic"
 
 
 @handler(ApiKey.LIST_GROUPS, "0-5", acl=(AclOperation.DESCRIBE, ResourceType.GROUP))
-def handle_list_groups(ctx: RequestContext, request: Struct) -> Struct:
+def handle_list_groups(ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
     version = ctx.api_version
     states = request.states_filter if version >= 4 else []
     types = {t.lower() for t in request.types_filter} if version >= 5 else set()
@@ -39,5 +38,7 @@ def handle_list_groups(ctx: RequestContext, request: Struct) -> Struct:
 
 
 @error_response(ApiKey.LIST_GROUPS)
-def list_groups_error(request: Struct, code: ErrorCode, message: str | None) -> Struct:
+def list_groups_error(
+    request: ListGroupsRequest, code: ErrorCode, message: str | None
+) -> ListGroupsResponse:
     return ListGroupsResponse(error_code=code, groups=[])

@@ -14,6 +14,7 @@ from protocol.messages.list_offsets import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
     ListOffsetsPartitionResponse,
+    ListOffsetsRequest,
     ListOffsetsResponse,
     ListOffsetsTopicResponse,
 )
@@ -22,7 +23,9 @@ from protocol.schema import Struct
 READ_COMMITTED = 1
 
 
-def _partition(ctx: RequestContext, topic: str, p: Struct, isolation: FetchIsolation) -> Struct:
+def _partition(
+    ctx: RequestContext, topic: str, p: Struct, isolation: FetchIsolation
+) -> ListOffsetsPartitionResponse:
     version = ctx.api_version
     result = ListOffsetsPartitionResponse(
         partition_index=p.partition_index, error_code=ErrorCode.NONE
@@ -53,7 +56,7 @@ def _partition(ctx: RequestContext, topic: str, p: Struct, isolation: FetchIsola
 
 
 @handler(ApiKey.LIST_OFFSETS, "0-10", acl=(AclOperation.DESCRIBE, ResourceType.TOPIC))
-def handle_list_offsets(ctx: RequestContext, request: Struct) -> Struct:
+def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
     isolation = (
         FetchIsolation.TXN_COMMITTED
         if ctx.api_version >= 2 and request.isolation_level == READ_COMMITTED
@@ -72,7 +75,9 @@ def handle_list_offsets(ctx: RequestContext, request: Struct) -> Struct:
 
 
 @error_response(ApiKey.LIST_OFFSETS)
-def list_offsets_error(request: Struct, code: ErrorCode, message: str | None) -> Struct:
+def list_offsets_error(
+    request: ListOffsetsRequest, code: ErrorCode, message: str | None
+) -> ListOffsetsResponse:
     return ListOffsetsResponse(
         topics=[
             ListOffsetsTopicResponse(

@@ -18,13 +18,13 @@ from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.common import AUTHORIZED_OPERATIONS_OMITTED
 from protocol.messages.metadata import (
+    MetadataRequest,
     MetadataResponse,
     MetadataResponseBroker,
     MetadataResponsePartition,
     MetadataResponseTopic,
 )
 from protocol.primitives import ZERO_UUID
-from protocol.schema import Struct
 
 # AclOperation codes: READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9,
 # DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12, CREATE_TOKENS 13, DESCRIBE_TOKENS 14.
@@ -33,7 +33,7 @@ TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
 CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12, 13, 14))
 
 
-def brokers_for(view: ClusterView, listener: str) -> list[Struct]:
+def brokers_for(view: ClusterView, listener: str) -> list[MetadataResponseBroker]:
     out = []
     for b in sorted(view.brokers.values(), key=lambda b: b.broker_id):
         ep = b.endpoint(listener)
@@ -43,7 +43,9 @@ def brokers_for(view: ClusterView, listener: str) -> list[Struct]:
     return out
 
 
-def topic_response(topic: TopicMetadata, include_ops: bool, live: set[int]) -> Struct:
+def topic_response(
+    topic: TopicMetadata, include_ops: bool, live: set[int]
+) -> MetadataResponseTopic:
     partitions = []
     for p in topic.partitions:
         leader = p.leader if p.leader in live else -1
@@ -70,12 +72,14 @@ def topic_response(topic: TopicMetadata, include_ops: bool, live: set[int]) -> S
     )
 
 
-def error_topic(name: str | None, code: ErrorCode, topic_id: Any = ZERO_UUID) -> Struct:
+def error_topic(
+    name: str | None, code: ErrorCode, topic_id: Any = ZERO_UUID
+) -> MetadataResponseTopic:
     return MetadataResponseTopic(error_code=code, name=name, topic_id=topic_id, partitions=[])
 
 
 @handler(ApiKey.METADATA, "0-13", acl=(AclOperation.DESCRIBE, ResourceType.TOPIC))
-def handle_metadata(ctx: RequestContext, request: Struct) -> Struct:
+def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
     broker = ctx.services
     version = ctx.api_version
     view = broker.metadata.view
@@ -83,7 +87,7 @@ def handle_metadata(ctx: RequestContext, request: Struct) -> Struct:
     requested = request.topics
     all_topics = requested is None or (version == 0 and not requested)
     topics = []
-    if all_topics:
+    if requested is None or all_topics:
         live = set(view.brokers)
         topics = [topic_response(t, include_ops, live) for _, t in sorted(view.topics.items())]
     else:
@@ -142,6 +146,8 @@ def handle_metadata(ctx: RequestContext, request: Struct) -> Struct:
 
 
 @error_response(ApiKey.METADATA)
-def metadata_error(request: Struct, code: ErrorCode, message: str | None) -> Struct:
+def metadata_error(
+    request: MetadataRequest, code: ErrorCode, message: str | None
+) -> MetadataResponse:
     names = [t.name for t in (request.topics or [])]
     return MetadataResponse(topics=[error_topic(n, code) for n in names], error_code=code)

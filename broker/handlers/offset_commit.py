@@ -17,6 +17,7 @@ from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.offset_commit import (
+    OffsetCommitRequest,
     OffsetCommitResponse,
     OffsetCommitResponsePartition,
     OffsetCommitResponseTopic,
@@ -25,7 +26,9 @@ from protocol.schema import Struct
 
 
 @handler(ApiKey.OFFSET_COMMIT, "0-9", acl=(AclOperation.READ, ResourceType.GROUP))
-def handle_offset_commit(ctx: RequestContext, request: Struct) -> Struct | Later:
+def handle_offset_commit(
+    ctx: RequestContext, request: OffsetCommitRequest
+) -> OffsetCommitResponse | Later:
     version = ctx.api_version
     now = ctx.now_ms()
     view = ctx.services.metadata.view
@@ -70,7 +73,7 @@ def handle_offset_commit(ctx: RequestContext, request: Struct) -> Struct | Later
     return Later(later())
 
 
-def _response(request: Struct, errors: dict[tuple[str, int], ErrorCode]) -> Struct:
+def _response(request: Struct, errors: dict[tuple[str, int], ErrorCode]) -> OffsetCommitResponse:
     return OffsetCommitResponse(
         throttle_time_ms=0,
         topics=[
@@ -90,7 +93,9 @@ def _response(request: Struct, errors: dict[tuple[str, int], ErrorCode]) -> Stru
 
 
 @error_response(ApiKey.OFFSET_COMMIT)
-def offset_commit_error(request: Struct, code: ErrorCode, message: str | None) -> Struct:
+def offset_commit_error(
+    request: OffsetCommitRequest, code: ErrorCode, message: str | None
+) -> OffsetCommitResponse:
     return OffsetCommitResponse(
         topics=[
             OffsetCommitResponseTopic(

@@ -13,15 +13,17 @@ from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.offset_delete import (
+    OffsetDeleteRequest,
     OffsetDeleteResponse,
     OffsetDeleteResponsePartition,
     OffsetDeleteResponseTopic,
 )
-from protocol.schema import Struct
 
 
 @handler(ApiKey.OFFSET_DELETE, "0", acl=(AclOperation.DELETE, ResourceType.GROUP))
-async def handle_offset_delete(ctx: RequestContext, request: Struct) -> Struct:
+async def handle_offset_delete(
+    ctx: RequestContext, request: OffsetDeleteRequest
+) -> OffsetDeleteResponse:
     view = ctx.services.metadata.view
     known: list[tuple[str, int]] = []
     unknown: set[tuple[str, int]] = set()
@@ -63,5 +65,7 @@ async def handle_offset_delete(ctx: RequestContext, request: Struct) -> Struct:
 
 
 @error_response(ApiKey.OFFSET_DELETE)
-def offset_delete_error(request: Struct, code: ErrorCode, message: str | None) -> Struct:
+def offset_delete_error(
+    request: OffsetDeleteRequest, code: ErrorCode, message: str | None
+) -> OffsetDeleteResponse:
     return OffsetDeleteResponse(error_code=code, topics=[])

@@ -10,6 +10,7 @@ for until transactions exist.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from broker.dispatch import RequestContext
 from broker.handlers._groups import coordinator
@@ -19,6 +20,7 @@ from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.offset_fetch import (
+    OffsetFetchRequest,
     OffsetFetchResponse,
     OffsetFetchResponseGroup,
     OffsetFetchResponsePartition,
@@ -26,7 +28,6 @@ from protocol.messages.offset_fetch import (
     OffsetFetchResponseTopic,
     OffsetFetchResponseTopics,
 )
-from protocol.schema import Struct
 
 TopicPartition = tuple[str, int]
 
@@ -42,14 +43,14 @@ def _fetch(
     return code, list(topics.items())
 
 
-def _requested(topics: list[Struct] | None) -> list[TopicPartition] | None:
+def _requested(topics: Sequence[Any] | None) -> list[TopicPartition] | None:
     if topics is None:
         return None
     return [(t.name, p) for t in topics for p in t.partition_indexes]
 
 
 @handler(ApiKey.OFFSET_FETCH, "0-9", acl=(AclOperation.DESCRIBE, ResourceType.GROUP))
-def handle_offset_fetch(ctx: RequestContext, request: Struct) -> Struct:
+def handle_offset_fetch(ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse:
     version = ctx.api_version
     if version >= 8:
         groups = []
@@ -110,7 +111,9 @@ def handle_offset_fetch(ctx: RequestContext, request: Struct) -> Struct:
 
 
 @error_response(ApiKey.OFFSET_FETCH)
-def offset_fetch_error(request: Struct, code: ErrorCode, message: str | None) -> Struct:
+def offset_fetch_error(
+    request: OffsetFetchRequest, code: ErrorCode, message: str | None
+) -> OffsetFetchResponse:
     return OffsetFetchResponse(
         error_code=code,
         topics=[],

@@ -11,13 +11,14 @@ from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.offset_for_leader_epoch import (
     EpochEndOffset,
+    OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse,
     OffsetForLeaderTopicResult,
 )
 from protocol.schema import Struct
 
 
-def _partition(ctx: RequestContext, topic: str, p: Struct) -> Struct:
+def _partition(ctx: RequestContext, topic: str, p: Struct) -> EpochEndOffset:
     result = EpochEndOffset(partition=p.partition, error_code=ErrorCode.NONE)
     try:
         part = ctx.services.replica_manager.partition_or_raise(topic, p.partition)
@@ -30,7 +31,9 @@ def _partition(ctx: RequestContext, topic: str, p: Struct) -> Struct:
 
 
 @handler(ApiKey.OFFSET_FOR_LEADER_EPOCH, "0-4", acl=(AclOperation.DESCRIBE, ResourceType.TOPIC))
-def handle_offset_for_leader_epoch(ctx: RequestContext, request: Struct) -> Struct:
+def handle_offset_for_leader_epoch(
+    ctx: RequestContext, request: OffsetForLeaderEpochRequest
+) -> OffsetForLeaderEpochResponse:
     return OffsetForLeaderEpochResponse(
         throttle_time_ms=0,
         topics=[
@@ -43,7 +46,9 @@ def handle_offset_for_leader_epoch(ctx: RequestContext, request: Struct) -> Stru
 
 
 @error_response(ApiKey.OFFSET_FOR_LEADER_EPOCH)
-def offset_for_leader_epoch_error(request: Struct, code: ErrorCode, message: str | None) -> Struct:
+def offset_for_leader_epoch_error(
+    request: OffsetForLeaderEpochRequest, code: ErrorCode, message: str | None
+) -> OffsetForLeaderEpochResponse:
     return OffsetForLeaderEpochResponse(
         topics=[
             OffsetForLeaderTopicResult(

@@ -17,15 +17,15 @@ from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.produce import (
     PartitionProduceResponse,
+    ProduceRequest,
     ProduceResponse,
     TopicProduceResponse,
 )
-from protocol.schema import Struct
 
 
 def _partition(
     ctx: RequestContext, name: str | None, index: int, records: memoryview | None, now_ms: int
-) -> Struct:
+) -> PartitionProduceResponse:
     result = PartitionProduceResponse(index=index, error_code=ErrorCode.NONE, base_offset=-1)
     if name in INTERNAL_TOPICS:
         # Kafka refuses client writes to internal topics (the coordinators write them).
@@ -47,7 +47,7 @@ def _partition(
 
 
 @handler(ApiKey.PRODUCE, "0-13", acl=(AclOperation.WRITE, ResourceType.TOPIC))
-def handle_produce(ctx: RequestContext, request: Struct) -> Struct | None:
+def handle_produce(ctx: RequestContext, request: ProduceRequest) -> ProduceResponse | None:
     acks = request.acks
     version = ctx.api_version
     now_ms = ctx.now_ms()
@@ -55,7 +55,7 @@ def handle_produce(ctx: RequestContext, request: Struct) -> Struct | None:
     responses = []
     failed = False
     for topic in request.topic_data:
-        name = topic.name
+        name: str | None = topic.name
         if by_id is not None:
             meta = by_id.get(topic.topic_id)
             name = meta.name if meta is not None else None
@@ -92,7 +92,7 @@ def handle_produce(ctx: RequestContext, request: Struct) -> Struct | None:
 
 
 @error_response(ApiKey.PRODUCE)
-def produce_error(request: Struct, code: ErrorCode, message: str | None) -> Struct:
+def produce_error(request: ProduceRequest, code: ErrorCode, message: str | None) -> ProduceResponse:
     if request.acks == 0:
         raise CloseConnection(f"acks=0 produce failed: {code!r} {message or ''}")
     return ProduceResponse(

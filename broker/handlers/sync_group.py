@@ -12,12 +12,11 @@ from coordination.group.metadata import SyncResult
 from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
-from protocol.messages.sync_group import SyncGroupResponse
-from protocol.schema import Struct
+from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 
 
 @handler(ApiKey.SYNC_GROUP, "0-5", acl=(AclOperation.READ, ResourceType.GROUP))
-async def handle_sync_group(ctx: RequestContext, request: Struct) -> Struct:
+async def handle_sync_group(ctx: RequestContext, request: SyncGroupRequest) -> SyncGroupResponse:
     version = ctx.api_version
     future, callback = future_callback(asyncio.get_running_loop(), SyncResult)
     coordinator(ctx).sync_group(
@@ -41,5 +40,7 @@ async def handle_sync_group(ctx: RequestContext, request: Struct) -> Struct:
 
 
 @error_response(ApiKey.SYNC_GROUP)
-def sync_group_error(request: Struct, code: ErrorCode, message: str | None) -> Struct:
+def sync_group_error(
+    request: SyncGroupRequest, code: ErrorCode, message: str | None
+) -> SyncGroupResponse:
     return SyncGroupResponse(error_code=code, assignment=b"")

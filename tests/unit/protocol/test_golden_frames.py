@@ -98,3 +98,12 @@ def test_golden_frame_decodes_to_expected_values(path: Path):
         assert body.transactional_id is None
     else:
         pytest.fail(f"no expectations for {path.stem}")
+
+
+def test_message_stubs_match_the_schemas() -> None:
+    """The typing stubs of protocol/messages are generated from the schemas; a schema change
+    must come with them (python scripts/gen_message_stubs.py)."""
+    from scripts.gen_message_stubs import stubs
+
+    for path, text in stubs().items():
+        assert path.exists() and path.read_text() == text, f"stale {path.name}"
