@@ -11,46 +11,19 @@ import time
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka import TopicPartition as ATP
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KTP
 
+from tests.support.kafka_clients import consume_from_start, create_topic
+
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
-
-
-def create_topic(bootstrap: str, name: str, partitions: int = 1, **config: str) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(name, partitions, 1, config=config)])[name].result(15)
 
 
 def consume_confluent(
     bootstrap: str, topic: str, partitions: int, expected: int, timeout: float = 30.0
 ) -> list:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"{topic}-reader",
-            "enable.auto.commit": False,
-            "fetch.wait.max.ms": 100,
-        }
-    )
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    got = []
-    deadline = time.monotonic() + timeout
-    try:
-        while len(got) < expected and time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is None:
-                continue
-            if msg.error():
-                if msg.error().code() == KafkaError._PARTITION_EOF:
-                    continue
-                raise KafkaException(msg.error())
-            got.append(msg)
-    finally:
-        consumer.close()
-    return got
+    return consume_from_start(bootstrap, topic, partitions, expected, timeout=timeout)
 
 
 @pytest.mark.parametrize("codec", CODECS)

@@ -30,6 +30,7 @@ from kafka import KafkaConsumer
 from kafka import TopicPartition as KTP
 from ruamel.yaml import YAML
 
+from tests.support.waiting import wait_for
 from tests.support.zookeeper import ZooKeeperServer, free_port, require_zookeeper
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -294,17 +295,6 @@ def brokers_of(compose: LocalCompose) -> list[str]:
     return [
         n for n, s in compose.services.items() if s.get("command", [])[:2] == ["odradek", "serve"]
     ]
-
-
-def wait_for(predicate: Any, what: str, timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = predicate()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
 
 
 @pytest.mark.zookeeper

@@ -18,11 +18,12 @@ from pathlib import Path
 import pytest
 from aiokafka import AIOKafkaConsumer
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+from confluent_kafka.admin import AdminClient, ConfigResource
 from kafka import KafkaConsumer
 from kafka import TopicPartition as KTP
 
 from tests.integration.broker_process import BrokerProcess
+from tests.support.kafka_clients import create_topic
 
 #: broker settings that keep group tests quick: short sessions allowed, a short initial delay
 GROUP_SETTINGS = {
@@ -62,11 +63,6 @@ MEMBER_SCRIPT = textwrap.dedent(
     consumer.close()
     """
 )
-
-
-def create_topic(bootstrap: str, name: str, partitions: int, **config: str) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(name, partitions, 1, config=config)])[name].result(15)
 
 
 def produce(bootstrap: str, topic: str, values: range, partitions: int) -> None:

@@ -40,9 +40,9 @@ from protocol.messages.offset_fetch import (
     OffsetFetchRequestTopics,
 )
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment
-from tests.integration.test_clients import create_topic
 from tests.integration.test_groups import GROUP_SETTINGS
 from tests.integration.test_idempotence import RawClient
+from tests.support.kafka_clients import create_topic
 
 E = ErrorCode
 

@@ -17,7 +17,7 @@ from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
 from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 from tests.integration.broker_process import BrokerProcess
-from tests.integration.test_clients import create_topic
+from tests.support.kafka_clients import create_topic
 from tests.support.raw_client import call, connect, is_closed, read_frame
 
 

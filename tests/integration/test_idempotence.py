@@ -22,7 +22,7 @@ from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.init_producer_id import InitProducerIdRequest
 from protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
 from protocol.records.record import SimpleRecord, build_batch
-from tests.integration.test_clients import create_topic
+from tests.support.kafka_clients import create_topic
 
 
 def read_all(bootstrap: str, topic: str, partitions: int, expected: int) -> list:

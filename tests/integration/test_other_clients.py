@@ -14,19 +14,18 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 from tests.clients import runners
 from tests.clients.api_trace import ApiTrace
 from tests.integration.broker_process import BrokerProcess
+from tests.support import kafka_clients
 
 #: Broker settings for quick groups; topics are created explicitly, so that deletes show.
 SETTINGS = {
@@ -105,46 +104,33 @@ def client_id(prefix: str) -> str:
 
 
 def create_topic(t: Traced, name: str, partitions: int = 1) -> None:
-    admin = AdminClient({"bootstrap.servers": t.bootstrap, "client.id": SETUP_CLIENT})
-    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(15)
+    kafka_clients.create_topic(
+        t.bootstrap, name, partitions, timeout=15, client={"client.id": SETUP_CLIENT}
+    )
 
 
 def consume_confluent(t: Traced, topic: str, partitions: int, expected: int) -> list[dict]:
     """Reads ``expected`` records from offset 0 of every partition; returns them as dicts in
     the shape the client programs print, ordered by partition then offset."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": t.bootstrap,
-            "client.id": SETUP_CLIENT,
-            "group.id": f"{topic}-check",
-            "enable.auto.commit": False,
-            "fetch.wait.max.ms": 100,
-        }
+    messages = kafka_clients.consume_from_start(
+        t.bootstrap,
+        topic,
+        partitions,
+        expected,
+        group_id=f"{topic}-check",
+        client={"client.id": SETUP_CLIENT},
     )
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    got: list[dict] = []
-    deadline = time.monotonic() + 30
-    try:
-        while len(got) < expected and time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is None:
-                continue
-            if msg.error():
-                if msg.error().code() == KafkaError._PARTITION_EOF:
-                    continue
-                raise KafkaException(msg.error())
-            got.append(
-                {
-                    "partition": msg.partition(),
-                    "offset": msg.offset(),
-                    "key": None if msg.key() is None else msg.key().decode(),
-                    "value": None if msg.value() is None else msg.value().decode(),
-                    "timestamp": msg.timestamp()[1],
-                    "headers": {k: v.decode() for k, v in (msg.headers() or [])},
-                }
-            )
-    finally:
-        consumer.close()
+    got = [
+        {
+            "partition": msg.partition(),
+            "offset": msg.offset(),
+            "key": None if msg.key() is None else msg.key().decode(),
+            "value": None if msg.value() is None else msg.value().decode(),
+            "timestamp": msg.timestamp()[1],
+            "headers": {k: v.decode() for k, v in (msg.headers() or [])},
+        }
+        for msg in messages
+    ]
     assert len(got) == expected
     return sorted(got, key=lambda m: (m["partition"], m["offset"]))
 

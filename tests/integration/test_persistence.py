@@ -6,7 +6,8 @@ import signal
 
 from confluent_kafka import Producer
 
-from tests.integration.test_clients import consume_confluent, create_topic
+from tests.integration.test_clients import consume_confluent
+from tests.support.kafka_clients import create_topic
 
 
 def test_data_survives_sigterm_and_restart(fresh_broker):

@@ -7,7 +7,8 @@ import urllib.request
 
 from confluent_kafka import Producer
 
-from tests.integration.test_clients import consume_confluent, create_topic
+from tests.integration.test_clients import consume_confluent
+from tests.support.kafka_clients import create_topic
 
 
 def free_port() -> int:

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 import uuid
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Producer
+
+from tests.support import kafka_clients
 
 QUERY_TIMEOUT_S = 180
 
@@ -53,8 +53,7 @@ def unique(prefix: str) -> str:
 
 def create_topic(bootstrap: str, name: str, partitions: int = 1, **config: str) -> None:
     config.setdefault("retention.ms", "-1")  # test timestamps may be far in the past
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(name, partitions, 1, config=config)])[name].result(30)
+    kafka_clients.create_topic(bootstrap, name, partitions, **config)
 
 
 def produce(
@@ -97,30 +96,9 @@ def produce(
 
 
 def consume_all(bootstrap: str, topic: str, partitions: int, expected: int) -> list[Any]:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": unique("reader"),
-            "enable.auto.commit": False,
-            "fetch.wait.max.ms": 100,
-        }
+    return kafka_clients.consume_from_start(
+        bootstrap, topic, partitions, expected, timeout=60, group_id=unique("reader")
     )
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    got: list[Any] = []
-    deadline = time.monotonic() + 60
-    try:
-        while len(got) < expected and time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is None:
-                continue
-            if msg.error():
-                if msg.error().code() == KafkaError._PARTITION_EOF:
-                    continue
-                raise KafkaException(msg.error())
-            got.append(msg)
-    finally:
-        consumer.close()
-    return got
 
 
 def source(spark: Any, bootstrap: str, *, stream: bool = True, **options: Any) -> Any:

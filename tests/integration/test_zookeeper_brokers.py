@@ -10,18 +10,20 @@ import json
 import os
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
 from kafka import KafkaConsumer
 from kafka import TopicPartition as KTP
 from kazoo.client import KazooClient
 
 from tests.integration.broker_process import BrokerProcess
+from tests.support import kafka_clients
+from tests.support.waiting import wait_for
 from tests.support.zookeeper import ZooKeeperServer
 
 pytestmark = pytest.mark.zookeeper
@@ -92,17 +94,6 @@ def cluster(zookeeper: ZooKeeperServer, tmp_path: Path) -> Iterator[ProcessClust
     c.close()
 
 
-def wait_for(predicate: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = predicate()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
-
-
 def metadata(bootstrap: str) -> Any:
     return AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=15)
 
@@ -167,8 +158,7 @@ def consume(bootstrap: str, topic: str, partitions: list[int], expected: int) ->
 
 
 def create_topic(bootstrap: str, name: str, partitions: int, replication: int = 1) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(name, partitions, replication)])[name].result(30)
+    kafka_clients.create_topic(bootstrap, name, partitions, replication=replication)
 
 
 # --- tests -----------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from coordination.zk.data import PERSISTENT_PATHS
 from coordination.zk.errors import BrokerIdInUse, InconsistentClusterId, ZooKeeperUnavailable
 from coordination.zk.store import ZkMetadataStore
 from tests.support.gated_proxy import GatedProxy
+from tests.support.waiting import wait_for
 from tests.support.zookeeper import (
     ZooKeeperServer,
     expire_session,
@@ -91,17 +92,6 @@ def cluster(zookeeper: ZooKeeperServer, tmp_path: Path) -> Iterator[Cluster]:
     c = Cluster(zookeeper, tmp_path)
     yield c
     c.close()
-
-
-def wait_for(predicate: Callable[[], Any], what: str = "condition", timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = predicate()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 def converged(stores: list[ZkMetadataStore], check: Callable[[ClusterView], bool]) -> bool:
