@@ -188,9 +188,24 @@ class ClientConnection:
     # -- receiving -----------------------------------------------------------------------------
 
     def receive_data(self, data: bytes | bytearray | memoryview) -> list[Response]:
-        """Feeds received bytes; returns the responses they complete, in order."""
+        """Feeds received bytes (copied in); returns the responses they complete, in order."""
         try:
             self._decoder.feed(data)
+            return list(self._responses())
+        except RemoteProtocolError:
+            self.broken = True
+            raise
+
+    def get_buffer(self) -> memoryview:
+        """Memory to receive the next bytes into (``socket.recv_into``), so that large responses
+        land in their own buffer with no further copy; then call :meth:`buffer_updated`."""
+        return self._decoder.get_buffer()
+
+    def buffer_updated(self, nbytes: int) -> list[Response]:
+        """``nbytes`` were written into the last :meth:`get_buffer`; returns the responses they
+        complete, in order."""
+        try:
+            self._decoder.buffer_updated(nbytes)
             return list(self._responses())
         except RemoteProtocolError:
             self.broken = True

@@ -302,15 +302,19 @@ class BrokerConnection:
             raise KafkaClientError(f"response {correlation_id} is not the next one due")
         sock = self._sock
         assert sock is not None
-        buf = bytearray(64 * 1024)
+        protocol = self._protocol
         try:
             if timeout_s is not None:
                 sock.settimeout(timeout_s)
             while True:
+                # received straight into the protocol's buffers: a large response is read into
+                # its own buffer, never copied again
+                buf = protocol.get_buffer()
                 n = sock.recv_into(buf)
+                del buf
                 if n == 0:
                     raise EOFError("connection closed by the broker")
-                for response in self._protocol.receive_data(memoryview(buf)[:n]):
+                for response in protocol.buffer_updated(n):
                     self._ready[response.correlation_id] = response.body
                 if correlation_id in self._ready:
                     return self._ready.pop(correlation_id)

@@ -147,3 +147,21 @@ def test_any_split_of_a_pipelined_stream_gives_the_same_responses(nodes, data) -
         got.extend(conn.receive_data(stream[start:cut]))
         start = cut
     assert [r.body.brokers[0].node_id for r in got] == nodes
+
+
+def test_receiving_in_place_gives_the_same_responses() -> None:
+    conn = negotiated()
+    cids = [conn.send(MetadataRequest(topics=None))[0] for _ in range(3)]
+    stream = b"".join(
+        response_bytes(ApiKey.METADATA, 12, cid, metadata_response(i)) for i, cid in enumerate(cids)
+    )
+    got = []
+    pos = 0
+    while pos < len(stream):
+        buf = conn.get_buffer()
+        n = min(len(buf), 7, len(stream) - pos)
+        buf[:n] = stream[pos : pos + n]
+        del buf
+        pos += n
+        got.extend(conn.buffer_updated(n))
+    assert [r.body.brokers[0].node_id for r in got] == [0, 1, 2]
