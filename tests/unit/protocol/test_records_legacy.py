@@ -43,7 +43,7 @@ def ours(records):
     return [(r.offset, r.timestamp, r.key, r.value) for r in records]
 
 
-def test_seed_004_sizes_and_crc():
+def test_legacy_message_sizes_and_crc():
     """Seed 004: a v0 message key="key" value="value" takes 34 bytes with CRC 592888119; with
     a null key 31 bytes; in v1 42 bytes."""
     v0 = encode_message(0, b"key", b"value", magic=0)
