@@ -44,7 +44,7 @@ def ours(records):
 
 
 def test_legacy_message_sizes_and_crc():
-    """Seed 004: a v0 message key="key" value="value" takes 34 bytes with CRC 592888119; with
+    """A v0 message key="key" value="value" takes 34 bytes with CRC 592888119; with
     a null key 31 bytes; in v1 42 bytes."""
     v0 = encode_message(0, b"key", b"value", magic=0)
     assert len(v0) == 34 and read_message(v0).crc == 592888119
