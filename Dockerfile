@@ -29,7 +29,7 @@ ENV PYTHONUNBUFFERED=1 \
 WORKDIR /opt/odradek
 COPY --from=wheel /wheels /wheels
 RUN pip install /wheels/odradek-*.whl \
-    && python -c "import protocol._fast_fetch"
+    && python -c "import protocol._fast_fetch, protocol._record_check"
 
 RUN useradd --system --uid 1000 --home-dir /var/lib/odradek --shell /usr/sbin/nologin odradek \
     && mkdir -p /var/lib/odradek \

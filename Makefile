@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 
 # A virtualenv with the runtime dependencies, re-installed when pyproject.toml changes or the
 # optional compiled accelerator's source does (pip builds it where a C compiler is available).
-$(VENV)/.runtime: pyproject.toml setup.py protocol/_fast_fetch.c
+$(VENV)/.runtime: pyproject.toml setup.py protocol/_fast_fetch.c protocol/_record_check.c
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
 	  { echo "Python >= 3.11 is required (found $$($(PYTHON) --version))"; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)

@@ -16,6 +16,7 @@ from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.produce import (
+    BatchIndexAndErrorMessage,
     PartitionProduceResponse,
     ProduceRequest,
     ProduceResponse,
@@ -39,6 +40,11 @@ def _partition(
     if info is None:
         result.error_code = appended.error
         result.error_message = appended.message
+        if appended.record_errors:
+            result.record_errors = [
+                BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
+                for i, m in appended.record_errors
+            ]
         return result
     result.base_offset = info.first_offset
     result.log_append_time_ms = info.log_append_time

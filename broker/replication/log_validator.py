@@ -1,11 +1,20 @@
-"""Produce-side validation of record batches (Kafka's LogValidator), before anything is appended.
+"""Produce-side validation of record batches (Kafka's ``LogValidator``), before anything is
+appended.
 
-The fast path reads only batch headers: whole batches, magic 2, CRC-32C, record counts, no control
-batches from clients, timestamps within the topic's bounds. Records are decoded only when the
-topic demands it: a legacy message set (Produce v0-2) is converted to magic 2, and a topic
-``compression.type`` other than ``producer`` that differs from the batch's codec recompresses.
-The log itself checks ``max.message.bytes`` and applies ``message.timestamp.type=LogAppendTime``
-when it appends (storage.log.PartitionLog.append).
+Every batch: whole, magic 2, CRC-32C, record count consistent with its offset range, no control
+batches from clients, a base sequence with a producer id. Every record of every batch
+(:func:`protocol.records.check.check_records`, compiled where a C compiler was available; a
+compressed batch is decompressed for it): its structure (lengths within the record and the batch,
+offset deltas, header counts), a key on every record of a compacted topic, and a timestamp within
+``message.timestamp.before.max.ms`` / ``after.max.ms`` of now (CreateTime). A failure rejects the
+whole partition's append with Kafka's error: INVALID_RECORD for a broken record (or a keyless one
+on a compacted topic), INVALID_TIMESTAMP for a timestamp, CORRUPT_MESSAGE for a bad CRC or a
+batch that cannot be decompressed; per-record failures carry ``record_errors`` (KIP-467).
+
+A legacy message set (Produce v0-2) is converted to magic 2 first; a topic ``compression.type``
+other than ``producer`` that differs from the batch's codec recompresses. The log itself checks
+``max.message.bytes`` and applies ``message.timestamp.type=LogAppendTime`` when it appends
+(storage.log.PartitionLog.append).
 """
 
 from __future__ import annotations
@@ -16,7 +25,8 @@ from coordination.errors import KafkaApiError
 from protocol.error_codes import ErrorCode
 from protocol.errors import RemoteProtocolError
 from protocol.records import batch as rb
-from protocol.records import convert
+from protocol.records import check, convert
+from protocol.records.compression import decompress
 from protocol.records.record import RecordBatchBuilder, iter_record_batches
 
 CODECS = {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
@@ -27,7 +37,17 @@ ZSTD_MIN_FETCH_VERSION = 10
 
 
 class RecordError(KafkaApiError):
-    """A per-partition produce failure."""
+    """A per-partition produce failure; ``record_errors`` are (record index in its batch, message)
+    for the records Kafka names one by one (KIP-467)."""
+
+    def __init__(
+        self,
+        message: str = "",
+        error_code: ErrorCode | None = None,
+        record_errors: list[tuple[int, str]] | None = None,
+    ) -> None:
+        super().__init__(message, error_code)
+        self.record_errors = record_errors or []
 
 
 @dataclass(frozen=True)
@@ -38,6 +58,8 @@ class TopicRules:
     log_append_time: bool = False
     timestamp_before_max_ms: int = 2**63 - 1
     timestamp_after_max_ms: int = 3600000
+    #: ``cleanup.policy`` includes ``compact``: every record needs a key
+    compacted: bool = False
 
 
 def validate(
@@ -64,6 +86,7 @@ def validate(
     except RemoteProtocolError as e:
         raise RecordError(str(e), ErrorCode.of(e.error_code)) from None
 
+    pos = 0
     for h in headers:
         if h.compression == ZSTD and api_version < ZSTD_MIN_PRODUCE_VERSION:
             # Kafka's rule (KIP-110): a client that may send zstd uses Produce v7+
@@ -71,9 +94,8 @@ def validate(
                 f"zstd-compressed batches need Produce v{ZSTD_MIN_PRODUCE_VERSION} or later",
                 ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
             )
-        if not rules.log_append_time and h.timestamp_type == 0:
-            _check_timestamp(h.max_timestamp, now_ms, rules)
-            _check_timestamp(h.base_timestamp, now_ms, rules)
+        _check_records(buffer, pos, h, rules, now_ms)
+        pos += h.size
 
     wanted = rules.compression_type
     if wanted != "producer" and any(h.compression != CODECS[wanted] for h in headers):
@@ -82,15 +104,50 @@ def validate(
     return buffer
 
 
-def _check_timestamp(ts: int, now_ms: int, rules: TopicRules) -> None:
-    if ts < 0:
+def _check_records(
+    buffer: bytearray | memoryview, pos: int, h: rb.BatchHeader, rules: TopicRules, now_ms: int
+) -> None:
+    """Every record of the batch at ``pos`` (see the module docstring); RecordError if one
+    fails."""
+    section: bytes | memoryview = memoryview(buffer)[pos + rb.HEADER_SIZE : pos + h.size]
+    if h.compression:
+        try:
+            section = decompress(h.compression, section)
+        except RemoteProtocolError as e:
+            raise RecordError(
+                f"the batch cannot be decompressed: {e}", ErrorCode.CORRUPT_MESSAGE
+            ) from None
+    if rules.log_append_time or h.timestamp_type != 0 or h.base_timestamp < 0:
+        lo, hi = check.INT64_MIN, check.INT64_MAX
+    else:
+        lo = max(now_ms - rules.timestamp_before_max_ms - h.base_timestamp, check.INT64_MIN)
+        hi = min(now_ms + rules.timestamp_after_max_ms - h.base_timestamp, check.INT64_MAX)
+    failure = check.check_records(section, h.record_count, rules.compacted, lo, hi)
+    if failure is None:
         return
-    if now_ms - ts > rules.timestamp_before_max_ms or ts - now_ms > rules.timestamp_after_max_ms:
-        raise RecordError(
-            f"Timestamp {ts} of message is out of range. The timestamp should be within "
-            f"[{now_ms - rules.timestamp_before_max_ms}, {now_ms + rules.timestamp_after_max_ms}]",
-            ErrorCode.INVALID_TIMESTAMP,
+    kind, index, problem = failure
+    if kind == check.TIMESTAMP:
+        error = (
+            f"Timestamp of record {index} is out of range. The timestamp should be within "
+            f"[{now_ms - rules.timestamp_before_max_ms}, {now_ms + rules.timestamp_after_max_ms}]"
         )
+        raise RecordError(
+            "One or more records have been rejected due to invalid timestamp",
+            ErrorCode.INVALID_TIMESTAMP,
+            [(index, error)],
+        )
+    if kind == check.MISSING_KEY:
+        error = f"{problem} (record {index})"
+        raise RecordError(
+            "One or more records have been rejected due to 1 record errors in total, and only "
+            f"showing the first three errors at most: [{error}]",
+            ErrorCode.INVALID_RECORD,
+            [(index, error)],
+        )
+    raise RecordError(
+        f"Found invalid record structure: {problem} (record {index} of {h.record_count})",
+        ErrorCode.INVALID_RECORD,
+    )
 
 
 def _recompress(buffer: bytearray | memoryview, codec: int) -> bytearray:

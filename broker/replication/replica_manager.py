@@ -29,7 +29,7 @@ from broker.metrics import MetricSamples, MetricsRegistry
 from broker.purgatory import DelayedOperationPurgatory
 from broker.replication.delayed_fetch import DelayedFetch
 from broker.replication.errors import NotLeaderOrFollower, UnknownTopicOrPartition, error_of
-from broker.replication.log_validator import TopicRules
+from broker.replication.log_validator import RecordError, TopicRules
 from broker.replication.partition import (
     FetchIsolation,
     LogReadResult,
@@ -59,6 +59,7 @@ def topic_rules(config: dict[str, Any]) -> TopicRules:
         log_append_time=config["message.timestamp.type"] == "LogAppendTime",
         timestamp_before_max_ms=int(config["message.timestamp.before.max.ms"]),
         timestamp_after_max_ms=int(config["message.timestamp.after.max.ms"]),
+        compacted="compact" in config["cleanup.policy"],
     )
 
 
@@ -68,6 +69,8 @@ class AppendResult(NamedTuple):
     error: ErrorCode
     info: AppendInfo | None = None
     message: str | None = None
+    #: (record index in its batch, message) per rejected record (KIP-467)
+    record_errors: tuple[tuple[int, str], ...] = ()
 
 
 class FetchRead:
@@ -332,6 +335,8 @@ class ReplicaManager:
             return AppendResult(self.missing_partition_error(topic, partition))
         try:
             info = part.append_records_to_leader(records, api_version=api_version, now_ms=now_ms)
+        except RecordError as e:
+            return AppendResult(e.error_code, None, str(e), tuple(e.record_errors))
         except (KafkaApiError, StorageError) as e:
             code, message = error_of(e)
             return AppendResult(code, None, message)

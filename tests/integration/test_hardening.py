@@ -4,6 +4,7 @@ connection, memory stays bounded, and a well-behaved client is served throughout
 from __future__ import annotations
 
 import os
+import socket
 import struct
 import time
 import uuid
@@ -191,3 +192,101 @@ def test_at_max_connections_the_next_client_waits_until_one_closes(fresh_broker)
     held.pop().close()
     waiting.settimeout(10)
     assert read_frame(waiting)[:4] == struct.pack(">i", 5)
+
+
+def _produce(sock: socket.socket, topic: str, batch: bytes, cid: int) -> object:
+    from protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
+
+    request = ProduceRequest(
+        acks=1,
+        timeout_ms=5000,
+        topic_data=[
+            TopicProduceData(
+                name=topic, partition_data=[PartitionProduceData(index=0, records=batch)]
+            )
+        ],
+    )
+    return call(sock, request, 9, correlation_id=cid).responses[0].partition_responses[0]
+
+
+def _with_records(records: bytes, count: int) -> bytes:
+    """A batch header for ``records`` (a records section), with a valid CRC."""
+    from protocol.records import batch as rb
+    from protocol.records.record import RecordBatchBuilder
+
+    builder = RecordBatchBuilder()
+    for i in range(count):
+        builder.append(b"v", key=b"k", timestamp=int(time.time() * 1000) + i)
+    good = bytearray(builder.build())
+    out = bytearray(good[: rb.HEADER_SIZE]) + records
+    struct.pack_into(">i", out, rb.LENGTH_AT, len(out) - rb.LOG_OVERHEAD)
+    struct.pack_into(">I", out, rb.CRC_AT, rb.crc_of(out, 0, len(out)))
+    return bytes(out)
+
+
+def _zz(n: int) -> bytes:
+    v = (n << 1) ^ (n >> 63)
+    out = bytearray()
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+def _rec(body: bytes) -> bytes:
+    return _zz(len(body)) + body
+
+
+def _body(offset: int, *, key_len: int | None = None, headers: int = 0) -> bytes:
+    key = _zz(key_len) if key_len is not None else _zz(1) + b"k"
+    return b"\x00" + _zz(0) + _zz(offset) + key + _zz(1) + b"v" + _zz(headers)
+
+
+BROKEN = {
+    "header count 2^31-1": _rec(_body(0, headers=2**31 - 1)),
+    "header count -5": _rec(_body(0, headers=-5)),
+    "key length 2^30 without bytes": _rec(_body(0, key_len=2**30)),
+    "record length 2^31-1": _zz(2**31 - 1) + _body(0),
+    "fewer records than the header says": _rec(_body(0)),
+    "random bytes": bytes(range(7, 200, 3)),
+}
+
+
+def test_broken_records_with_a_valid_crc_are_refused_and_harm_nothing(broker, topic_name):
+    """Finding 4: such batches were acknowledged, and no consumer could read past them."""
+    from confluent_kafka import Producer
+
+    from tests.support.kafka_clients import consume_from_start
+
+    create_topic(broker.bootstrap, topic_name, 1)
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    producer.produce(topic_name, value=b"before")
+    assert producer.flush(15) == 0
+    with connect(broker.bootstrap) as sock:
+        for i, (what, records) in enumerate(BROKEN.items()):
+            count = 2 if what == "fewer records than the header says" else 1
+            answer = _produce(sock, topic_name, _with_records(records, count), i + 1)
+            assert answer.error_code == ErrorCode.INVALID_RECORD, what
+            assert answer.base_offset == -1 and "invalid record" in answer.error_message, what
+    producer.produce(topic_name, value=b"after")
+    assert producer.flush(15) == 0
+    got = consume_from_start(broker.bootstrap, topic_name, 1, 2)
+    assert [m.value() for m in got] == [b"before", b"after"]
+    assert [m.offset() for m in got] == [0, 1]  # nothing of the broken batches was appended
+
+
+def test_a_compacted_topic_refuses_records_without_a_key(broker, topic_name):
+    from confluent_kafka import Producer
+
+    create_topic(broker.bootstrap, topic_name, 1, **{"cleanup.policy": "compact"})
+    with connect(broker.bootstrap) as sock:
+        answer = _produce(sock, topic_name, _with_records(_rec(_body(0, key_len=-1)), 1), 1)
+    assert answer.error_code == ErrorCode.INVALID_RECORD
+    assert [(e.batch_index, "without key" in e.batch_index_error_message)
+            for e in answer.record_errors] == [(0, True)]  # fmt: skip
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "acks": "all"})
+    errors: list = []
+    producer.produce(topic_name, value=b"no key", on_delivery=lambda err, msg: errors.append(err))
+    producer.flush(15)
+    assert errors and errors[0] is not None and errors[0].code() == 87  # INVALID_RECORD

@@ -208,12 +208,13 @@ async function admin(args) {
     const meta2 = await adm.fetchTopicMetadata({ topics: [topic] })
     out.partitionsAfter = meta2.topics[0].partitions.map(p => p.partitionId).sort()
 
-    // Records to delete, then DeleteRecords and the offsets it leaves.
+    // Records to delete, then DeleteRecords and the offsets it leaves. The topic is compacted
+    // now, so every record needs a key (Kafka refuses keyless ones with INVALID_RECORD).
     const producer = kafka.producer()
     await producer.connect()
     await producer.send({
       topic,
-      messages: Array.from({ length: 10 }, (_, i) => ({ partition: 0, value: `m${i}` })),
+      messages: Array.from({ length: 10 }, (_, i) => ({ partition: 0, key: `k${i}`, value: `m${i}` })),
     })
     await producer.disconnect()
     await adm.deleteTopicRecords({ topic, partitions: [{ partition: 0, offset: '4' }] })
