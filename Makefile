@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 BIN    := $(VENV)/bin
 
-.PHONY: serve test check fmt bench venv dev-env system-deps js-clients clean
+.PHONY: serve test check fmt bench fuzz venv dev-env system-deps js-clients clean
 
 # A virtualenv with the runtime dependencies, re-installed when pyproject.toml changes or the
 # optional compiled accelerator's source does (pip builds it where a C compiler is available).
@@ -61,3 +61,10 @@ bench: $(VENV)/.bench system-deps
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache build *.egg-info protocol/*.so
+
+# A long fuzz run against a fresh broker (FRAMES frames, a new seed each run; the suite runs
+# 50,000 with a fixed seed). Prints the counts and fails on a hang, an unanswered frame, a
+# traceback in the broker's log or a dead broker.
+FRAMES ?= 1000000
+fuzz: $(VENV)/.dev
+	$(PY) -m tests.support.fuzzing --frames $(FRAMES)

@@ -112,6 +112,8 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in [
     _k("background.threads", "int", 10, implemented=False),
     _k("queued.max.requests", "int", 500, "Requests a connection may have queued before reads pause."),
     _k("num.partitions", "int", 1),
+    _k("max.partitions.per.request", "int", 10000, "Ours (Kafka's KRaft controller refuses batches of more than 10,000 records the same way): partitions one CreateTopics or CreatePartitions request may create, over all its topics; more answer POLICY_VIOLATION for every topic of the request, before any assignment is computed."),
+    _k("max.broker.partitions", "int", 100000, "Partition replicas the cluster may hold per live broker (the name of KIP-578's proposal); a topic or partition increase beyond it answers POLICY_VIOLATION. Ours: 100,000; Kafka has no limit."),
     _k("default.replication.factor", "int", 1),
     _k("auto.create.topics.enable", "boolean", True),
     _k("delete.topic.enable", "boolean", True),

@@ -21,6 +21,15 @@ from protocol.messages.create_partitions import (
 def handle_create_partitions(
     ctx: RequestContext, request: CreatePartitionsRequest
 ) -> CreatePartitionsResponse:
+    view = ctx.services.metadata.view
+    requested = 0
+    for t in request.topics:
+        topic = view.topics.get(t.name)
+        requested += max(t.count - (len(topic.partitions) if topic else 0), 0)
+    try:
+        ctx.services.admin.check_request_size(requested)
+    except KafkaApiError as e:
+        return _every_topic_failed(request, e.error_code, str(e))
     counts = Counter(t.name for t in request.topics)
     results = []
     for t in request.topics:
@@ -43,6 +52,12 @@ def handle_create_partitions(
 
 @error_response(ApiKey.CREATE_PARTITIONS)
 def create_partitions_error(
+    request: CreatePartitionsRequest, code: ErrorCode, message: str | None
+) -> CreatePartitionsResponse:
+    return _every_topic_failed(request, code, message)
+
+
+def _every_topic_failed(
     request: CreatePartitionsRequest, code: ErrorCode, message: str | None
 ) -> CreatePartitionsResponse:
     return CreatePartitionsResponse(

@@ -23,6 +23,15 @@ from protocol.messages.create_topics import (
 @handler(ApiKey.CREATE_TOPICS, "0-7", acl=(AclOperation.CREATE, ResourceType.TOPIC))
 def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
     broker = ctx.services
+    default_partitions = broker.config["num.partitions"]
+    requested = sum(
+        len(t.assignments) if t.assignments else max(t.num_partitions, 0) or default_partitions
+        for t in request.topics
+    )
+    try:
+        broker.admin.check_request_size(requested)
+    except KafkaApiError as e:
+        return _every_topic_failed(request, e.error_code, str(e))
     counts = Counter(t.name for t in request.topics)
     results = []
     for t in request.topics:
@@ -72,6 +81,12 @@ def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> C
 
 @error_response(ApiKey.CREATE_TOPICS)
 def create_topics_error(
+    request: CreateTopicsRequest, code: ErrorCode, message: str | None
+) -> CreateTopicsResponse:
+    return _every_topic_failed(request, code, message)
+
+
+def _every_topic_failed(
     request: CreateTopicsRequest, code: ErrorCode, message: str | None
 ) -> CreateTopicsResponse:
     return CreateTopicsResponse(

@@ -62,7 +62,9 @@ class JoinRequest:
 
     @property
     def protocol_names(self) -> list[str]:
-        return [name for name, _ in self.protocols]
+        """Distinct names in order of preference (a client may repeat one; counting it twice
+        would make the group's protocol vote impossible)."""
+        return list(dict.fromkeys(name for name, _ in self.protocols))
 
     @property
     def why(self) -> str:

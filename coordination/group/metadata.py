@@ -171,7 +171,8 @@ class MemberMetadata:
 
     @property
     def protocol_names(self) -> list[str]:
-        return [name for name, _ in self.protocols]
+        """Distinct names in order of preference (see JoinRequest.protocol_names)."""
+        return list(dict.fromkeys(name for name, _ in self.protocols))
 
     def metadata(self, protocol: str) -> bytes:
         for name, data in self.protocols:
@@ -334,8 +335,8 @@ class GroupMetadata:
     ) -> None:
         self.supported_protocols.subtract(member.protocol_names)
         self.supported_protocols = +self.supported_protocols
-        self.supported_protocols.update(name for name, _ in protocols)
         member.protocols = protocols
+        self.supported_protocols.update(member.protocol_names)
         member.rebalance_timeout_ms = rebalance_timeout_ms
         member.session_timeout_ms = session_timeout_ms
         if callback is not None and not member.is_awaiting_join:

@@ -9,6 +9,7 @@ import struct
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -290,3 +291,127 @@ def test_a_compacted_topic_refuses_records_without_a_key(broker, topic_name):
     producer.produce(topic_name, value=b"no key", on_delivery=lambda err, msg: errors.append(err))
     producer.flush(15)
     assert errors and errors[0] is not None and errors[0].code() == 87  # INVALID_RECORD
+
+
+def _create_topics(sock: socket.socket, name: str, partitions: int, *, validate_only: bool,
+                   cid: int) -> Any:  # fmt: skip
+    from protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
+
+    request = CreateTopicsRequest(
+        topics=[CreatableTopic(name=name, num_partitions=partitions, replication_factor=1)],
+        timeout_ms=30000,
+        validate_only=validate_only,
+    )
+    return call(sock, request, 7, correlation_id=cid).topics[0]
+
+
+def _create_partitions(sock: socket.socket, name: str, count: int, cid: int) -> Any:
+    from protocol.messages.create_partitions import (
+        CreatePartitionsRequest,
+        CreatePartitionsTopic,
+    )
+
+    request = CreatePartitionsRequest(
+        topics=[CreatePartitionsTopic(name=name, count=count, assignments=None)],
+        timeout_ms=30000,
+        validate_only=False,
+    )
+    return call(sock, request, 3, correlation_id=cid).results[0]
+
+
+def test_partition_counts_are_refused_before_anything_is_materialised(fresh_broker, topic_name):
+    """Finding 1: CreateTopics (even validate_only) or CreatePartitions for 2^24 partitions
+    made the broker build every assignment (3.7 GB, then the kernel killed it)."""
+    broker = fresh_broker(**{"max.broker.partitions": "50"})
+    before = rss_bytes(broker.pid)
+    with connect(broker.bootstrap, timeout=60) as sock:
+        for cid, validate_only in enumerate((True, False), 1):
+            result = _create_topics(sock, topic_name, 2**24, validate_only=validate_only, cid=cid)
+            assert result.error_code == ErrorCode.POLICY_VIOLATION, validate_only
+            assert "excessively large" in result.error_message
+        assert _create_topics(sock, topic_name, 4, validate_only=False, cid=3).error_code == 0
+        grow = _create_partitions(sock, topic_name, 2**24, cid=4)
+        assert grow.error_code == ErrorCode.POLICY_VIOLATION
+        # within max.partitions.per.request, but beyond max.broker.partitions (50 per broker)
+        grow = _create_partitions(sock, topic_name, 60, cid=5)
+        assert grow.error_code == ErrorCode.POLICY_VIOLATION
+        assert "max.broker.partitions" in grow.error_message
+        other = _create_topics(sock, topic_name + "-2", 47, validate_only=True, cid=6)
+        assert other.error_code == ErrorCode.POLICY_VIOLATION
+        assert _create_partitions(sock, topic_name, 50, cid=7).error_code == 0
+    grown = rss_bytes(broker.pid) - before
+    assert grown < 64 * 1024 * 1024, f"refused requests grew the broker by {grown} bytes"
+    assert served(broker.bootstrap)
+
+
+def test_clients_cannot_delete_or_grow_internal_topics(fresh_broker, topic_name):
+    """Finding 7: any client could delete __consumer_offsets, and every group's offsets with
+    it (also after a restart)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    from protocol.messages.delete_topics import DeleteTopicsRequest
+
+    broker = fresh_broker()
+    create_topic(broker.bootstrap, topic_name, 1)
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": topic_name})
+    consumer.commit(offsets=[TopicPartition(topic_name, 0, 7)], asynchronous=False)
+    with connect(broker.bootstrap) as sock:
+        for version, cid in ((1, 1), (5, 2)):
+            deleted = call(
+                sock, DeleteTopicsRequest(topic_names=["__consumer_offsets"], timeout_ms=5000),
+                version, correlation_id=cid,
+            ).responses[0]  # fmt: skip
+            assert deleted.error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
+        grow = _create_partitions(sock, "__consumer_offsets", 100, cid=3)
+        assert grow.error_code == ErrorCode.INVALID_PARTITIONS
+    broker.restart()
+    consumer.close()
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": topic_name})
+    try:
+        committed = consumer.committed([TopicPartition(topic_name, 0)], timeout=30)
+        assert committed[0].offset == 7
+    finally:
+        consumer.close()
+
+
+def test_under_a_1_gib_address_space_the_broker_survives_abuse(tmp_path, topic_name):
+    """The acceptance of the hardening issue: under ``prlimit --as=1GiB`` the broker survives
+    100 connections each sending a maximal size prefix, 1,000 pipelined unread Fetch v3
+    requests on one connection and a CreateTopics for 2^24 partitions, and a well-behaved client
+    is answered throughout."""
+    from confluent_kafka import Producer
+
+    proc = BrokerProcess(tmp_path / "data", wrapper=["prlimit", f"--as={1 << 30}"])
+    proc.start()
+    try:
+        create_topic(proc.bootstrap, topic_name, 1)
+        producer = Producer({"bootstrap.servers": proc.bootstrap, "linger.ms": 20})
+        for i in range(2000):
+            producer.produce(topic_name, value=os.urandom(500), key=str(i))
+        assert producer.flush(30) == 0
+        prefixes = []
+        for _ in range(100):
+            s = connect(proc.bootstrap)
+            s.sendall(struct.pack(">i", 100 * 1024 * 1024 - 1) + b"\x00\x01")
+            prefixes.append(s)
+        assert served(proc.bootstrap)
+        hog = connect(proc.bootstrap)
+        hog.settimeout(0.2)
+        request = fetch_v3(topic_name)
+        for sent in range(1000):
+            try:
+                hog.sendall(encode_request(request, 3, sent))
+            except (TimeoutError, BlockingIOError):
+                break
+        assert served(proc.bootstrap)
+        with connect(proc.bootstrap, timeout=60) as sock:
+            result = _create_topics(sock, topic_name + "-huge", 2**24, validate_only=False, cid=1)
+            assert result.error_code == ErrorCode.POLICY_VIOLATION
+        assert served(proc.bootstrap)
+        for s in [*prefixes, hog]:
+            s.close()
+        assert served(proc.bootstrap)
+        assert proc.proc is not None and proc.proc.poll() is None, "the broker died"
+        assert "Traceback" not in proc.log()
+    finally:
+        proc.stop()

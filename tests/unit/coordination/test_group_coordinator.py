@@ -726,3 +726,17 @@ def test_coordinates_only_partitions_taken_over():
     assert h.gc.coordinates(1) and not h.gc.is_loading(1)
     h.gc.unload(1)
     assert not h.gc.coordinates(1)
+
+
+def test_a_protocol_named_twice_counts_once() -> None:
+    """Found by the fuzz test: a static member naming one protocol twice made the protocol
+    vote fail (the timer raised, the group never completed its join)."""
+    twice = [("range", encode_subscription(["t"])), ("range", encode_subscription(["t"]))]
+    h = Harness()
+    w = h.join("g", instance="i1", protocols=twice)
+    h.sched.advance(300)
+    (result,) = w
+    assert result.error == E.NONE and result.protocol_name == "range"
+    # a second member with the one protocol joins the same group
+    w2 = h.join_new("g", protocols=[("range", encode_subscription(["t"]))])
+    assert w2 == [] or w2[0].error == E.NONE
