@@ -45,7 +45,7 @@ check: $(VENV)/.dev
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
 	$(PY) scripts/gen_message_stubs.py --check
-	$(BIN)/mypy protocol storage coordination broker spark_connector
+	$(BIN)/mypy protocol storage coordination broker spark_connector cli
 	$(BIN)/lint-imports
 
 fmt: $(VENV)/.dev

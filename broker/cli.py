@@ -1,4 +1,6 @@
-"""The ``odradek`` command: ``serve`` runs a broker, ``dump-log`` prints segment files."""
+"""``python -m broker``: ``serve`` runs a broker, ``dump-log`` prints segment files. The
+``odradek`` command (package :mod:`cli`) offers the same two through :func:`serve` and
+:func:`dump_log`, beside its cluster commands."""
 
 from __future__ import annotations
 
@@ -48,12 +50,28 @@ async def _serve(config: BrokerConfig) -> int:
     return 0
 
 
+def serve(config_path: str | None, overrides: list[str], log_level: str = "INFO") -> int:
+    """Runs a broker until SIGTERM or SIGINT; returns the exit status."""
+    _setup_logging(log_level)
+    try:
+        config = BrokerConfig.load(config_path, overrides)
+    except (ConfigError, OSError) as e:
+        print(f"odradek: configuration error: {e}", file=sys.stderr)
+        return 2
+    code: int = uvloop.run(_serve(config))
+    return code
+
+
+def dump_log(paths: list[str], *, records: bool, print_data: bool, max_bytes: int) -> int:
+    return dump_files(paths, records=records, print_data=print_data, max_bytes=max_bytes)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="odradek", description="A Kafka-compatible broker.")
     sub = parser.add_subparsers(dest="command", required=True)
-    serve = sub.add_parser("serve", help="run a broker")
-    serve.add_argument("--config", "-c", help="a Kafka server.properties file")
-    serve.add_argument(
+    serve_parser = sub.add_parser("serve", help="run a broker")
+    serve_parser.add_argument("--config", "-c", help="a Kafka server.properties file")
+    serve_parser.add_argument(
         "--override",
         "-o",
         action="append",
@@ -61,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         metavar="KEY=VALUE",
         help="set a configuration key (repeatable)",
     )
-    serve.add_argument("--log-level", default="INFO")
+    serve_parser.add_argument("--log-level", default="INFO")
     dump = sub.add_parser(
         "dump-log",
         help="print the batches (and records) of segment files",
@@ -87,18 +105,10 @@ def main(argv: list[str] | None = None) -> int:
         paths = [*args.paths, *(p for p in args.files.split(",") if p)]
         if not paths:
             dump.error("no files given")
-        return dump_files(
+        return dump_log(
             paths, records=args.records, print_data=args.print_data_log, max_bytes=args.max_bytes
         )
-
-    _setup_logging(args.log_level)
-    try:
-        config = BrokerConfig.load(args.config, args.override)
-    except (ConfigError, OSError) as e:
-        print(f"odradek: configuration error: {e}", file=sys.stderr)
-        return 2
-    code: int = uvloop.run(_serve(config))
-    return code
+    return serve(args.config, args.override, args.log_level)
 
 
 if __name__ == "__main__":

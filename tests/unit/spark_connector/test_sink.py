@@ -16,10 +16,11 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from protocol.partitioner import default_partition, murmur2
 from protocol.records.batch import read_header, validate_batches
 from protocol.records.record import SimpleRecord, build_batch, iter_record_batches
 from spark_connector.options import OptionError, parse_sink_options
-from spark_connector.producer import default_partition, murmur2, stamp_batch
+from spark_connector.producer import stamp_batch
 from spark_connector.sink import check_sink_schema
 
 OPTS = parse_sink_options({"kafka.bootstrap.servers": "h:1"})
