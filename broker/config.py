@@ -354,6 +354,12 @@ class BrokerConfig:
     explicit: set[str] = field(default_factory=set)
     unknown: dict[str, str] = field(default_factory=dict)
     inert: list[str] = field(default_factory=list)
+    #: the values the broker started with (file, overrides, defaults), under the dynamic ones
+    static_values: dict[str, Any] = field(default_factory=dict)
+    #: dynamic broker configs in force (strings, as stored): the cluster-wide default and this
+    #: broker's own (see :meth:`apply_dynamic`)
+    dynamic_default: dict[str, str] = field(default_factory=dict)
+    dynamic_broker: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def load(
@@ -388,7 +394,36 @@ class BrokerConfig:
                 config.inert.append(name)
                 log.info("configuration key %s is accepted but has no effect in Odradek", name)
         config._validate()
+        config.static_values = dict(values)
         return config
+
+    def apply_dynamic(self, default: Mapping[str, str], per_broker: Mapping[str, str]) -> set[str]:
+        """Recomputes :attr:`values` from the static values, the cluster-wide dynamic default
+        and this broker's dynamic configs, key by key in Kafka's order of precedence (as
+        Kafka's ``DynamicBrokerConfig.updateCurrentConfig`` overrides properties; between
+        synonyms such as ``log.retention.ms`` and ``.hours`` the usual rule then picks, the
+        finer unit first). Keys that are not dynamic,
+        or whose value does not parse, are skipped with a warning. Returns the keys whose value
+        changed. Readers see each key's old or new value (one dict assignment per key)."""
+        merged = dict(self.static_values)
+        for level in (default, per_broker):
+            for name, raw in level.items():
+                key = BROKER_CONFIGS.get(name)
+                if key is None or name not in DYNAMIC_BROKER_CONFIGS:
+                    log.warning("ignoring dynamic broker config %s: not a dynamic key", name)
+                    continue
+                try:
+                    value = parse_value(name, key.kind, raw)
+                except ConfigError as e:
+                    log.warning("ignoring dynamic broker config %s: %s", name, e)
+                    continue
+                merged[name] = value
+        changed = {k for k, v in merged.items() if self.values.get(k) != v}
+        for name in changed:
+            self.values[name] = merged[name]
+        self.dynamic_default = dict(default)
+        self.dynamic_broker = dict(per_broker)
+        return changed
 
     def __getitem__(self, name: str) -> Any:
         return self.values[name]
@@ -578,3 +613,121 @@ class ZooKeeperConfig:
             connection_timeout_ms=int(timeout) if timeout is not None else None,
             unclean_leader_election_enable=bool(config["unclean.leader.election.enable"]),
         )
+
+
+# --- dynamic broker configs (Kafka's DynamicBrokerConfig) ------------------------------------
+
+#: Broker keys Kafka lets an operator change at runtime (``DynamicBrokerConfig.
+#: AllDynamicConfigs``: the log defaults, log cleaner, thread pools, listeners, connection
+#: limits, producer id expiration, metric reporters), restricted to the keys Odradek knows.
+#: Every other key is read-only: changing it needs server.properties and a restart.
+DYNAMIC_BROKER_CONFIGS: frozenset[str] = frozenset(
+    {
+        # DynamicLogConfig: the broker-level defaults of topic configs
+        "log.segment.bytes", "log.roll.ms", "log.roll.hours", "log.roll.jitter.ms",
+        "log.roll.jitter.hours", "log.index.size.max.bytes", "log.flush.interval.messages",
+        "log.flush.interval.ms", "log.retention.bytes", "log.retention.ms",
+        "log.retention.minutes", "log.retention.hours", "message.max.bytes",
+        "log.index.interval.bytes", "log.cleaner.delete.retention.ms",
+        "log.cleaner.min.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms",
+        "log.segment.delete.delay.ms", "log.cleaner.min.cleanable.ratio", "log.cleanup.policy",
+        "unclean.leader.election.enable", "min.insync.replicas", "compression.type",
+        "compression.gzip.level", "compression.lz4.level", "compression.zstd.level",
+        "log.preallocate", "log.message.timestamp.type", "log.message.timestamp.before.max.ms",
+        "log.message.timestamp.after.max.ms",
+        # LogCleaner
+        "log.cleaner.threads", "log.cleaner.dedupe.buffer.size", "log.cleaner.backoff.ms",
+        # DynamicThreadPool and the socket server
+        "num.io.threads", "num.network.threads", "num.replica.fetchers",
+        "num.recovery.threads.per.data.dir", "background.threads",
+        "max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides",
+        # DynamicListenerConfig (per broker only)
+        "listeners", "advertised.listeners", "listener.security.protocol.map",
+        # DynamicProducerStateManagerConfig, metric reporters
+        "producer.id.expiration.ms", "metric.reporters",
+    }
+)  # fmt: skip
+
+#: Dynamic keys that only a broker's own entity may set, never the cluster-wide default
+#: (Kafka's ``PerBrokerConfigs``: listener configs).
+PER_BROKER_CONFIGS: frozenset[str] = frozenset(
+    {"listeners", "advertised.listeners", "listener.security.protocol.map"}
+)
+
+#: Dynamic keys Odradek stores and reports but applies only at the next start (the thread
+#: pools and listeners are built once); DescribeConfigs shows the stored value.
+APPLIED_AT_RESTART: frozenset[str] = frozenset(
+    {
+        "num.io.threads", "num.network.threads", "num.replica.fetchers",
+        "num.recovery.threads.per.data.dir", "background.threads", "log.cleaner.threads",
+        "log.cleaner.dedupe.buffer.size", "listeners", "advertised.listeners",
+        "listener.security.protocol.map", "metric.reporters", "producer.id.expiration.ms",
+    }
+)  # fmt: skip
+
+#: Keys that name one setting in several units, in Kafka's order of precedence
+#: (``DynamicBrokerConfig.brokerConfigSynonyms``): DescribeConfigs lists them as each other's
+#: synonyms.
+BROKER_SYNONYMS: tuple[tuple[str, ...], ...] = (
+    ("log.roll.ms", "log.roll.hours"),
+    ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+    ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+)
+
+
+def broker_synonyms(name: str) -> tuple[str, ...]:
+    """``name`` and the keys that set the same thing, in order of precedence."""
+    for group in BROKER_SYNONYMS:
+        if name in group:
+            return group
+    return (name,)
+
+
+def validate_dynamic_broker_configs(
+    configs: Mapping[str, str | None], *, per_broker: bool
+) -> dict[str, Any]:
+    """Checks dynamic broker configs as Kafka's ``DynamicBrokerConfig.validateConfigs`` does:
+    known keys, dynamic ones, per-broker keys not at the cluster default, values of the right
+    type. Raises ConfigError; returns the parsed values."""
+    unknown = sorted(k for k in configs if k not in BROKER_CONFIGS)
+    if unknown:
+        raise ConfigError(f"Unknown broker configs: {unknown}")
+    static = sorted(k for k in configs if k not in DYNAMIC_BROKER_CONFIGS)
+    if static:
+        raise ConfigError(
+            f"Cannot update these configs dynamically: {static} (they are read-only: set them "  # noqa: S608 - a message, not SQL
+            "in server.properties and restart the broker)"
+        )
+    if not per_broker:
+        only_per_broker = sorted(k for k in configs if k in PER_BROKER_CONFIGS)
+        if only_per_broker:
+            raise ConfigError(
+                "Cannot update these configs at default cluster level, broker id must be "
+                f"specified: {only_per_broker}"
+            )
+    parsed: dict[str, Any] = {}
+    for name, raw in configs.items():
+        key = BROKER_CONFIGS[name]
+        if raw is None:
+            raise ConfigError(f"Null value not supported for broker config: {name}")
+        value = parse_value(name, key.kind, raw)
+        choices = _VALID_CHOICES.get(name)
+        if choices and value not in choices:
+            raise ConfigError(
+                f"Invalid value {raw} for configuration {name}: expected one of {choices}"
+            )
+        if key.kind in ("int", "long") and value < 0 and name not in _NEGATIVE_ALLOWED:
+            raise ConfigError(f"Invalid value {raw} for configuration {name}: must be >= 0")
+        parsed[name] = value
+    if "log.segment.bytes" in parsed and parsed["log.segment.bytes"] < 14:
+        raise ConfigError("Invalid value for configuration log.segment.bytes: must be >= 14")
+    if "num.network.threads" in parsed and parsed["num.network.threads"] < 1:
+        raise ConfigError("Invalid value for configuration num.network.threads: must be >= 1")
+    if "listeners" in parsed:
+        for spec in parsed["listeners"]:
+            parse_listener(spec)
+    return parsed
+
+
+#: broker keys whose -1 means "unlimited" or "not set"
+_NEGATIVE_ALLOWED = frozenset({"log.retention.bytes", "log.retention.ms", "compression.gzip.level"})

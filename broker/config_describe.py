@@ -7,7 +7,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-from broker.config import BROKER_CONFIGS, TOPIC_CONFIGS, BrokerConfig, format_value
+from broker.config import (
+    BROKER_CONFIGS,
+    DYNAMIC_BROKER_CONFIGS,
+    TOPIC_CONFIGS,
+    BrokerConfig,
+    broker_synonyms,
+    format_value,
+)
 
 
 class ConfigSource(IntEnum):
@@ -83,14 +90,12 @@ def describe_topic(
         if name in overrides:
             synonyms.append((name, overrides[name], ConfigSource.DYNAMIC_TOPIC_CONFIG))
         effective = format_value(key.kind, config.topic_default(name))
-        if key.broker_key is not None and key.broker_key in config.explicit:
-            synonyms.append((key.broker_key, effective, ConfigSource.STATIC_BROKER_CONFIG))
-            synonyms.append(
-                (key.broker_key, format_value(key.kind, key.default), ConfigSource.DEFAULT_CONFIG)
-            )
-        else:
+        if key.broker_key is not None:
+            synonyms.extend(_broker_synonyms(config, key.broker_key))
+        if len(synonyms) == (1 if name in overrides else 0):
             synonyms.append((key.broker_key or name, effective, ConfigSource.DEFAULT_CONFIG))
-        _, value, source = synonyms[0]
+        source = synonyms[0][2]
+        value = overrides.get(name, effective)
         entries.append(
             ConfigEntry(
                 name=name,
@@ -106,29 +111,104 @@ def describe_topic(
     return entries
 
 
+def _broker_synonyms(config: BrokerConfig, name: str) -> list[tuple[str, str | None, ConfigSource]]:
+    """Where broker key ``name`` (and its synonyms, such as ``log.retention.hours`` for
+    ``log.retention.ms``) is set, in Kafka's order of precedence: this broker's dynamic
+    config, the cluster-wide default, server.properties, Kafka's default."""
+    out: list[tuple[str, str | None, ConfigSource]] = []
+    names = broker_synonyms(name)
+    for level, source in (
+        (config.dynamic_broker, ConfigSource.DYNAMIC_BROKER_CONFIG),
+        (config.dynamic_default, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+    ):
+        out.extend((n, level[n], source) for n in names if n in level)
+    for n in names:
+        if n in config.explicit:
+            key = BROKER_CONFIGS[n]
+            out.append(
+                (
+                    n,
+                    format_value(key.kind, config.static_values.get(n)),
+                    ConfigSource.STATIC_BROKER_CONFIG,
+                )
+            )
+    for n in names:
+        key = BROKER_CONFIGS[n]
+        if key.default is not None:
+            out.append((n, format_value(key.kind, key.default), ConfigSource.DEFAULT_CONFIG))
+    return out
+
+
 def describe_broker(config: BrokerConfig, keys: Iterable[str] | None = None) -> list[ConfigEntry]:
+    """This broker's configs: the value in force, its source, and every synonym."""
     wanted = set(keys) if keys is not None else None
     entries = []
     for name, key in sorted(BROKER_CONFIGS.items()):
         if wanted is not None and name not in wanted:
             continue
         value = None if key.sensitive else format_value(key.kind, config.values.get(name))
-        source = (
-            ConfigSource.STATIC_BROKER_CONFIG
-            if name in config.explicit
-            else ConfigSource.DEFAULT_CONFIG
-        )
-        synonyms = [(name, value, source)]
+        synonyms = _broker_synonyms(config, name)
+        own = [s for s in synonyms if s[0] == name]
+        source = own[0][2] if own else ConfigSource.DEFAULT_CONFIG
+        if source == ConfigSource.DEFAULT_CONFIG and synonyms and synonyms[0][2] != source:
+            # set through a synonym (log.retention.hours for log.retention.ms)
+            source = synonyms[0][2]
         entries.append(
             ConfigEntry(
                 name=name,
                 value=value,
                 source=source,
-                read_only=key.read_only,
+                read_only=name not in DYNAMIC_BROKER_CONFIGS,
                 sensitive=key.sensitive,
                 type=_TYPE_OF[key.kind],
                 documentation=key.doc or None,
-                synonyms=synonyms,
+                synonyms=synonyms or [(name, value, source)],
             )
         )
     return entries
+
+
+def describe_broker_default(
+    config: BrokerConfig, keys: Iterable[str] | None = None
+) -> list[ConfigEntry]:
+    """The cluster-wide default's entries (a BROKER resource named ""): only the keys set
+    there, as Kafka answers."""
+    wanted = set(keys) if keys is not None else None
+    entries = []
+    for name, raw in sorted(config.dynamic_default.items()):
+        key = BROKER_CONFIGS.get(name)
+        if key is None or (wanted is not None and name not in wanted):
+            continue
+        source = ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
+        entries.append(
+            ConfigEntry(
+                name=name,
+                value=None if key.sensitive else raw,
+                source=source,
+                read_only=False,
+                sensitive=key.sensitive,
+                type=_TYPE_OF[key.kind],
+                documentation=key.doc or None,
+                synonyms=[(name, raw, source)],
+            )
+        )
+    return entries
+
+
+def describe_loggers(keys: Iterable[str] | None = None) -> list[ConfigEntry]:
+    """This broker's loggers and their levels (a BROKER_LOGGER resource)."""
+    from broker import loggers
+
+    names = list(keys) if keys is not None else None
+    return [
+        ConfigEntry(
+            name=name,
+            value=level,
+            source=ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG,
+            read_only=False,
+            sensitive=False,
+            type=ConfigType.STRING,
+            synonyms=[],
+        )
+        for name, level in loggers.describe(names)
+    ]

@@ -29,6 +29,7 @@ from broker.coordinators.internal_topic import InternalTopicCoordinator
 from broker.coordinators.partition_log import PartitionCoordinatorLog
 from broker.coordinators.scheduler import LoopScheduler
 from broker.dispatch import Dispatcher
+from broker.dynamic_config import DynamicBrokerConfig
 from broker.handlers import load_handlers
 from broker.metrics import MetricsRegistry, network_samples, serve_metrics
 from broker.net.acceptor import Acceptor
@@ -45,7 +46,7 @@ from coordination.metadata.view import OFFSETS_TOPIC, BrokerInfo, Endpoint
 from coordination.producer_id_manager import ProducerIdManager
 from coordination.zk.errors import ZooKeeperStartupError
 from storage.checkpoint import read_meta_properties
-from storage.config import LogManagerConfig, log_config_from_broker
+from storage.config import BROKER_KEYS, LogManagerConfig, log_config_from_broker
 from storage.files import META_PROPERTIES
 from storage.manager import LogManager
 
@@ -55,6 +56,23 @@ log = logging.getLogger(__name__)
 #: SASL_SSL come with the security work; until then a listener using them stops the start-up
 #: rather than being served as plaintext.
 TRANSPORTS: dict[str, TransportFactory] = {"PLAINTEXT": PlaintextTransport}
+
+
+#: Broker keys that feed the log defaults or the produce rules built from them.
+LOG_DEFAULT_KEYS = frozenset(
+    {
+        *BROKER_KEYS,
+        "log.roll.hours",
+        "log.roll.jitter.hours",
+        "log.retention.minutes",
+        "log.retention.hours",
+        "compression.type",
+        "log.message.timestamp.before.max.ms",
+        "log.message.timestamp.after.max.ms",
+        "min.insync.replicas",
+        "unclean.leader.election.enable",
+    }
+)
 
 
 class StartupError(Exception):
@@ -83,6 +101,7 @@ class Broker:
         self.replica_manager: ReplicaManager | None = None
         self.admin: TopicAdmin | None = None
         self.groups: GroupService | None = None
+        self.dynamic_config: DynamicBrokerConfig | None = None
         self.bound: list[Listener] = []
         self.advertised: list[Listener] = []
         self._metrics_server: asyncio.AbstractServer | None = None
@@ -100,6 +119,9 @@ class Broker:
         self.acceptor = self._bind_listeners(loop)
         self.metadata = metadata = self._make_metadata_store()
         self._start_metadata_store(metadata)
+        # dynamic broker configs stored in the cluster apply before the logs load, as in Kafka
+        self.dynamic_config = dynamic = DynamicBrokerConfig(config, self.broker_id)
+        dynamic.apply(metadata.view)
         log_manager = LogManager(
             config.log_dirs,
             log_config_from_broker(config.values),
@@ -119,6 +141,8 @@ class Broker:
             metrics=self.metrics,
         )
         replica_manager.startup()
+        self._add_reconfigurables(dynamic, replica_manager, log_manager)
+        dynamic.follow(metadata)
         self.admin = admin = TopicAdmin(config, metadata)
         self.groups = groups = self._make_group_service(loop, metadata, replica_manager, admin)
         groups.startup()
@@ -171,6 +195,33 @@ class Broker:
             len(processors),
         )
         self.started.set()
+
+    def _add_reconfigurables(
+        self,
+        dynamic: DynamicBrokerConfig,
+        replica_manager: ReplicaManager,
+        log_manager: LogManager,
+    ) -> None:
+        """What dynamic broker configs change at runtime (Kafka's BrokerReconfigurables)."""
+        dynamic.add_reconfigurable(
+            LOG_DEFAULT_KEYS, lambda _config, _changed: replica_manager.update_log_defaults()
+        )
+
+        def connection_limits(config: BrokerConfig, _changed: set[str]) -> None:
+            network = NetworkConfig.from_broker(config)
+            self.quotas.max_connections = network.max_connections
+            self.quotas.max_connections_per_ip = network.max_connections_per_ip
+            self.quotas.overrides = dict(network.max_connections_per_ip_overrides)
+
+        dynamic.add_reconfigurable(
+            ("max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides"),
+            connection_limits,
+        )
+
+        def cleaner(config: BrokerConfig, _changed: set[str]) -> None:
+            log_manager.manager_config = LogManagerConfig.from_mapping(config.values)
+
+        dynamic.add_reconfigurable(("log.cleaner.backoff.ms",), cleaner)
 
     def _bind_listeners(self, loop: asyncio.AbstractEventLoop) -> Acceptor:
         """Binds every listener first, so that port 0 resolves before we advertise anything."""

@@ -1,15 +1,31 @@
 """AlterConfigs (replace a resource's whole config) and IncrementalAlterConfigs (SET, DELETE,
-APPEND, SUBTRACT per key). Topics are supported; dynamic broker configs are refused clearly."""
+APPEND, SUBTRACT per key) on topics, brokers and broker loggers.
+
+* TOPIC: the topic's overrides, checked and stored in the metadata store.
+* BROKER: dynamic broker configs (:mod:`broker.dynamic_config`): the resource name ``""`` is the
+  cluster-wide default (entity ``<default>``), this broker's id its own configs. Only keys Kafka
+  marks dynamic are accepted; a read-only key answers INVALID_REQUEST naming it (Kafka's
+  "Cannot update these configs dynamically"). Another broker's id answers INVALID_REQUEST: send
+  it to that broker, as Kafka's admin client does.
+* BROKER_LOGGER: logger levels of this broker (:mod:`broker.loggers`), not persisted.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from broker.config import TOPIC_CONFIGS
+from broker import loggers
+from broker.config import (
+    BROKER_CONFIGS,
+    TOPIC_CONFIGS,
+    ConfigError,
+    validate_dynamic_broker_configs,
+)
 from broker.config_describe import ConfigResourceType
 from broker.dispatch import RequestContext
 from broker.registry import error_response, handler
 from coordination.errors import InvalidConfig, InvalidRequest, KafkaApiError, UnknownTopic
+from coordination.metadata.view import DEFAULT_BROKER_ENTITY
 from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
@@ -41,19 +57,61 @@ def _alter(
             broker.admin.check_configs(configs)
             if not validate_only:
                 broker.admin.set_topic_configs(topic.name, configs)
-        elif resource.resource_type in (
-            ConfigResourceType.BROKER,
-            ConfigResourceType.BROKER_LOGGER,
-        ):
-            raise InvalidRequest(
-                "Odradek does not support dynamic broker configs; set them in "
-                "server.properties and restart the broker."
-            )
+        elif resource.resource_type == ConfigResourceType.BROKER:
+            entity = broker_entity(ctx, resource.resource_name)
+            current = dict(broker.metadata.view.broker_configs.get(entity, {}))
+            configs = new_configs(current)
+            try:
+                validate_dynamic_broker_configs(configs, per_broker=entity != DEFAULT_BROKER_ENTITY)
+            except ConfigError as e:
+                raise InvalidRequest(str(e)) from None
+            if not validate_only:
+                broker.metadata.set_broker_configs(entity, configs)
+        elif resource.resource_type == ConfigResourceType.BROKER_LOGGER:
+            broker_entity(ctx, resource.resource_name, allow_default=False)
+            alter_loggers(new_configs, validate_only)
         else:
             raise InvalidRequest(f"Unsupported resource type {resource.resource_type}")
     except KafkaApiError as e:
         return e.error_code, str(e)
     return ErrorCode.NONE, None
+
+
+def broker_entity(ctx: RequestContext, name: str, *, allow_default: bool = True) -> str:
+    """The dynamic config entity a BROKER resource names: ``<default>`` for ``""``, this
+    broker's id for itself; INVALID_REQUEST for another broker."""
+    if name == "" and allow_default:
+        return DEFAULT_BROKER_ENTITY
+    if name != str(ctx.services.broker_id):
+        raise InvalidRequest(
+            f"Unexpected broker id, expected {ctx.services.broker_id}"
+            + (" or empty string" if allow_default else "")
+            + f", but received {name}"
+        )
+    return name
+
+
+def alter_loggers(
+    new_configs: Callable[[dict[str, str]], dict[str, str]], validate_only: bool
+) -> None:
+    current = dict(loggers.describe())
+    wanted = new_configs(dict(current))
+    try:
+        for name, level in wanted.items():
+            loggers.check(name, level)
+        for name in current:
+            if name not in wanted:
+                loggers.check(name, None)
+        if validate_only:
+            return
+        for name, level in wanted.items():
+            if current.get(name) != level.upper():
+                loggers.set_level(name, level)
+        for name in current:
+            if name not in wanted:
+                loggers.reset(name)
+    except loggers.InvalidLoggerConfig as e:
+        raise InvalidConfig(str(e)) from None
 
 
 @handler(ApiKey.ALTER_CONFIGS, "0-2", acl=(AclOperation.ALTER_CONFIGS, ResourceType.TOPIC))
@@ -78,22 +136,37 @@ def handle_alter_configs(ctx: RequestContext, request: AlterConfigsRequest) -> A
     return ac.AlterConfigsResponse(throttle_time_ms=0, responses=responses)
 
 
-def _incremental(ops: list[Struct]) -> Callable[[dict[str, str]], dict[str, str]]:
+def _kind(resource_type: int, name: str) -> str:
+    """The type of config ``name`` of a resource type (InvalidConfig when unknown)."""
+    if resource_type == ConfigResourceType.BROKER_LOGGER:
+        return "string"
+    if resource_type == ConfigResourceType.BROKER:
+        broker_key = BROKER_CONFIGS.get(name)
+        if broker_key is None:
+            raise InvalidConfig(f"Unknown broker config name: {name}")
+        return broker_key.kind
+    topic_key = TOPIC_CONFIGS.get(name)
+    if topic_key is None:
+        raise InvalidConfig(f"Unknown topic config name: {name}")
+    return topic_key.kind
+
+
+def _incremental(
+    ops: list[Struct], resource_type: int = ConfigResourceType.TOPIC
+) -> Callable[[dict[str, str]], dict[str, str]]:
     def apply(configs: dict[str, str]) -> dict[str, str]:
         seen: set[str] = set()
         for op in ops:
             if op.name in seen:
                 raise InvalidRequest(f"Duplicate config key {op.name}")
             seen.add(op.name)
-            key = TOPIC_CONFIGS.get(op.name)
-            if key is None:
-                raise InvalidConfig(f"Unknown topic config name: {op.name}")
+            kind = _kind(resource_type, op.name)
             if op.config_operation == SET:
                 configs[op.name] = op.value
             elif op.config_operation == DELETE:
                 configs.pop(op.name, None)
             elif op.config_operation in (APPEND, SUBTRACT):
-                if key.kind != "list":
+                if kind != "list":
                     raise InvalidConfig(
                         f"Config value append/subtract is not allowed for config key {op.name}"
                     )
@@ -120,7 +193,9 @@ def handle_incremental_alter_configs(
 ) -> IncrementalAlterConfigsResponse:
     responses = []
     for res in request.resources:
-        code, message = _alter(ctx, res, request.validate_only, _incremental(list(res.configs)))
+        code, message = _alter(
+            ctx, res, request.validate_only, _incremental(list(res.configs), res.resource_type)
+        )
         responses.append(
             iac.AlterConfigsResourceResponse(
                 error_code=code,

@@ -7,6 +7,8 @@ from broker.config_describe import (
     ConfigResourceType,
     ConfigSource,
     describe_broker,
+    describe_broker_default,
+    describe_loggers,
     describe_topic,
 )
 from broker.dispatch import RequestContext
@@ -65,10 +67,22 @@ def handle_describe_configs(
                     f"Unexpected broker id, expected {broker.broker_id} or empty string, "
                     f"but received {res.resource_name}",
                 )
+            elif res.resource_name == "":
+                entries = describe_broker_default(broker.config, keys)
             else:
                 entries = describe_broker(broker.config, keys)
         elif res.resource_type == ConfigResourceType.BROKER_LOGGER:
-            entries = []
+            if res.resource_name != str(broker.broker_id):
+                code, message = (
+                    ErrorCode.INVALID_REQUEST,
+                    f"Unexpected broker id, expected {broker.broker_id}, but received "
+                    f"{res.resource_name}",
+                )
+            else:
+                try:
+                    entries = describe_loggers(keys)
+                except ValueError as e:
+                    code, message = ErrorCode.INVALID_CONFIG, str(e)
         else:
             code, message = (
                 ErrorCode.INVALID_REQUEST,

@@ -40,6 +40,7 @@ from coordination.errors import KafkaApiError
 from coordination.metadata.store import MetadataStore
 from coordination.metadata.view import ClusterView, PartitionState, TopicMetadata
 from protocol.error_codes import ErrorCode
+from storage.config import log_config_from_broker
 from storage.errors import StorageError
 from storage.log import AppendInfo
 from storage.manager import LogManager
@@ -275,6 +276,21 @@ class ReplicaManager:
                 part.update_state(pstate)
         self.partitions = partitions
         return not retry
+
+    def update_log_defaults(self) -> None:
+        """The broker-level log defaults changed (dynamic broker configs): every log's config
+        and every partition's produce rules are rebuilt from them (topic overrides still win)."""
+        self.log_manager.update_default_config(log_config_from_broker(self.config.values))
+        with self._lock:
+            topics = self.metadata.view.topics
+            rules: dict[str, TopicRules] = {}
+            for part in list(self.partitions.values()):
+                meta = topics.get(part.topic)
+                if meta is None:
+                    continue
+                if part.topic not in rules:
+                    rules[part.topic] = topic_rules(self.topic_config(meta))
+                part.rules = rules[part.topic]
 
     def _create_partition(self, topic: TopicMetadata, pstate: PartitionState) -> Partition:
         plog = self.log_manager.get_or_create_log(

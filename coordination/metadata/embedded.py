@@ -128,6 +128,10 @@ class EmbeddedMetadataStore(MetadataStore):
                 internal=bool(t.get("internal", False)),
             )
         self._next_producer_id = int(doc.get("next_producer_id", 0))
+        broker_configs = {
+            str(entity): MappingProxyType({str(k): str(v) for k, v in configs.items()})
+            for entity, configs in dict(doc.get("broker_configs", {})).items()
+        }
         cluster_id = doc["cluster_id"]
         if self._wanted_cluster_id and self._wanted_cluster_id != cluster_id:
             raise RuntimeError(
@@ -135,7 +139,11 @@ class EmbeddedMetadataStore(MetadataStore):
                 f"{self._wanted_cluster_id}"
             )
         self._view = ClusterView(
-            cluster_id, self.broker.broker_id, self._view.brokers, MappingProxyType(topics)
+            cluster_id,
+            self.broker.broker_id,
+            self._view.brokers,
+            MappingProxyType(topics),
+            MappingProxyType(broker_configs),
         )
 
     def _document(self, view: ClusterView) -> dict[str, Any]:
@@ -143,6 +151,7 @@ class EmbeddedMetadataStore(MetadataStore):
             "version": FORMAT_VERSION,
             "cluster_id": view.cluster_id,
             "next_producer_id": self._next_producer_id,
+            "broker_configs": {e: dict(c) for e, c in sorted(view.broker_configs.items())},
             "topics": {
                 name: {
                     "topic_id": uuid_to_base64(t.topic_id),
@@ -194,7 +203,7 @@ class EmbeddedMetadataStore(MetadataStore):
             del topics[name]
         else:
             topics[name] = topic
-        new = ClusterView(old.cluster_id, old.controller_id, old.brokers, MappingProxyType(topics))
+        new = replace(old, topics=MappingProxyType(topics))
         self._save(new)
         self._view = new
         return old, new
@@ -310,6 +319,19 @@ class EmbeddedMetadataStore(MetadataStore):
             change = self._publish(topic, replace(meta, partitions=tuple(partitions)))
         self._notify(*change)
         return state
+
+    def set_broker_configs(self, entity: str, configs: Mapping[str, str]) -> None:
+        with self._lock:
+            old = self._view
+            entities = dict(old.broker_configs)
+            if configs:
+                entities[entity] = MappingProxyType(dict(configs))
+            else:
+                entities.pop(entity, None)
+            new = replace(old, broker_configs=MappingProxyType(entities))
+            self._save(new)
+            self._view = new
+        self._notify(old, new)
 
     def allocate_producer_id_block(self, size: int) -> tuple[int, int]:
         with self._lock:

@@ -78,6 +78,12 @@ class MetadataStore(ABC):
         """Replaces the topic's config overrides."""
 
     @abstractmethod
+    def set_broker_configs(self, entity: str, configs: Mapping[str, str]) -> None:
+        """Replaces the dynamic broker configs of ``entity`` (a broker id as a string, or
+        :data:`~coordination.metadata.view.DEFAULT_BROKER_ENTITY`); an empty mapping removes
+        them. Every broker's view shows the change (``ClusterView.broker_configs``)."""
+
+    @abstractmethod
     def allocate_producer_id_block(self, size: int) -> tuple[int, int]:
         """A fresh block of producer ids, [start, end] inclusive, never handed out before."""
 

@@ -18,6 +18,10 @@ from types import MappingProxyType
 
 from coordination.errors import InvalidTopic
 
+#: The entity name of the cluster-wide dynamic broker config (Kafka's ``ZooKeeperInternals.
+#: DEFAULT_STRING``): ``/config/brokers/<default>``.
+DEFAULT_BROKER_ENTITY = "<default>"
+
 #: Internal topics Kafka creates itself.
 OFFSETS_TOPIC = "__consumer_offsets"
 TRANSACTION_STATE_TOPIC = "__transaction_state"
@@ -137,6 +141,11 @@ class ClusterView:
     controller_id: int
     brokers: Mapping[int, BrokerInfo]
     topics: Mapping[str, TopicMetadata]
+    #: dynamic broker configs by entity, as Kafka stores them: ``"<default>"`` (the cluster-wide
+    #: default) or a broker id as a string -> {key: value}
+    broker_configs: Mapping[str, Mapping[str, str]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
 
     @property
     def topics_by_id(self) -> Mapping[uuid.UUID, TopicMetadata]:

@@ -295,3 +295,30 @@ class ZkAdmin:
                 topic.internal,
             )
         return self._await(f"Configs of topic '{name}'", applied, deadline)
+
+    def set_broker_configs(self, entity: str, configs: Mapping[str, str]) -> None:
+        """Writes ``/config/brokers/<entity>`` and a ``/config/changes`` notification naming it
+        (Kafka's ``AdminZkClient.changeBrokerConfig``); returns once this broker's view shows
+        the change."""
+        deadline = self._deadline()
+        path = zd.config_entity_path(zd.CONFIG_TYPE_BROKERS, entity)
+        data = zd.encode_entity_config(configs)
+        try:
+            self.zk.set(path, data)
+        except NoNodeError:
+            try:
+                self.zk.create(path, data)
+            except NodeExistsError:
+                self.zk.set(path, data)
+        self.zk.create(
+            f"{zd.CONFIG_CHANGES_PATH}/{zd.CONFIG_CHANGE_PREFIX}",
+            zd.encode_config_change(f"{zd.CONFIG_TYPE_BROKERS}/{entity}"),
+            sequence=True,
+        )
+        wanted = dict(configs)
+
+        def applied(v: ClusterView) -> bool | None:
+            return True if dict(v.broker_configs.get(entity, {})) == wanted else None
+
+        if not self._on_worker():
+            self._await(f"Configs of broker entity '{entity}'", applied, deadline)

@@ -54,6 +54,8 @@ class ZkClusterCache:
         self.topics: dict[str, CachedTopic] = {}
         self.states: dict[tuple[str, int], zd.LeaderIsrAndControllerEpoch] = {}
         self.configs: dict[str, dict[str, str]] = {}
+        #: ``/config/brokers/<entity>``: dynamic broker configs by entity (``<default>`` or an id)
+        self.broker_configs: dict[str, dict[str, str]] = {}
         self.last_config_change = -1
 
     # -- watches (kazoo's threads: only post) --------------------------------------------------
@@ -187,6 +189,27 @@ class ZkClusterCache:
             log.warning("ignoring config of topic %s: %s", name, e)
             return {}
 
+    def load_broker_configs(self) -> None:
+        """Every ``/config/brokers/<entity>`` (at start and after a reconnection)."""
+        entities = self.zk.children(f"{zd.CONFIG_PATH}/{zd.CONFIG_TYPE_BROKERS}") or []
+        self.broker_configs = {}
+        for entity in entities:
+            self._read_broker_config(entity)
+
+    def _read_broker_config(self, entity: str) -> None:
+        path = zd.config_entity_path(zd.CONFIG_TYPE_BROKERS, entity)
+        got = self.zk.get(path)
+        configs: dict[str, str] = {}
+        if got is not None:
+            try:
+                configs = zd.decode_entity_config(path, got[0])
+            except zd.ZkDataError as e:
+                log.warning("ignoring dynamic broker config %s: %s", entity, e)
+        if configs:
+            self.broker_configs[entity] = configs
+        else:
+            self.broker_configs.pop(entity, None)
+
     def load_config_changes(self, *, initial: bool = False) -> list[tuple[int, str]]:
         """Applies the ``/config/changes`` notifications not seen yet; returns them all, as
         (sequence, child), for the controller's purge."""
@@ -218,6 +241,8 @@ class ZkClusterCache:
             entity_type, name = entity
             if entity_type == zd.CONFIG_TYPE_TOPICS and name in self.topics:
                 self.configs[name] = self._read_topic_config(name)
+            elif entity_type == zd.CONFIG_TYPE_BROKERS:
+                self._read_broker_config(name)
         return changes
 
     # -- the view ------------------------------------------------------------------------------
@@ -257,4 +282,7 @@ class ZkClusterCache:
             controller_id=controller_id,
             brokers=MappingProxyType(dict(sorted(self.brokers.items()))),
             topics=MappingProxyType(topics),
+            broker_configs=MappingProxyType(
+                {e: MappingProxyType(dict(c)) for e, c in sorted(self.broker_configs.items())}
+            ),
         )

@@ -73,6 +73,7 @@ FEATURE_PATH = "/feature"
 CONSUMERS_PATH = "/consumers"
 
 CONFIG_TYPE_TOPICS = "topics"
+CONFIG_TYPE_BROKERS = "brokers"
 #: Kafka's ConfigType.all
 CONFIG_TYPES = ("topics", "clients", "users", "brokers", "ips")
 

@@ -386,6 +386,7 @@ class ZkMetadataStore(MetadataStore):
             registration.register()
         cache.load_brokers()
         cache.load_config_changes(initial=True)
+        cache.load_broker_configs()
         cache.load_topic_list(full=True)
         controller.load()
         if controller.is_controller:
@@ -487,6 +488,9 @@ class ZkMetadataStore(MetadataStore):
 
     def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> TopicMetadata:
         return self._call(lambda p: p.admin.set_topic_configs(name, configs))
+
+    def set_broker_configs(self, entity: str, configs: Mapping[str, str]) -> None:
+        self._call(lambda p: p.admin.set_broker_configs(entity, configs))
 
     def allocate_producer_id_block(self, size: int) -> tuple[int, int]:
         if size < 1:

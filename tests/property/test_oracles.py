@@ -44,7 +44,12 @@ SKIPS: dict[tuple[str, str, int | None, str | None], str] = {
     (KAFKA_PYTHON_OLD, "DescribeAcls", 2, None): "kafka.protocol.old: DescribeAcls v2 not flexible",
     # kafka.protocol.old's DescribeLogDirsRequest_v0 has one int32 partition per topic where the
     # protocol has an array of them; kio and kafka-python's JSON classes check v0.
-    (KAFKA_PYTHON_OLD, "DescribeLogDirs", 0, "request"): "kafka.protocol.old: partitions not an array",
+    (
+        KAFKA_PYTHON_OLD,
+        "DescribeLogDirs",
+        0,
+        "request",
+    ): "kafka.protocol.old: partitions not an array",
 }
 
 #: (api name, version, kind) that no oracle knows, with the reason. The coverage test fails on
