@@ -215,16 +215,38 @@ def network_samples(
     ]
 
 
-async def serve_metrics(registry: MetricsRegistry, host: str, port: int) -> asyncio.AbstractServer:
-    """A minimal HTTP/1.0 server for GET /metrics."""
+#: a health or readiness probe: (ok, what to say)
+Probe = Callable[[], tuple[bool, str]]
+
+
+def _always() -> tuple[bool, str]:
+    return True, "ok"
+
+
+async def serve_metrics(
+    registry: MetricsRegistry,
+    host: str,
+    port: int,
+    *,
+    health: Probe = _always,
+    ready: Probe = _always,
+) -> asyncio.AbstractServer:
+    """A minimal HTTP/1.0 server: GET /metrics (Prometheus' text format), /health (the process
+    is alive and its loops answer: 200, else 503) and /ready (logs loaded, registered,
+    coordinators loaded: 200, else 503), for load balancers and orchestrators."""
 
     async def client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             request = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
             path = request.split(b" ", 2)[1] if request.count(b" ") >= 2 else b"/"
-            if path.split(b"?")[0] in (b"/metrics", b"/"):
+            route = path.split(b"?")[0]
+            if route in (b"/metrics", b"/"):
                 body = registry.render().encode()
                 status = b"200 OK"
+            elif route in (b"/health", b"/ready"):
+                ok, text = (health if route == b"/health" else ready)()
+                body = (text + "\n").encode()
+                status = b"200 OK" if ok else b"503 Service Unavailable"
             else:
                 body, status = b"not found\n", b"404 Not Found"
             writer.write(

@@ -117,6 +117,15 @@ class Broker:
             d.mkdir(parents=True, exist_ok=True)
 
         self.acceptor = self._bind_listeners(loop)
+        if int(config["metrics.port"]) > 0:
+            # up before the logs load: /ready answers 503 until start-up is complete
+            self._metrics_server = await serve_metrics(
+                self.metrics,
+                str(config["metrics.host"]),
+                int(config["metrics.port"]),
+                health=self.health,
+                ready=self.ready,
+            )
         self.metadata = metadata = self._make_metadata_store()
         self._start_metadata_store(metadata)
         # dynamic broker configs stored in the cluster apply before the logs load, as in Kafka
@@ -140,7 +149,8 @@ class Broker:
             log_manager=log_manager,
             metrics=self.metrics,
         )
-        replica_manager.startup()
+        # log recovery may take long: off the main loop, which answers /health and /ready
+        await asyncio.to_thread(replica_manager.startup)
         self._add_reconfigurables(dynamic, replica_manager, log_manager)
         dynamic.follow(metadata)
         self.admin = admin = TopicAdmin(config, metadata)
@@ -181,10 +191,6 @@ class Broker:
         for p in processors:
             p.start_and_wait()
         self.acceptor.start(processors)
-        if int(config["metrics.port"]) > 0:
-            self._metrics_server = await serve_metrics(
-                self.metrics, str(config["metrics.host"]), int(config["metrics.port"])
-            )
         log.info(
             "Odradek broker %d started, listening on %s (advertised %s), cluster %s, "
             "%d network threads",
@@ -222,6 +228,38 @@ class Broker:
             log_manager.manager_config = LogManagerConfig.from_mapping(config.values)
 
         dynamic.add_reconfigurable(("log.cleaner.backoff.ms",), cleaner)
+
+    # -- probes (the metrics port's /health and /ready) ----------------------------------------
+
+    def health(self) -> tuple[bool, str]:
+        """Alive: the main loop answers (it serves this probe) and every processor thread and
+        the log maintenance thread run."""
+        if self._stopping:
+            return False, "shutting down"
+        dead = [p.name for p in self.processors if not p.is_alive()]
+        if dead:
+            return False, f"processor threads stopped: {', '.join(dead)}"
+        rm = self.replica_manager
+        if rm is not None and not rm.maintenance_alive:
+            return False, "the log maintenance thread stopped"
+        return True, "ok"
+
+    def ready(self) -> tuple[bool, str]:
+        """Ready for traffic: started (logs loaded, registered in the metadata store, accepting),
+        still registered, and no coordinator partition still loading."""
+        if self._stopping:
+            return False, "shutting down"
+        if not self.started.is_set():
+            return False, "starting: loading logs and registering"
+        metadata = self.metadata
+        if metadata is None or self.broker_id not in metadata.view.brokers:
+            return False, f"broker {self.broker_id} is not registered in the cluster"
+        if self.groups is not None and self.groups.topic.loading:
+            return False, "loading group coordinator partitions"
+        healthy, why = self.health()
+        if not healthy:
+            return False, why
+        return True, "ready"
 
     def _bind_listeners(self, loop: asyncio.AbstractEventLoop) -> Acceptor:
         """Binds every listener first, so that port 0 resolves before we advertise anything."""

@@ -24,7 +24,7 @@ from storage.checkpoint import (
 )
 from storage.cleaner import LogCleaner
 from storage.config import LogConfig, LogManagerConfig
-from storage.errors import InconsistentBrokerMetadata, LogDirInUse
+from storage.errors import InconsistentBrokerMetadata, KafkaStorageError, LogDirInUse
 from storage.loader import RecoveryReport, load_log
 from storage.log import PartitionLog
 from storage.util import now_ms
@@ -79,6 +79,9 @@ class LogManager:
         self._logs: dict[TopicPartition, PartitionLog] = {}
         self._log_dir_of: dict[TopicPartition, Path] = {}
         self._lock_fds: list[int] = []
+        #: log dirs taken offline after an I/O error (Kafka's LogDirFailureChannel): their logs
+        #: stay out of every periodic task and checkpoint until a restart recovers them
+        self._offline_dirs: dict[Path, str] = {}
         self._dirs_to_delete: list[tuple[int, Path, PartitionLog | None]] = []
         self._started = False
         self._next_retention_ms = 0
@@ -214,15 +217,22 @@ class LogManager:
         with self._lock:
             if not self._started:
                 return
-            for partition_log in list(self._logs.values()):
-                partition_log.close()
+            for tp, partition_log in list(self._logs.items()):
+                try:
+                    partition_log.close()
+                except (OSError, KafkaStorageError) as e:
+                    log_dir = self._log_dir_of.get(tp)
+                    if log_dir is None or log_dir not in self._offline_dirs:
+                        raise
+                    log.warning("closing %s in offline dir %s: %s", partition_log.name, log_dir, e)
             self.checkpoint_recovery_points()
             self.checkpoint_log_start_offsets()
             self.checkpoint_high_watermarks()
             if self.cleaner is not None:
                 self.cleaner.write_checkpoints()
             for log_dir in self.log_dirs:
-                write_clean_shutdown_file(log_dir / files.CLEAN_SHUTDOWN_FILE)
+                if log_dir not in self._offline_dirs:
+                    write_clean_shutdown_file(log_dir / files.CLEAN_SHUTDOWN_FILE)
             for fd in self._lock_fds:
                 os.close(fd)
             self._lock_fds.clear()
@@ -236,7 +246,56 @@ class LogManager:
         return self._logs.get((topic, partition))
 
     def all_logs(self) -> list[PartitionLog]:
-        return list(self._logs.values())
+        """The logs of the online log dirs."""
+        if not self._offline_dirs:
+            return list(self._logs.values())
+        return [
+            pl
+            for tp, pl in list(self._logs.items())
+            if self._log_dir_of.get(tp) not in self._offline_dirs
+        ]
+
+    # --- log dir failures (JBOD) ----------------------------------------------------------------
+
+    @property
+    def offline_dirs(self) -> dict[Path, str]:
+        """Offline log dirs and why they went offline."""
+        return dict(self._offline_dirs)
+
+    def mark_dir_offline(self, log_dir: Path, reason: str) -> list[TopicPartition]:
+        """Takes ``log_dir`` offline after an I/O error (a full or failing disk), as Kafka's
+        ``LogManager.handleLogDirFailure`` does: its partitions answer KAFKA_STORAGE_ERROR, new
+        partitions go to the other dirs, nothing more is written there (no checkpoint, no
+        clean-shutdown marker, so the next start recovers it). Returns its partitions; [] if it
+        was offline already. The last online dir cannot go offline alone: the broker keeps it
+        and the error stays per request."""
+        with self._lock:
+            log_dir = Path(log_dir).absolute()
+            if log_dir in self._offline_dirs or log_dir not in self.log_dirs:
+                return []
+            self._offline_dirs[log_dir] = reason
+            tps = [tp for tp, d in self._log_dir_of.items() if d == log_dir]
+        log.error(
+            "log dir %s is offline (%s): %d partition(s) answer KAFKA_STORAGE_ERROR until the "
+            "broker restarts with the dir healthy: %s",
+            log_dir,
+            reason,
+            len(tps),
+            ", ".join(f"{t}-{p}" for t, p in sorted(tps)[:20]),
+        )
+        return tps
+
+    def is_offline(self, topic: str, partition: int) -> bool:
+        return (
+            bool(self._offline_dirs)
+            and self._log_dir_of.get((topic, partition)) in self._offline_dirs
+        )
+
+    def logs_in(self, log_dir: Path) -> list[tuple[TopicPartition, PartitionLog]]:
+        """The partitions whose log is in ``log_dir``."""
+        return [
+            (tp, pl) for tp, pl in list(self._logs.items()) if self._log_dir_of.get(tp) == log_dir
+        ]
 
     def log_dir_of(self, topic: str, partition: int) -> Path | None:
         return self._log_dir_of.get((topic, partition))
@@ -316,10 +375,15 @@ class LogManager:
             return True
 
     def _choose_log_dir(self) -> Path:
-        counts = dict.fromkeys(self.log_dirs, 0)
+        """The online dir with the fewest partitions (Kafka's ``nextLogDirs``)."""
+        online = [d for d in self.log_dirs if d not in self._offline_dirs]
+        if not online:
+            raise KafkaStorageError("every log dir is offline")
+        counts = dict.fromkeys(online, 0)
         for d in self._log_dir_of.values():
-            counts[d] = counts.get(d, 0) + 1
-        return min(self.log_dirs, key=lambda d: counts[d])
+            if d in counts:
+                counts[d] += 1
+        return min(online, key=lambda d: counts[d])
 
     def _require_started(self) -> None:
         if not self._started:
@@ -417,10 +481,12 @@ class LogManager:
         return flushed
 
     def _logs_by_dir(self) -> dict[Path, list[tuple[TopicPartition, PartitionLog]]]:
-        out: dict[Path, list[tuple[TopicPartition, PartitionLog]]] = {d: [] for d in self.log_dirs}
+        out: dict[Path, list[tuple[TopicPartition, PartitionLog]]] = {
+            d: [] for d in self.log_dirs if d not in self._offline_dirs
+        }
         for tp, partition_log in list(self._logs.items()):
             log_dir = self._log_dir_of.get(tp)
-            if log_dir is not None:
+            if log_dir is not None and log_dir not in self._offline_dirs:
                 out.setdefault(log_dir, []).append((tp, partition_log))
         return out
 

@@ -92,6 +92,8 @@ class InternalTopicCoordinator:
         self._loads: queue.Queue[tuple[int, int] | None] = queue.Queue()
         self._loader: threading.Thread | None = None
         self._stopped = False
+        self._pending_loads = 0
+        self._pending_lock = threading.Lock()
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -148,7 +150,14 @@ class InternalTopicCoordinator:
                 # nothing to read: no need to make clients wait for the loader
                 self.coordinator.complete_loading(p, load_id, [])
             else:
+                with self._pending_lock:
+                    self._pending_loads += 1
                 self._loads.put((p, load_id))
+
+    @property
+    def loading(self) -> bool:
+        """Whether partitions this broker leads are still being loaded (readiness)."""
+        return self._pending_loads > 0
 
     def _load_loop(self) -> None:
         while True:
@@ -157,12 +166,15 @@ class InternalTopicCoordinator:
                 return
             partition, load_id = item
             started = time.monotonic()
-            records = self.log.read_for_load(partition)
             try:
+                records = self.log.read_for_load(partition)
                 loaded = self.coordinator.complete_loading(partition, load_id, records)
             except Exception:
                 log.exception("replaying %s-%d failed", self.topic, partition)
                 continue
+            finally:
+                with self._pending_lock:
+                    self._pending_loads -= 1
             if loaded:
                 log.info(
                     "loaded %s-%d (%d records) in %.0f ms",

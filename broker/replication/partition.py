@@ -110,6 +110,9 @@ class Partition:
         self.is_leader = state.leader == broker_id
         self._bytes_lock = threading.Lock()
         self._bytes_visible = 0
+        #: the log's dir went offline (an I/O error, a full disk): every request for this
+        #: partition answers KAFKA_STORAGE_ERROR until the broker restarts
+        self.offline = False
 
     def __repr__(self) -> str:
         return f"Partition({self.topic}-{self.index}, epoch={self.leader_epoch})"

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import threading
 from collections.abc import Sequence
 from typing import Any, NamedTuple
@@ -41,12 +42,14 @@ from coordination.metadata.store import MetadataStore
 from coordination.metadata.view import ClusterView, PartitionState, TopicMetadata
 from protocol.error_codes import ErrorCode
 from storage.config import log_config_from_broker
-from storage.errors import StorageError
+from storage.errors import KafkaStorageError, StorageError
 from storage.log import AppendInfo
 from storage.manager import LogManager
 from storage.producer_state import ProducerStateManager
 
 log = logging.getLogger(__name__)
+
+_OFFLINE_MESSAGE = "the partition's log dir is offline (an I/O error or a full disk)"
 
 #: How often the maintenance thread runs the log manager's periodic work.
 MAINTENANCE_INTERVAL_S = 1.0
@@ -72,6 +75,17 @@ class AppendResult(NamedTuple):
     message: str | None = None
     #: (record index in its batch, message) per rejected record (KIP-467)
     record_errors: tuple[tuple[int, str], ...] = ()
+
+
+class LogDirDescription(NamedTuple):
+    """One log dir as DescribeLogDirs reports it."""
+
+    path: str
+    error: ErrorCode
+    total_bytes: int
+    usable_bytes: int
+    #: (topic, partition, size in bytes)
+    partitions: list[tuple[str, int, int]]
 
 
 class FetchRead:
@@ -175,6 +189,10 @@ class ReplicaManager:
                 since_expiration_ms = 0
                 self.expire_producers()
 
+    @property
+    def maintenance_alive(self) -> bool:
+        return self._maintenance is None or self._maintenance.is_alive()
+
     def expire_producers(self) -> int:
         """Forgets producers idle longer than ``producer.id.expiration.ms`` on every partition
         (Kafka's ``removeExpiredProducers``); returns how many were removed."""
@@ -277,6 +295,49 @@ class ReplicaManager:
         self.partitions = partitions
         return not retry
 
+    def handle_log_dir_failure(self, part: Partition, error: Exception) -> None:
+        """An I/O error in a partition's log (a full or failing disk): its whole log dir goes
+        offline, as Kafka's ``LogDirFailureChannel`` takes it; the partitions there answer
+        KAFKA_STORAGE_ERROR from now on, the other dirs keep working. Whatever was appended
+        before stays: a failed append was cut back off its segment."""
+        log_dir = self.log_manager.log_dir_of(part.topic, part.index)
+        if log_dir is None:
+            return
+        for tp in self.log_manager.mark_dir_offline(log_dir, str(error)):
+            hosted = self.partitions.get(tp)
+            if hosted is not None:
+                hosted.offline = True
+                self.fetch_purgatory.check_and_complete(hosted.key)
+
+    def describe_log_dirs(self, wanted: set[TopicPartition] | None) -> list[LogDirDescription]:
+        """Every log dir: online or not, its file system's total and usable bytes, and the
+        sizes of its partitions (``wanted`` only, when given)."""
+        out = []
+        offline = self.log_manager.offline_dirs
+        for log_dir in self.log_manager.log_dirs:
+            if log_dir in offline:
+                out.append(
+                    LogDirDescription(str(log_dir), ErrorCode.KAFKA_STORAGE_ERROR, -1, -1, [])
+                )
+                continue
+            try:
+                stat = os.statvfs(log_dir)
+                total, usable = stat.f_blocks * stat.f_frsize, stat.f_bavail * stat.f_frsize
+            except OSError:
+                total = usable = -1
+            sizes = []
+            for tp, plog in self.log_manager.logs_in(log_dir):
+                if wanted is not None and tp not in wanted:
+                    continue
+                try:
+                    sizes.append((tp[0], tp[1], plog.size_in_bytes))
+                except Exception:  # noqa: BLE001 - a log being deleted has no size to report
+                    log.debug("no size for %s-%d", *tp)
+            out.append(
+                LogDirDescription(str(log_dir), ErrorCode.NONE, total, usable, sorted(sizes))
+            )
+        return out
+
     def update_log_defaults(self) -> None:
         """The broker-level log defaults changed (dynamic broker configs): every log's config
         and every partition's produce rules are rebuilt from them (topic overrides still win)."""
@@ -328,6 +389,10 @@ class ReplicaManager:
         partition's own methods check leadership and epochs)."""
         part = self.partitions.get((topic, partition)) if topic is not None else None
         if part is not None:
+            if part.offline:
+                raise KafkaApiError(
+                    f"{topic}-{partition} is in an offline log dir", ErrorCode.KAFKA_STORAGE_ERROR
+                )
             return part
         if self.missing_partition_error(topic, partition) == ErrorCode.NOT_LEADER_OR_FOLLOWER:
             raise NotLeaderOrFollower(f"Broker {self.broker_id} does not host {topic}-{partition}")
@@ -349,11 +414,15 @@ class ReplicaManager:
         part = self.partitions.get((topic, partition)) if topic is not None else None
         if part is None:
             return AppendResult(self.missing_partition_error(topic, partition))
+        if part.offline:
+            return AppendResult(ErrorCode.KAFKA_STORAGE_ERROR, None, _OFFLINE_MESSAGE)
         try:
             info = part.append_records_to_leader(records, api_version=api_version, now_ms=now_ms)
         except RecordError as e:
             return AppendResult(e.error_code, None, str(e), tuple(e.record_errors))
         except (KafkaApiError, StorageError) as e:
+            if isinstance(e, KafkaStorageError):
+                self.handle_log_dir_failure(part, e)
             code, message = error_of(e)
             return AppendResult(code, None, message)
         return AppendResult(ErrorCode.NONE, info)
@@ -370,6 +439,9 @@ class ReplicaManager:
             part = read.partition
             if part is None:
                 read.result = LogReadResult(self.missing_partition_error(read.name, read.index))
+                continue
+            if part.offline:
+                read.result = LogReadResult(ErrorCode.KAFKA_STORAGE_ERROR)
                 continue
             limit = min(read.max_bytes, max_bytes - total)
             result = part.read_records(

@@ -1,0 +1,57 @@
+"""DescribeLogDirs: this broker's log directories (JBOD), whether each is online
+(KAFKA_STORAGE_ERROR when an I/O error took it offline), its file system's total and usable
+bytes (v4, KIP-827) and the size of each partition in it. ``topics`` null asks for every
+partition."""
+
+from __future__ import annotations
+
+from broker.dispatch import RequestContext
+from broker.registry import error_response, handler
+from protocol.acl import AclOperation, ResourceType
+from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
+from protocol.messages.describe_log_dirs import (
+    DescribeLogDirsPartition,
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
+    DescribeLogDirsResult,
+    DescribeLogDirsTopic,
+)
+
+
+@handler(ApiKey.DESCRIBE_LOG_DIRS, "0-4", acl=(AclOperation.DESCRIBE, ResourceType.CLUSTER))
+def handle_describe_log_dirs(
+    ctx: RequestContext, request: DescribeLogDirsRequest
+) -> DescribeLogDirsResponse:
+    wanted = None
+    if request.topics is not None:
+        wanted = {(t.topic, p) for t in request.topics for p in t.partitions}
+    results = []
+    for d in ctx.services.replica_manager.describe_log_dirs(wanted):
+        topics: dict[str, list[DescribeLogDirsPartition]] = {}
+        for topic, partition, size in d.partitions:
+            topics.setdefault(topic, []).append(
+                DescribeLogDirsPartition(
+                    partition_index=partition,
+                    partition_size=size,
+                    offset_lag=0,
+                    is_future_key=False,
+                )
+            )
+        results.append(
+            DescribeLogDirsResult(
+                error_code=d.error,
+                log_dir=d.path,
+                topics=[DescribeLogDirsTopic(name=t, partitions=ps) for t, ps in topics.items()],
+                total_bytes=d.total_bytes,
+                usable_bytes=d.usable_bytes,
+            )
+        )
+    return DescribeLogDirsResponse(throttle_time_ms=0, error_code=ErrorCode.NONE, results=results)
+
+
+@error_response(ApiKey.DESCRIBE_LOG_DIRS)
+def describe_log_dirs_error(
+    request: DescribeLogDirsRequest, code: ErrorCode, message: str | None
+) -> DescribeLogDirsResponse:
+    return DescribeLogDirsResponse(throttle_time_ms=0, error_code=code, results=[])
