@@ -109,7 +109,7 @@ def _check_offset_index(
         result.errors.append(f"{path.name}: {len(data)} bytes is not a whole number of entries")
     last_rel, last_pos = -1, -1
     for i, (rel, position) in enumerate(_INDEX_ENTRY.iter_unpack(data[: len(data) // 8 * 8])):
-        if rel == 0 and position == 0 and i > 0:
+        if rel == 0 and position == 0 and (i > 0 or result.valid_bytes == 0):
             break  # the preallocated, unused tail
         result.index_entries += 1
         if rel <= last_rel and i > 0:
@@ -146,7 +146,7 @@ def _check_time_index(path: Path, base_offset: int, result: SegmentCheck) -> Non
         result.errors.append(f"{path.name}: {len(data)} bytes is not a whole number of entries")
     last_ts, last_rel = -1, -1
     for i, (ts, rel) in enumerate(_TIME_ENTRY.iter_unpack(data[: len(data) // 12 * 12])):
-        if ts == 0 and rel == 0 and i > 0:
+        if ts == 0 and rel == 0 and (i > 0 or result.valid_bytes == 0):
             break
         result.time_index_entries += 1
         if ts < last_ts or rel < last_rel:

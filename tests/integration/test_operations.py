@@ -1,0 +1,437 @@
+"""The operator's surface against a real broker: the ``odradek`` command line driven as a user
+drives it (a subprocess, both output formats), dynamic broker configs (also through
+confluent-kafka's admin client), a full log directory next to a healthy one, and the metrics
+port's /health and /ready."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+)
+
+from cli.client import AdminClient as OdradekAdmin
+from cli.client import KafkaError
+from cli.records import OutRecord, Producer
+from protocol.error_codes import ErrorCode
+from tests.integration.broker_process import BrokerProcess
+from tests.support.waiting import wait_for
+from tests.support.zookeeper import free_port
+
+ODRADEK = str(Path(sys.executable).parent / "odradek")
+
+
+def odradek(
+    *args: str, stdin: str | None = None, check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
+        [ODRADEK, *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ, COLUMNS="200"),
+    )
+    if check:
+        assert result.returncode == 0, (
+            f"odradek {' '.join(args)}:\n{result.stdout}\n{result.stderr}"
+        )
+    return result
+
+
+def as_json(*args: str, stdin: str | None = None) -> Any:
+    return json.loads(odradek(*args, "--format", "json", stdin=stdin).stdout)
+
+
+def http(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+@pytest.fixture(scope="module")
+def ops_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    data = tmp_path_factory.mktemp("ops") / "data"
+    proc = BrokerProcess(
+        data,
+        {
+            "metrics.port": str(free_port()),
+            "log.retention.check.interval.ms": "500",
+            "group.initial.rebalance.delay.ms": "0",
+        },
+    )
+    proc.start()
+    yield proc
+    proc.stop()
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+# --- the command line ------------------------------------------------------------------------
+
+
+def test_topic_commands_in_both_formats(ops_broker: BrokerProcess) -> None:
+    b = ops_broker.bootstrap
+    topic = unique("cli-topic")
+    odradek("topic", "create", topic, "--partitions", "3", "-b", b)
+    listed = as_json("topic", "list", "-b", b)
+    assert any(t["name"] == topic and t["partitions"] == 3 for t in listed)
+    assert topic in odradek("topic", "list", "-b", b).stdout
+    described = as_json("topic", "describe", topic, "-b", b)
+    assert [p["partition"] for p in described["partitions"]] == [0, 1, 2]
+    assert all(p["leader"] == 0 for p in described["partitions"])
+    assert "HIGH-WATERMARK" in odradek("topic", "describe", topic, "-b", b).stdout
+
+    odradek("topic", "produce", topic, "-b", b, stdin="one\ntwo\nthree\n")
+    odradek("topic", "produce", topic, "-b", b, "-k", ":", "-H", "h=v", stdin="k1:v1\n")
+    lines = odradek(
+        "topic", "consume", topic, "--from-beginning", "--num", "4", "--format", "json", "-b", b
+    ).stdout.splitlines()
+    records = [json.loads(line) for line in lines]
+    assert sorted(r["value"] for r in records) == ["one", "three", "two", "v1"]
+    keyed = next(r for r in records if r["value"] == "v1")
+    assert keyed["key"] == "k1" and keyed["headers"] == {"h": "v"}
+    text = odradek("topic", "consume", topic, "--offset", "earliest", "-b", b).stdout
+    assert sorted(text.split()) == ["one", "three", "two", "v1"]
+
+    odradek("topic", "alter-config", topic, "retention.ms=86400000", "-b", b)
+    assert as_json("topic", "describe", topic, "-b", b)["configs"] == {"retention.ms": "86400000"}
+    odradek("topic", "add-partitions", topic, "--count", "4", "-b", b)
+    assert len(as_json("topic", "describe", topic, "-b", b)["partitions"]) == 4
+    odradek("topic", "delete", topic, "-b", b)
+    missing = odradek("topic", "describe", topic, "-b", b, check=False)
+    assert missing.returncode == 1 and "UNKNOWN_TOPIC_OR_PARTITION" in missing.stderr
+
+
+def _consume(bootstrap: str, group: str, topic: str, count: int) -> list[tuple[int, int]]:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.subscribe([topic])
+    got: list[tuple[int, int]] = []
+    deadline = time.monotonic() + 60
+    while len(got) < count and time.monotonic() < deadline:
+        m = consumer.poll(1)
+        if m is not None and not m.error():
+            got.append((m.partition(), m.offset()))
+    consumer.commit(asynchronous=False)
+    consumer.close()
+    return got
+
+
+def test_group_lag_and_reset_offsets(ops_broker: BrokerProcess) -> None:
+    b = ops_broker.bootstrap
+    topic, group = unique("cli-lag"), unique("cli-group")
+    odradek("topic", "create", topic, "--partitions", "2", "-b", b)
+    odradek(
+        "topic", "produce", topic, "-b", b, "--format", "json",
+        stdin="".join(json.dumps({"value": f"m{i}", "partition": i % 2}) + "\n" for i in range(10)),
+    )  # fmt: skip
+    assert len(_consume(b, group, topic, 6)) >= 6
+    lag = as_json("group", "lag", group, "-b", b)
+    assert {(r["topic"], r["partition"]) for r in lag} <= {(topic, 0), (topic, 1)}
+    committed = {r["partition"]: r["current_offset"] for r in lag}
+    # lag is what a consumer sees: the log end minus the committed offset
+    for r in lag:
+        assert r["log_end_offset"] == 5 and r["lag"] == 5 - r["current_offset"]
+    assert "LOG-END-OFFSET" in odradek("group", "lag", group, "-b", b).stdout
+    assert any(g["group"] == group for g in as_json("group", "list", "-b", b))
+    assert as_json("group", "describe", group, "-b", b)["state"] == "Empty"
+
+    plan = odradek(
+        "group", "reset-offsets", group, "--topic", topic, "--to-earliest", "--dry-run", "-b", b
+    )
+    assert "NEW-OFFSET" in plan.stdout
+    assert {
+        r["partition"]: r["current_offset"] for r in as_json("group", "lag", group, "-b", b)
+    } == committed
+    executed = as_json(
+        "group", "reset-offsets", group, "--topic", topic, "--to-earliest", "--execute", "-b", b
+    )
+    assert {r["new_offset"] for r in executed} == {0}
+    assert {r["lag"] for r in as_json("group", "lag", group, "-b", b)} == {5}
+    # the group resumes from the reset offsets: everything again
+    again = _consume(b, group, topic, 10)
+    assert sorted(again) == sorted((p, o) for p in (0, 1) for o in range(5))
+    odradek(
+        "group", "reset-offsets", group, "--all-topics", "--shift-by", "-2", "--execute", "-b", b
+    )
+    assert {r["current_offset"] for r in as_json("group", "lag", group, "-b", b)} == {3}
+    odradek("group", "delete", group, "-b", b)
+
+
+def test_cluster_config_and_log_dir_commands(ops_broker: BrokerProcess) -> None:
+    b = ops_broker.bootstrap
+    cluster = as_json("cluster", "describe", "-b", b)
+    assert cluster["controller"] == 0 and cluster["brokers"] == [0]
+    assert as_json("cluster", "brokers", "-b", b)[0]["port"] == ops_broker.port
+    assert as_json("cluster", "controller", "-b", b)["id"] == 0
+    odradek("config", "set", "--broker-default", "log.cleaner.delete.retention.ms=3600000", "-b", b)
+    configs = {c["name"]: c for c in as_json("config", "describe", "--broker", "0", "-b", b)}
+    entry = configs["log.cleaner.delete.retention.ms"]
+    assert (entry["value"], entry["source"]) == ("3600000", "DYNAMIC_DEFAULT_BROKER_CONFIG")
+    assert configs["log.dir"]["source"] == "STATIC_BROKER_CONFIG"
+    assert configs["num.partitions"]["source"] == "DEFAULT_CONFIG"
+    assert (
+        "DYNAMIC_DEFAULT_BROKER_CONFIG"
+        in odradek("config", "describe", "--broker", "0", "-b", b).stdout
+    )
+    refused = odradek("config", "set", "--broker", "0", "broker.id=7", "-b", b, check=False)
+    assert refused.returncode == 1 and "Cannot update these configs dynamically" in refused.stderr
+    odradek("config", "delete", "--broker-default", "log.cleaner.delete.retention.ms", "-b", b)
+    assert as_json("config", "describe", "--broker-default", "-b", b) == []
+    odradek(
+        "config", "set", "--broker-logger", "0", "broker.replication.replica_manager=DEBUG", "-b", b
+    )
+    levels = {
+        c["name"]: c["value"]
+        for c in as_json("config", "describe", "--broker-logger", "0", "-b", b)
+    }
+    assert levels["broker.replication.replica_manager"] == "DEBUG"
+
+    dirs = as_json("log-dirs", "-b", b)
+    assert len(dirs) == 1 and dirs[0]["error"] is None and dirs[0]["total_bytes"] > 0
+    assert "USABLE-BYTES" in odradek("log-dirs", "-b", b).stdout
+
+
+def test_check_log_and_dump_log(tmp_path: Path, ops_broker: BrokerProcess) -> None:
+    b = ops_broker.bootstrap
+    topic = unique("cli-check")
+    odradek("topic", "create", topic, "--partitions", "1", "-b", b)
+    odradek("topic", "produce", topic, "-b", b, stdin="a\nb\n")
+    partition_dir = ops_broker.data_dir / f"{topic}-0"
+    assert odradek("check-log", str(ops_broker.data_dir)).returncode == 0
+    # a copy with a torn tail: check-log says what recovery would cut, and changes nothing
+    copy = tmp_path / f"{topic}-0"
+    copy.mkdir()
+    for f in partition_dir.iterdir():
+        if f.is_file():
+            (copy / f.name).write_bytes(f.read_bytes())
+    segment = copy / "00000000000000000000.log"
+    segment.write_bytes(segment.read_bytes() + b"\x00\x00\x00\x00\x00\x00\x00\x05garbage")
+    size = segment.stat().st_size
+    report = json.loads(odradek("check-log", str(copy), "--format", "json", check=False).stdout)
+    assert report[0]["truncate_bytes"] == 15 and segment.stat().st_size == size
+    assert "TRUNCATE-BYTES" in odradek("check-log", str(copy), check=False).stdout
+    dumped = odradek(
+        "dump-log", str(partition_dir / "00000000000000000000.log"), "--print-data-log"
+    )
+    assert "payload: a" in dumped.stdout
+
+
+# --- dynamic broker configs -------------------------------------------------------------------
+
+
+def test_dynamic_retention_on_the_cluster_default_deletes_old_segments(
+    ops_broker: BrokerProcess,
+) -> None:
+    b = ops_broker.bootstrap
+    topic = unique("retention")
+    odradek("topic", "create", topic, "--partitions", "1", "--config", "segment.bytes=300", "-b", b)
+    for i in range(4):
+        odradek("topic", "produce", topic, "-b", b, stdin=f"record-{i}\n")
+    assert as_json("topic", "describe", topic, "-b", b)["partitions"][0]["log_start_offset"] == 0
+    odradek("config", "set", "--broker-default", "log.retention.ms=1000", "-b", b)
+    try:
+        wait_for(
+            lambda: (
+                as_json("topic", "describe", topic, "-b", b)["partitions"][0]["log_start_offset"]
+                > 0
+            ),
+            "retention by the dynamic cluster default",
+            timeout=60,
+        )
+    finally:
+        odradek("config", "delete", "--broker-default", "log.retention.ms", "-b", b)
+
+
+def test_message_max_bytes_per_broker_sources_restart_and_confluent_admin(tmp_path: Path) -> None:
+    """Two standalone brokers stand for two brokers of a cluster: the per-broker entity changes
+    one broker only (the other's own entity is untouched), the sources show it, a restart keeps
+    it, and confluent-kafka's admin client sees and makes the same changes."""
+    one = BrokerProcess(tmp_path / "one").start()
+    two = BrokerProcess(tmp_path / "two").start()
+    try:
+        odradek("config", "set", "--broker", "0", "message.max.bytes=2000", "-b", one.bootstrap)
+        big = "x" * 3000 + "\n"
+        topic = unique("mmb")
+        for proc in (one, two):
+            odradek("topic", "create", topic, "--partitions", "1", "-b", proc.bootstrap)
+        failed = odradek("topic", "produce", topic, "-b", one.bootstrap, stdin=big, check=False)
+        assert failed.returncode == 1 and "MESSAGE_TOO_LARGE" in failed.stderr
+        odradek("topic", "produce", topic, "-b", two.bootstrap, stdin=big)
+
+        def source(proc: BrokerProcess) -> tuple[str, str]:
+            c = as_json(
+                "config", "describe", "--broker", "0", "message.max.bytes", "-b", proc.bootstrap
+            )
+            return c[0]["value"], c[0]["source"]
+
+        assert source(one) == ("2000", "DYNAMIC_BROKER_CONFIG")
+        assert source(two) == ("1048588", "DEFAULT_CONFIG")
+        one.restart()
+        assert source(one) == ("2000", "DYNAMIC_BROKER_CONFIG")
+        failed = odradek("topic", "produce", topic, "-b", one.bootstrap, stdin=big, check=False)
+        assert "MESSAGE_TOO_LARGE" in failed.stderr
+
+        admin = AdminClient({"bootstrap.servers": two.bootstrap})
+        resource = ConfigResource(ConfigResource.Type.BROKER, "0")
+
+        resource.add_incremental_config(
+            ConfigEntry("message.max.bytes", "2500", incremental_operation=AlterConfigOpType.SET)
+        )
+        admin.incremental_alter_configs([resource])[resource].result(timeout=30)
+        described = admin.describe_configs([ConfigResource(ConfigResource.Type.BROKER, "0")])
+        entries = next(iter(described.values())).result(timeout=30)
+        entry = entries["message.max.bytes"]
+        assert entry.value == "2500"
+        assert entry.source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
+        failed = odradek("topic", "produce", topic, "-b", two.bootstrap, stdin=big, check=False)
+        assert "MESSAGE_TOO_LARGE" in failed.stderr
+    finally:
+        one.stop()
+        two.stop()
+
+
+# --- health and readiness ---------------------------------------------------------------------
+
+
+def test_health_and_ready_on_the_metrics_port(ops_broker: BrokerProcess) -> None:
+    port = ops_broker.overrides["metrics.port"]
+    assert http(f"http://127.0.0.1:{port}/health") == (200, "ok\n")
+    assert http(f"http://127.0.0.1:{port}/ready") == (200, "ready\n")
+    assert "odradek_requests_total" in http(f"http://127.0.0.1:{port}/metrics")[1]
+
+
+def test_ready_turns_true_only_after_the_logs_are_loaded(tmp_path: Path) -> None:
+    """/ready answers 503 while start-up runs (the port is open before the logs load) and 200
+    once the broker logged that it started."""
+    port = free_port()
+    proc = BrokerProcess(tmp_path / "data", {"metrics.port": str(port)})
+    proc.start()
+    try:
+        assert http(f"http://127.0.0.1:{port}/ready")[0] == 200
+        assert "started, listening on" in proc.log()
+    finally:
+        proc.stop()
+    from broker.config import BrokerConfig
+    from broker.server import Broker
+
+    before = Broker(BrokerConfig.from_dict({"log.dir": str(tmp_path / "other")}))
+    assert before.ready() == (False, "starting: loading logs and registering")
+
+
+# --- a full log directory (JBOD) --------------------------------------------------------------
+
+
+@pytest.fixture
+def small_tmpfs(tmp_path: Path) -> Iterator[Path]:
+    """A real 64 MB tmpfs (mount needs root, as CI has; skipped where mount is refused)."""
+    mount_point = tmp_path / "tmpfs"
+    mount_point.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(mount_point)],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], check=False)
+
+
+def test_a_full_log_dir_fails_its_partitions_only_and_loses_nothing(
+    tmp_path: Path, small_tmpfs: Path
+) -> None:
+    healthy = tmp_path / "healthy"
+    proc = BrokerProcess(
+        tmp_path / "unused",
+        {"log.dirs": f"{healthy},{small_tmpfs}", "log.dir": str(healthy)},
+    ).start()
+    try:
+        topic = unique("jbod")
+        with OdradekAdmin(proc.bootstrap) as client:
+            client.create_topic(topic, 2, 1, {})
+            wait_for(lambda: len(client.topic(topic).partitions) == 2, "topic")
+            dirs = as_json("log-dirs", "-b", proc.bootstrap)
+            on_tmpfs = {
+                p["partition"]
+                for d in dirs
+                if d["path"] == str(small_tmpfs)
+                for p in d["partitions"]
+            }
+            assert len(on_tmpfs) == 1, dirs
+            full, other = on_tmpfs.pop(), ({0, 1} - on_tmpfs).pop()
+            value = os.urandom(700 * 1024)
+            acknowledged = 0
+            with pytest.raises(KafkaError) as failure:
+                for _ in range(200):
+                    producer = Producer(client, topic)
+                    producer.add(OutRecord(value, partition=full))
+                    producer.flush()
+                    acknowledged += 1
+            assert failure.value.code == ErrorCode.KAFKA_STORAGE_ERROR
+            assert acknowledged > 10
+            # the other dir keeps working
+            producer = Producer(client, topic)
+            producer.add(OutRecord(b"still here", partition=other))
+            producer.flush()
+            dirs = as_json("log-dirs", "-b", proc.bootstrap)
+            assert {d["path"]: d["error"] for d in dirs} == {
+                str(healthy): None,
+                str(small_tmpfs): "KAFKA_STORAGE_ERROR",
+            }
+        proc.stop()
+        subprocess.run(["mount", "-o", "remount,size=256m", str(small_tmpfs)], check=True)
+        proc.start()
+        with OdradekAdmin(proc.bootstrap) as client:
+            ends = client.list_offsets({(topic, full): -1, (topic, other): -1})
+        assert ends[(topic, full)][0] == acknowledged
+        consumer = Consumer(
+            {
+                "bootstrap.servers": proc.bootstrap,
+                "group.id": unique("g"),
+                "fetch.message.max.bytes": 2 * 1024 * 1024,
+            }
+        )
+        consumer.assign([TopicPartition(topic, full, 0)])
+        got = 0
+        deadline = time.monotonic() + 60
+        while got < acknowledged and time.monotonic() < deadline:
+            m = consumer.poll(1)
+            if m is not None and not m.error():
+                assert m.value() == value
+                got += 1
+        consumer.close()
+        assert got == acknowledged
+        assert odradek("check-log", str(small_tmpfs)).returncode == 0
+    finally:
+        proc.stop()
