@@ -17,6 +17,7 @@ COPY storage ./storage
 COPY coordination ./coordination
 COPY broker ./broker
 COPY spark_connector ./spark_connector
+COPY cli ./cli
 RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
 
 
@@ -36,11 +37,16 @@ RUN useradd --system --uid 1000 --home-dir /var/lib/odradek --shell /usr/sbin/no
     && chown odradek:odradek /var/lib/odradek
 USER odradek
 VOLUME ["/var/lib/odradek"]
-EXPOSE 9092
+EXPOSE 9092 9404
+# /ready on the metrics port: 200 once the logs are loaded and the broker is registered
+HEALTHCHECK --interval=5s --timeout=3s --start-period=10s --retries=12 \
+    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://localhost:9404/ready', timeout=2)"]
 CMD ["odradek", "serve", \
      "--override", "listeners=PLAINTEXT://0.0.0.0:9092", \
      "--override", "advertised.listeners=PLAINTEXT://localhost:9092", \
-     "--override", "log.dir=/var/lib/odradek"]
+     "--override", "log.dir=/var/lib/odradek", \
+     "--override", "metrics.port=9404", \
+     "--override", "metrics.host=0.0.0.0"]
 
 
 FROM broker AS spark

@@ -112,7 +112,11 @@ def test_compose_references_hold() -> None:
         assert overrides["zookeeper.connect"].startswith("zookeeper:2181")
         assert f"//{name}:" in overrides["advertised.listeners"]
         assert service["build"]["target"] == "broker"
+        assert overrides["metrics.port"] == "9404"
+        # the health check asks /ready on that port
+        assert "localhost:9404/ready" in " ".join(service["healthcheck"]["test"])
     assert ids == {"1", "2", "3"}
+    assert "HEALTHCHECK" in DOCKERFILE.read_text() and ":9404/ready" in DOCKERFILE.read_text()
     job = services["spark-job"]
     assert job["command"] == ["python", "examples/pageviews/job.py"]
     assert services["pageviews-producer"]["command"] == ["python", "examples/pageviews/produce.py"]
@@ -152,6 +156,7 @@ class LocalCompose:
         self.tmp = tmp
         self.zookeeper: ZooKeeperServer | None = None
         self.ports: dict[tuple[str, int], int] = {}
+        self.metrics_ports: dict[str, int] = {}
         self.published: dict[int, tuple[str, int]] = {}
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.logs: dict[str, Path] = {}
@@ -203,7 +208,15 @@ class LocalCompose:
         return text
 
     def command(self, service: str) -> list[str]:
-        cmd = [self.translate(arg, service) for arg in self.services[service]["command"]]
+        cmd = []
+        for arg in self.services[service]["command"]:
+            if arg.startswith("metrics.port="):
+                # every broker's metrics port (one per container) becomes a free local port
+                port = self.metrics_ports.setdefault(service, free_port())
+                arg = f"metrics.port={port}"
+            elif arg.startswith("metrics.host="):
+                arg = "metrics.host=127.0.0.1"
+            cmd.append(self.translate(arg, service))
         if cmd[0] == "odradek":
             return [sys.executable, "-m", "broker", *cmd[1:]]
         if cmd[0] == "python":
@@ -351,6 +364,14 @@ def test_compose_services_run_as_local_processes(compose: LocalCompose) -> None:
             got.extend(r.value for r in records)
     consumer.close()
     assert sorted(got) == sorted(b"/page/%d" % i for i in range(60))
+
+    # each broker's health check target answers as the compose file expects
+    import urllib.request
+
+    for b in brokers:
+        url = f"http://127.0.0.1:{compose.metrics_ports[b]}/ready"
+        with urllib.request.urlopen(url, timeout=10) as r:
+            assert r.status == 200
 
     # the brokers registered in ZooKeeper under the compose file's chroot
     for b in brokers:
