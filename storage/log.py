@@ -103,6 +103,10 @@ class ProducerStateHook(Protocol):
         """Called after every append, once the batches are written, with the final headers
         (assigned offsets and leader epoch) of those with a producer id."""
 
+    def truncated(self, log: PartitionLog) -> None:
+        """Called (under the log's lock) after the log lost its tail (a follower truncating to
+        its leader): the state must forget what the removed batches taught it."""
+
 
 def _new_header(fields: tuple[int, ...]) -> rb.BatchHeader:
     return tuple.__new__(rb.BatchHeader, fields)
@@ -386,14 +390,17 @@ class PartitionLog:
                 raise ValueError(f"batch at position {pos} is cut short or malformed")
             scan.append((pos, fields))
             pos += size
-        log_append_time = now if config.log_append_time else NO_TIMESTAMP
+        # a follower keeps the leader's timestamps (the leader applied LogAppendTime)
+        log_append_time = now if config.log_append_time and assign_offsets else NO_TIMESTAMP
         new_header = _tuple_new
         header_type = rb.BatchHeader
 
         flush_needed = False
         with self._lock:
             hook = self.producer_state
-            if hook is not None:
+            if hook is not None and assign_offsets:
+                # a leader's append is checked (sequences, epochs, duplicates); a follower
+                # takes the leader's batches as they are, as Kafka's appendAsFollower does
                 with_pid = [(p, _new_header(f)) for p, f in scan if f[_PRODUCER_ID] >= 0]
                 answer = hook.before_append(self, with_pid) if with_pid else None
                 if answer is not None:
@@ -643,6 +650,35 @@ class PartitionLog:
 
     # --- high watermark, log start, truncation --------------------------------------------------
 
+    def assign_epoch_start_offset(self, leader_epoch: int) -> None:
+        """A leader at ``leader_epoch`` begins it at the log end (Kafka's
+        ``maybeAssignEpochStartOffset``), before it appends anything, so that a follower asking
+        OffsetForLeaderEpoch for the previous epoch learns where that epoch ended."""
+        with self._lock:
+            if leader_epoch > self._latest_epoch:
+                self.leader_epoch_cache.assign(leader_epoch, self._local.log_end_offset)
+                self._latest_epoch = leader_epoch
+
+    def epoch_start_offset(self, leader_epoch: int) -> int | None:
+        """Where ``leader_epoch`` begins in this log (None if it does not appear)."""
+        for entry in self.leader_epoch_cache.entries:
+            if entry.epoch == leader_epoch:
+                return entry.start_offset
+        return None
+
+    def maybe_increment_log_start_offset(self, offset: int) -> bool:
+        """A follower follows its leader's log start offset (moved by retention or
+        DeleteRecords), never past its own high watermark. Returns whether it moved."""
+        with self._lock:
+            offset = min(offset, self._high_watermark)
+            if offset <= self._log_start_offset:
+                return False
+            self._log_start_offset = offset
+            self.leader_epoch_cache.truncate_from_start(offset)
+            self._refresh_latest_epoch()
+        self._delete_log_start_offset_breached()
+        return True
+
     def update_high_watermark(self, offset: int) -> int:
         """Sets the high watermark, clamped to [log start offset, log end offset]."""
         with self._lock:
@@ -688,6 +724,8 @@ class PartitionLog:
                 self._log_start_offset = new_end
             self.leader_epoch_cache.truncate_from_end(new_end)
             self._refresh_latest_epoch()
+            if self.producer_state is not None:
+                self.producer_state.truncated(self)
             log.info("%s: truncated to offset %d", self.name, new_end)
             return True
 
@@ -702,6 +740,8 @@ class PartitionLog:
         self._high_watermark = new_offset
         self.leader_epoch_cache.clear()
         self._refresh_latest_epoch()
+        if self.producer_state is not None:
+            self.producer_state.truncated(self)
         log.info("%s: truncated fully, starting at offset %d", self.name, new_offset)
 
     def append_as_follower(

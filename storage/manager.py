@@ -198,9 +198,12 @@ class LogManager:
                 clock=self.clock,
                 report=report,
             )
+            # the checkpointed high watermark (clamped to the log): a replicated partition
+            # must not expose records its ISR may not have; a single-replica partition's
+            # high watermark follows its log end again once the broker hosts it
             hw = high_watermarks.get(tp)
             if hw is not None:
-                partition_log.update_high_watermark(max(hw, partition_log.log_end_offset))
+                partition_log.update_high_watermark(hw)
             self._logs[tp] = partition_log
             self._log_dir_of[tp] = log_dir
             self.recovery_reports[tp] = report

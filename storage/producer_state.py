@@ -484,6 +484,12 @@ class ProducerStateManager:
                     log.warning("%s: writing a producer snapshot failed: %s", self.name, e)
             self._active_base = active
 
+    def truncated(self, partition_log: PartitionLog) -> None:
+        """The log lost its tail: the state is rebuilt from the newest snapshot at or below the
+        new log end (later snapshots are deleted) and the batches after it (Kafka's
+        ``loadProducerState`` after a truncation)."""
+        self.load(partition_log)
+
     # -- snapshots and expiry ----------------------------------------------------------------------
 
     def take_snapshot(self, *, fsync: bool = True) -> Path | None:

@@ -8,6 +8,9 @@
 * Fetch sessions (KIP-227) are declined correctly: every response has session_id 0, so clients do
   full fetches; a request naming a session we never created gets FETCH_SESSION_ID_NOT_FOUND.
 * read_committed reads up to the last stable offset, with an empty aborted-transactions list.
+* A follower's fetch (``replica_id``, or ``replica_state`` from v15, is a broker id) reads up to
+  the log end, records the follower's progress (ISR and high watermark), and answers a follower
+  whose log diverged (its ``last_fetched_epoch``) with ``diverging_epoch`` and no records.
 * v0-3 consumers get magic 0/1 message sets, down-converted from the log's batches; consumers
   older than v10 never get zstd batches (KIP-110).
 """
@@ -20,7 +23,7 @@ from broker.dispatch import EncodedBody, RequestContext
 from broker.net.connection import FileRegion
 from broker.registry import error_response, handler
 from broker.replication.log_validator import ZSTD, ZSTD_MIN_FETCH_VERSION
-from broker.replication.partition import FetchIsolation
+from broker.replication.partition import DivergingEpoch, FetchIsolation
 from broker.replication.replica_manager import FetchParams, FetchRead
 from protocol import fast_fetch
 from protocol.acl import AclOperation, ResourceType
@@ -29,6 +32,7 @@ from protocol.error_codes import ErrorCode
 from protocol.errors import RemoteProtocolError
 from protocol.fast_fetch import PartitionTuple
 from protocol.messages.fetch import (
+    EpochEndOffset,
     FetchableTopicResponse,
     FetchRequest,
     FetchResponse,
@@ -66,6 +70,8 @@ def _reads(ctx: RequestContext, request: Struct) -> list[list[FetchRead]]:
                     p.partition_max_bytes,
                     p.current_leader_epoch,
                     part,
+                    p.last_fetched_epoch,
+                    p.log_start_offset,
                 )
             )
         topics.append(reads)
@@ -74,6 +80,14 @@ def _reads(ctx: RequestContext, request: Struct) -> list[list[FetchRead]]:
 
 def _error(read: FetchRead, code: ErrorCode, hw: int = -1, log_start: int = -1) -> PartitionTuple:
     return (read.index, code, hw, hw, log_start, None, -1, b"")
+
+
+def _replica_id(request: FetchRequest, version: int) -> int:
+    """The fetching follower's broker id, or -1 for a consumer."""
+    if version >= 15:
+        state = request.replica_state
+        return state.replica_id if state is not None else -1
+    return request.replica_id
 
 
 def _partition_tuple(read: FetchRead, version: int, read_committed: bool) -> PartitionTuple:
@@ -124,7 +138,8 @@ def _response(
     if code != ErrorCode.NONE:
         topics = []
     results = [[_partition_tuple(r, version, read_committed) for r in reads] for reads in topics]
-    if version >= 12:
+    diverged = any(r.result.diverging_epoch is not None for reads in topics for r in reads)
+    if version >= 12 and not diverged:
         by_id = version >= 13
         encoded = fast_fetch.encode(
             version,
@@ -146,16 +161,19 @@ def _response(
             FetchableTopicResponse(
                 topic=reads[0].name if reads and reads[0].name else "",
                 topic_id=reads[0].topic_id if reads else ZERO_UUID,
-                partitions=[_partition_data(t) for t in tuples],
+                partitions=[
+                    _partition_data(t, r.result.diverging_epoch)
+                    for t, r in zip(tuples, reads, strict=True)
+                ],
             )
             for reads, tuples in zip(topics, results, strict=True)
         ],
     )
 
 
-def _partition_data(t: PartitionTuple) -> PartitionData:
+def _partition_data(t: PartitionTuple, diverging: DivergingEpoch | None) -> PartitionData:
     index, error, hw, lso, log_start, aborted, prr, records = t
-    return PartitionData(
+    data = PartitionData(
         partition_index=index,
         error_code=error,
         high_watermark=hw,
@@ -165,6 +183,11 @@ def _partition_data(t: PartitionTuple) -> PartitionData:
         preferred_read_replica=prr,
         records=records,
     )
+    if diverging is not None:
+        data.diverging_epoch = EpochEndOffset(
+            epoch=diverging.epoch, end_offset=diverging.end_offset
+        )
+    return data
 
 
 @handler(ApiKey.FETCH, "0-18", acl=(AclOperation.READ, ResourceType.TOPIC))
@@ -178,11 +201,20 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> Any:
             return _response(ctx, [], ErrorCode.INVALID_FETCH_SESSION_EPOCH, read_committed)
     topics = _reads(ctx, request)
     broker_cap = int(ctx.services.config["fetch.max.bytes"])
+    replica_id = _replica_id(request, version)
+    if replica_id >= 0:
+        isolation = FetchIsolation.LOG_END
+        read_committed = False
+    elif read_committed:
+        isolation = FetchIsolation.TXN_COMMITTED
+    else:
+        isolation = FetchIsolation.HIGH_WATERMARK
     params = FetchParams(
         max_bytes=min(request.max_bytes, broker_cap) if version >= 3 else broker_cap,
         min_bytes=request.min_bytes,
         max_wait_ms=request.max_wait_ms,
-        isolation=FetchIsolation.TXN_COMMITTED if read_committed else FetchIsolation.HIGH_WATERMARK,
+        isolation=isolation,
+        replica_id=replica_id,
     )
     await ctx.services.replica_manager.fetch_messages(
         params, [r for reads in topics for r in reads]

@@ -1,16 +1,19 @@
 """Produce: hand each partition's batches to the replica manager; answer per partition.
 
 acks=0: no response at all; if any partition fails, the connection is closed so the producer
-notices (Kafka does the same). acks=1 and acks=-1 answer once the batches are in the log (a
-standalone broker is its own whole ISR). v0-2 legacy message sets are converted to magic 2 by
-the partition's validator. v13 names topics by id.
+notices (Kafka does the same). acks=1 answers once the batches are in the leader's log. acks=-1
+(all) answers once every ISR member has them: on a replicated partition the answer waits (a
+delayed produce, up to the request's ``timeout_ms``) for the high watermark; a single replica is
+its own whole ISR. v0-2 legacy message sets are converted to magic 2 by the partition's
+validator. v13 names topics by id.
 """
 
 from __future__ import annotations
 
-from broker.dispatch import RequestContext
+from broker.dispatch import Later, RequestContext
 from broker.net.connection import CloseConnection
 from broker.registry import error_response, handler
+from broker.replication.delayed_produce import ProducePartitionStatus
 from coordination.metadata.view import INTERNAL_TOPICS
 from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
@@ -23,9 +26,17 @@ from protocol.messages.produce import (
     TopicProduceResponse,
 )
 
+Waiting = list[tuple[PartitionProduceResponse, ProducePartitionStatus]]
+
 
 def _partition(
-    ctx: RequestContext, name: str | None, index: int, records: memoryview | None, now_ms: int
+    ctx: RequestContext,
+    name: str | None,
+    index: int,
+    records: memoryview | None,
+    now_ms: int,
+    acks: int,
+    waiting: Waiting,
 ) -> PartitionProduceResponse:
     result = PartitionProduceResponse(index=index, error_code=ErrorCode.NONE, base_offset=-1)
     if name in INTERNAL_TOPICS:
@@ -34,7 +45,7 @@ def _partition(
         result.error_message = f"Cannot append to internal topic {name}"
         return result
     appended = ctx.services.replica_manager.append_records(
-        name, index, records, api_version=ctx.api_version, now_ms=now_ms
+        name, index, records, api_version=ctx.api_version, now_ms=now_ms, required_acks=acks
     )
     info = appended.info
     if info is None:
@@ -49,16 +60,34 @@ def _partition(
     result.base_offset = info.first_offset
     result.log_append_time_ms = info.log_append_time
     result.log_start_offset = info.log_start_offset
+    if appended.waiting is not None:
+        waiting.append((result, appended.waiting))
     return result
 
 
+async def _when_replicated(
+    ctx: RequestContext, response: ProduceResponse, waiting: Waiting, timeout_ms: int
+) -> ProduceResponse:
+    """The answer of an acks=all produce, once its partitions' ISRs have the batches."""
+    codes = await ctx.services.replica_manager.wait_for_replicas(
+        [status for _, status in waiting], timeout_ms
+    )
+    for (result, _), code in zip(waiting, codes, strict=True):
+        if code != ErrorCode.NONE:
+            result.error_code = code
+            result.base_offset = -1
+            result.log_append_time_ms = -1
+    return response
+
+
 @handler(ApiKey.PRODUCE, "0-13", acl=(AclOperation.WRITE, ResourceType.TOPIC))
-def handle_produce(ctx: RequestContext, request: ProduceRequest) -> ProduceResponse | None:
+def handle_produce(ctx: RequestContext, request: ProduceRequest) -> ProduceResponse | Later | None:
     acks = request.acks
     version = ctx.api_version
     now_ms = ctx.now_ms()
     by_id = ctx.services.metadata.view.topics_by_id if version >= 13 else None
     responses = []
+    waiting: Waiting = []
     failed = False
     for topic in request.topic_data:
         name: str | None = topic.name
@@ -76,7 +105,7 @@ def handle_produce(ctx: RequestContext, request: ProduceRequest) -> ProduceRespo
                     index=p.index, base_offset=-1, error_code=ErrorCode.UNKNOWN_TOPIC_ID
                 )
             else:
-                result = _partition(ctx, name, p.index, p.records, now_ms)
+                result = _partition(ctx, name, p.index, p.records, now_ms, acks, waiting)
             failed = failed or result.error_code != ErrorCode.NONE
             partitions.append(result)
         responses.append(
@@ -94,7 +123,10 @@ def handle_produce(ctx: RequestContext, request: ProduceRequest) -> ProduceRespo
             ]
             raise CloseConnection("acks=0 produce failed: " + "; ".join(errors))
         return None
-    return ProduceResponse(responses=responses, throttle_time_ms=0)
+    response = ProduceResponse(responses=responses, throttle_time_ms=0)
+    if waiting:
+        return Later(_when_replicated(ctx, response, waiting, request.timeout_ms))
+    return response
 
 
 @error_response(ApiKey.PRODUCE)

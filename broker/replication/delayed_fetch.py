@@ -2,9 +2,10 @@
 
 It completes when the partitions it reads have together gained enough readable bytes since it
 began waiting, when one of them changes leadership or leader epoch (the fetch then answers with
-that partition's error), or at ``max_wait_ms``. Appends (and, with replication, high-watermark
-moves) wake it through the fetch purgatory, keyed by topic-partition: fetches are woken by data,
-not polled by a timer.
+that partition's error), or at ``max_wait_ms``. A consumer's fetch counts bytes below the high
+watermark (woken by appends on a single replica, by high-watermark moves on a replicated leader),
+a follower's bytes below the log end (woken by appends): through the fetch purgatory, keyed by
+topic-partition, never polled by a timer.
 """
 
 from __future__ import annotations
@@ -26,18 +27,24 @@ class DelayedFetch(DelayedOperation):
         timeout_ms: int,
         needed: int,
         partitions: Sequence[Partition],
+        follower: bool = False,
     ) -> None:
         super().__init__(loop, timeout_ms)
         self.needed = max(needed, 1)
+        self.follower = follower
         #: each partition with what it looked like when the wait began
-        self._watched = [(p, p.bytes_visible, p.is_leader, p.leader_epoch) for p in partitions]
+        self._watched = [
+            (p, p.bytes_appended if follower else p.bytes_visible, p.is_leader, p.leader_epoch)
+            for p in partitions
+        ]
 
     def try_complete(self) -> bool:
         got = 0
+        follower = self.follower
         for part, start, was_leader, epoch in self._watched:
             if part.is_leader != was_leader or part.leader_epoch != epoch:
                 return self.force_complete()
-            got += part.bytes_visible - start
+            got += (part.bytes_appended if follower else part.bytes_visible) - start
         if got >= self.needed:
             return self.force_complete()
         return False

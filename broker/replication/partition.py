@@ -7,27 +7,51 @@ leader-epoch fence of KIP-320 (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH), appe
 followers, the high watermark for consumers, the last stable offset for ``read_committed``),
 offsets by timestamp, DeleteRecords, and the end offset of a leader epoch.
 
-What waits on a partition (fetches below ``min_bytes``; soon ``acks=all`` produces and
-DeleteRecords) is woken through the purgatory under the partition's key, by the append or
-high-watermark move that makes it possible. :attr:`bytes_visible` counts the bytes that became
-readable by consumers, so a waiting fetch knows how much arrived since it started waiting.
+**Replication** (Kafka's replication design; KIP-101, KIP-279). A partition with more than one
+replica is *replicated*:
 
-Replication will add the follower side here (``make_follower``, the followers' log end offsets,
-ISR expansion and shrinking, the high watermark as the ISR's lowest log end offset), as Kafka's
-``Partition`` has it. Today a partition's high watermark follows its log end (a single replica
-is its whole ISR).
+* As **leader** it tracks each follower's log end offset and when it last caught up
+  (:class:`FollowerState`, from the followers' fetches). The high watermark is the lowest log end
+  offset of the ISR (of the *maximal* ISR while an expansion is being written, so a replica is
+  counted before it is known to be in), and only moves forward. A follower that has caught up
+  with the high watermark and the start of the current leader epoch joins the ISR; one that has
+  not caught up with the log end for ``replica.lag.time.max.ms`` leaves it. ISR changes are
+  proposals written by the :class:`~broker.replication.isr.IsrManager` (a conditional write of the
+  partition state) — one in flight at a time; the ISR changes here once it is written.
+* As **follower** it appends its leader's batches as they are (offsets, epochs, producer ids
+  kept), takes the leader's high watermark (capped at its own log end) and log start offset, and
+  truncates where its log diverges from the leader's (the replica fetcher decides where).
 
-Thread-safety: leadership state is replaced by the replica manager (one thread at a time, under
-its lock) and read lock-free by request handlers on every processor thread: each field is
-published by one assignment. Appends and reads rely on the log's own thread-safety.
+A single-replica partition keeps the standalone fast path: its high watermark follows its log end
+inside the log, and no replication state is touched on appends.
+
+What waits on a partition (fetches below ``min_bytes``, ``acks=all`` produces, coordinator
+writes) is woken by the event that makes it possible: appends and high-watermark moves wake the
+fetch and produce purgatories under the partition's key, and :meth:`Partition.when_committed`
+callbacks run once the high watermark passes their offset (or fail when leadership is lost).
+:attr:`bytes_visible` counts bytes consumers can read (below the high watermark),
+:attr:`bytes_appended` bytes followers can read (below the log end).
+
+Thread-safety: leadership and replication state change under the partition's lock (Kafka's
+``leaderIsrUpdateLock``), taken by the metadata thread (leadership), the fetch path (a follower's
+progress), the ISR manager (a written ISR) and the replica fetcher (a follower append). Fields
+read lock-free by request handlers are each published by one assignment. The partition's lock is
+never taken while the log's lock is held.
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
+import logging
 import threading
+import time
 import uuid
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
 from enum import IntEnum
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from broker.purgatory import DelayedOperationPurgatory
 from broker.replication.errors import (
@@ -38,13 +62,31 @@ from broker.replication.errors import (
 )
 from broker.replication.log_validator import TopicRules, validate
 from coordination.errors import KafkaApiError
-from coordination.metadata.view import PartitionState
+from coordination.metadata.view import LeaderAndIsr, PartitionState
 from protocol.error_codes import ErrorCode
+from protocol.errors import RemoteProtocolError
+from protocol.records import batch as rb
 from storage import errors as storage_errors
 from storage.file_records import FetchRegion
 from storage.log import AppendInfo, OffsetAndTimestamp, PartitionLog
 
+log = logging.getLogger(__name__)
+
 TopicPartition = tuple[str, int]
+#: A callback run once a write is committed (None) or cannot be (the error).
+CommitCallback = Callable[[ErrorCode | None], None]
+
+_now_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000  # noqa: E731
+
+
+class IsrProposals(Protocol):
+    """Where a leader sends its ISR proposals (the :class:`~broker.replication.isr.IsrManager`):
+    it answers later through :meth:`Partition.isr_change_written` or
+    :meth:`Partition.isr_change_failed`."""
+
+    def submit(
+        self, partition: Partition, change: LeaderAndIsr, *, partition_epoch: int
+    ) -> None: ...
 
 
 class FetchIsolation(IntEnum):
@@ -58,6 +100,14 @@ class FetchIsolation(IntEnum):
     TXN_COMMITTED = 2
 
 
+class DivergingEpoch(NamedTuple):
+    """Where a follower's log diverges from the leader's (Fetch v12+ ``DivergingEpoch``): the
+    leader's largest epoch at or below the follower's last fetched epoch, and its end offset."""
+
+    epoch: int
+    end_offset: int
+
+
 class LogReadResult(NamedTuple):
     """One partition's part of a fetch (Kafka's ``LogReadResult``): an error, or the region to
     send (None when nothing is readable) with the offsets the response reports."""
@@ -67,6 +117,39 @@ class LogReadResult(NamedTuple):
     last_stable_offset: int = -1
     log_start_offset: int = -1
     region: FetchRegion | None = None
+    diverging_epoch: DivergingEpoch | None = None
+
+
+@dataclass(slots=True)
+class FollowerState:
+    """A leader's view of one follower (Kafka's ``Replica``): its log end offset and log start
+    offset as its fetches tell them, and when it last caught up with the leader's log end."""
+
+    broker_id: int
+    log_end_offset: int = -1
+    log_start_offset: int = -1
+    last_caught_up_ms: int = 0
+    last_fetch_ms: int = 0
+    last_fetch_leader_log_end: int = -1
+
+    def update(
+        self, fetch_offset: int, log_start_offset: int, now_ms: int, leader_end: int
+    ) -> None:
+        """A fetch at ``fetch_offset`` while the leader's log ended at ``leader_end`` (Kafka's
+        ``Replica.updateFetchState``): a follower fetching from the log end is caught up now;
+        one fetching from where the log ended at its previous fetch was caught up then."""
+        if fetch_offset >= leader_end:
+            self.last_caught_up_ms = max(self.last_caught_up_ms, now_ms)
+        elif fetch_offset >= self.last_fetch_leader_log_end:
+            self.last_caught_up_ms = max(self.last_caught_up_ms, self.last_fetch_ms)
+        self.last_fetch_leader_log_end = leader_end
+        self.last_fetch_ms = now_ms
+        self.log_end_offset = fetch_offset
+        self.log_start_offset = log_start_offset
+
+    def is_caught_up(self, leader_end: int, now_ms: int, max_lag_ms: int) -> bool:
+        """Kafka's ``isCaughtUp``: at the log end, or caught up within the last ``max_lag_ms``."""
+        return self.log_end_offset == leader_end or now_ms - self.last_caught_up_ms <= max_lag_ms
 
 
 def _api_error(e: storage_errors.StorageError) -> KafkaApiError:
@@ -80,6 +163,9 @@ def epoch_error(current_leader_epoch: int, leader_epoch: int) -> ErrorCode:
     if current_leader_epoch < leader_epoch:
         return ErrorCode.FENCED_LEADER_EPOCH
     return ErrorCode.UNKNOWN_LEADER_EPOCH
+
+
+_waiter_sequence = itertools.count()
 
 
 class Partition:
@@ -96,6 +182,11 @@ class Partition:
         broker_id: int,
         state: PartitionState,
         fetch_purgatory: DelayedOperationPurgatory[TopicPartition],
+        produce_purgatory: DelayedOperationPurgatory[TopicPartition] | None = None,
+        isr_manager: IsrProposals | None = None,
+        replica_lag_time_max_ms: int = 30000,
+        min_insync_replicas: int = 1,
+        clock: Callable[[], int] = _now_ms,
     ) -> None:
         self.topic = topic
         self.index = index
@@ -105,14 +196,39 @@ class Partition:
         self.rules = rules
         self.broker_id = broker_id
         self._fetch_purgatory = fetch_purgatory
-        self.state = state
-        self.leader_epoch = state.leader_epoch
-        self.is_leader = state.leader == broker_id
+        self._produce_purgatory = produce_purgatory
+        self.isr_manager = isr_manager
+        self.replica_lag_time_max_ms = replica_lag_time_max_ms
+        #: the topic's ``min.insync.replicas`` (kept current by the replica manager)
+        self.min_insync_replicas = min_insync_replicas
+        self.clock = clock
+        self._lock = threading.RLock()
         self._bytes_lock = threading.Lock()
         self._bytes_visible = 0
+        self._bytes_appended = 0
         #: the log's dir went offline (an I/O error, a full disk): every request for this
         #: partition answers KAFKA_STORAGE_ERROR until the broker restarts
         self.offline = False
+        #: (end offset, bytes appended up to it) of a replicated leader's appends above the
+        #: high watermark: how many bytes a high-watermark move makes visible
+        self._marks: deque[tuple[int, int]] = deque()
+        #: (offset, sequence, callback): writes waiting for the high watermark to pass offset
+        self._commit_waiters: list[tuple[int, int, CommitCallback]] = []
+        self.followers: dict[int, FollowerState] = {}
+        #: the ISR being written (None when no change is in flight)
+        self.pending_isr: tuple[int, ...] | None = None
+        self._epoch_start_offset = 0
+        # the fields below are set by _apply_state
+        self.state = state
+        self.leader_epoch = -1
+        self.partition_epoch = -1
+        self.leader_id = -1
+        self.is_leader = False
+        self.replicas: tuple[int, ...] = ()
+        self.isr: tuple[int, ...] = ()
+        self.replicated = False
+        with self._lock:
+            self._apply_state(state, force=True)
 
     def __repr__(self) -> str:
         return f"Partition({self.topic}-{self.index}, epoch={self.leader_epoch})"
@@ -121,20 +237,100 @@ class Partition:
 
     def update_state(self, state: PartitionState) -> None:
         """Applies the partition's state from the metadata store (Kafka's ``makeLeader`` /
-        ``makeFollower``). Waiting operations are re-checked: those that were waiting on a
-        leader this broker no longer is complete (and answer NOT_LEADER_OR_FOLLOWER)."""
+        ``makeFollower``). A state older than the one applied (a smaller leader epoch, or the
+        same epoch at a smaller partition epoch) is ignored. Waiting operations are re-checked:
+        those that were waiting on a leader this broker no longer is complete (and answer
+        NOT_LEADER_OR_FOLLOWER)."""
+        with self._lock:
+            changed = self._apply_state(state)
+            failed = self._take_waiters_if_not_leader()
+        self._run_waiters(failed, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        if changed:
+            self._wake()
+
+    def _apply_state(self, state: PartitionState, *, force: bool = False) -> bool:
+        """Under the lock; returns whether leadership, epoch, ISR or replicas changed."""
+        if not force:
+            if state.leader_epoch < self.leader_epoch:
+                return False
+            if (
+                state.leader_epoch == self.leader_epoch
+                and state.partition_epoch < self.partition_epoch
+            ):
+                return False
         was_leader, old_epoch = self.is_leader, self.leader_epoch
+        old_isr, old_replicas = self.isr, self.replicas
         self.state = state
+        self.replicas = tuple(state.replicas)
+        self.isr = tuple(state.isr)
+        self.partition_epoch = state.partition_epoch
+        self.leader_id = state.leader
+        self.replicated = len(self.replicas) > 1
         self.leader_epoch = state.leader_epoch
         self.is_leader = state.leader == self.broker_id
-        if was_leader != self.is_leader or old_epoch != self.leader_epoch:
-            self._fetch_purgatory.check_and_complete(self.key)
+        if self.pending_isr is not None and (
+            self.isr == self.pending_isr or state.leader_epoch != old_epoch
+        ):
+            self.pending_isr = None
+        plog = self.log
+        if self.is_leader:
+            if force or not was_leader or old_epoch != state.leader_epoch:
+                self._make_leader()
+            elif old_replicas != self.replicas:
+                self._reset_followers(keep=True)
+            if not self.replicated:
+                plog.high_watermark_follows_log_end = True
+                plog.update_high_watermark(plog.log_end_offset)
+            else:
+                plog.high_watermark_follows_log_end = False
+                self._maybe_increment_high_watermark()
+        else:
+            plog.high_watermark_follows_log_end = False
+            self.followers = {}
+            self.pending_isr = None
+            self._marks.clear()
+        return (
+            force
+            or was_leader != self.is_leader
+            or old_epoch != self.leader_epoch
+            or old_isr != self.isr
+            or old_replicas != self.replicas
+        )
+
+    def _make_leader(self) -> None:
+        """Under the lock: this broker leads the partition at a new leader epoch."""
+        plog = self.log
+        if self.replicated and self.leader_epoch >= 0:
+            plog.assign_epoch_start_offset(self.leader_epoch)
+        start = plog.epoch_start_offset(self.leader_epoch)
+        self._epoch_start_offset = plog.log_end_offset if start is None else start
+        self._reset_followers(keep=False)
+        self._marks.clear()
+        self.pending_isr = None
+
+    def _reset_followers(self, *, keep: bool) -> None:
+        """One FollowerState per other replica; a new leader counts the ISR's members as caught
+        up now (Kafka's ``resetReplicaState``), so none is removed before it could fetch."""
+        now = self.clock()
+        followers = {}
+        for r in self.replicas:
+            if r == self.broker_id:
+                continue
+            old = self.followers.get(r) if keep else None
+            followers[r] = old or FollowerState(r, last_caught_up_ms=now if r in self.isr else 0)
+        self.followers = followers
 
     def close(self) -> None:
-        """The partition leaves this broker (its topic was deleted): everything waiting on it
-        completes."""
-        self.is_leader = False
+        """The partition leaves this broker (its topic was deleted, or it was reassigned away):
+        everything waiting on it completes."""
+        with self._lock:
+            self.is_leader = False
+            self.followers = {}
+            failed = self._take_waiters_if_not_leader()
+        self._run_waiters(failed, ErrorCode.NOT_LEADER_OR_FOLLOWER)
         self._fetch_purgatory.complete_all(self.key)
+        if self._produce_purgatory is not None:
+            self._produce_purgatory.complete_all(self.key)
 
     def leader_error(self, current_leader_epoch: int = -1) -> ErrorCode:
         """NONE if this broker leads the partition at ``current_leader_epoch`` (-1: any)."""
@@ -179,18 +375,50 @@ class Partition:
 
     @property
     def bytes_visible(self) -> int:
-        """Bytes that became readable by consumers since this broker hosted the partition (a
-        monotonic counter: waiting fetches compare it with its value when they began)."""
+        """Bytes that became readable by consumers (below the high watermark) since this broker
+        hosted the partition (a monotonic counter: waiting fetches compare it with its value
+        when they began)."""
         return self._bytes_visible
+
+    @property
+    def bytes_appended(self) -> int:
+        """Bytes appended since this broker hosted the partition (what followers can read)."""
+        return self._bytes_appended
+
+    @property
+    def in_sync_replicas(self) -> int:
+        return len(self.isr)
+
+    @property
+    def under_replicated(self) -> bool:
+        """Kafka's UnderReplicatedPartitions: a leader whose ISR is smaller than its replicas."""
+        return self.is_leader and len(self.isr) < len(self.replicas)
+
+    @property
+    def under_min_isr(self) -> bool:
+        return self.is_leader and len(self.isr) < self.min_insync_replicas
 
     # -- appends -----------------------------------------------------------------------------
 
     def append_records_to_leader(
-        self, records: memoryview | bytes | None, *, api_version: int, now_ms: int
+        self,
+        records: memoryview | bytes | None,
+        *,
+        api_version: int,
+        now_ms: int,
+        required_acks: int = 1,
     ) -> AppendInfo:
         """Validates a producer's batches and appends them (Kafka's ``appendRecordsToLeader``).
-        Raises NotLeaderOrFollower, RecordError (invalid batches) or a storage error."""
+        With ``required_acks=-1`` the ISR must hold ``min.insync.replicas`` members first
+        (else NOT_ENOUGH_REPLICAS, nothing appended). Raises NotLeaderOrFollower, RecordError
+        (invalid batches), a KafkaApiError or a storage error."""
         self._check_leader()
+        if required_acks == -1 and len(self.isr) < self.min_insync_replicas:
+            raise KafkaApiError(
+                f"The size of the current ISR {list(self.isr)} of {self} is insufficient to "
+                f"satisfy the min.isr requirement of {self.min_insync_replicas}",
+                ErrorCode.NOT_ENOUGH_REPLICAS,
+            )
         batches = validate(records, api_version=api_version, rules=self.rules, now_ms=now_ms)
         return self._append(batches, now_ms)
 
@@ -201,12 +429,350 @@ class Partition:
         return self._append(batches, now_ms)
 
     def _append(self, batches: bytearray | memoryview, now_ms: int) -> AppendInfo:
-        info = self.log.append(batches, leader_epoch=self.leader_epoch, now_ms=now_ms)
-        # the high watermark follows the log end: the appended bytes are readable at once
+        epoch = self.leader_epoch
+        info = self.log.append(batches, leader_epoch=epoch, now_ms=now_ms)
+        if not self.replicated:
+            # the high watermark follows the log end: the appended bytes are readable at once
+            with self._bytes_lock:
+                self._bytes_visible += info.valid_bytes
+                self._bytes_appended += info.valid_bytes
+            self._fetch_purgatory.check_and_complete(self.key)
+            return info
         with self._bytes_lock:
-            self._bytes_visible += info.valid_bytes
+            self._bytes_appended += info.valid_bytes
+            appended = self._bytes_appended
+        with self._lock:
+            if self.is_leader and self.leader_epoch == epoch:
+                self._marks.append((info.last_offset + 1, appended))
+                committed = self._maybe_increment_high_watermark()
+            else:
+                committed = []
+        self._run_waiters(committed, None)
+        # followers waiting for data, and consumers if the high watermark moved
         self._fetch_purgatory.check_and_complete(self.key)
+        if committed or self._produce_purgatory is not None:
+            self._wake_produces()
         return info
+
+    # -- the high watermark (under the lock) ---------------------------------------------------
+
+    @property
+    def maximal_isr(self) -> tuple[int, ...]:
+        """The ISR counted for the high watermark: with an expansion in flight, the new member
+        too (a shrink in flight keeps counting the leaving one: the larger set)."""
+        pending = self.pending_isr
+        if pending is None:
+            return self.isr
+        return self.isr + tuple(r for r in pending if r not in self.isr)
+
+    def _maybe_increment_high_watermark(self) -> list[CommitCallback]:
+        """Under the lock: moves a replicated leader's high watermark to the lowest log end
+        offset of the maximal ISR, if that is higher; returns the commit callbacks now due."""
+        plog = self.log
+        hw = plog.log_end_offset
+        for r in self.maximal_isr:
+            if r == self.broker_id:
+                continue
+            follower = self.followers.get(r)
+            end = follower.log_end_offset if follower is not None else -1
+            if end < hw:
+                hw = end
+        old = plog.high_watermark
+        if hw <= old:
+            return []
+        new = plog.update_high_watermark(hw)
+        return self._high_watermark_moved(old, new)
+
+    def _high_watermark_moved(self, old: int, new: int) -> list[CommitCallback]:
+        """Under the lock: counts the bytes made visible and takes the commit callbacks due."""
+        visible = 0
+        marks = self._marks
+        while marks and marks[0][0] <= new:
+            visible = marks.popleft()[1]
+        with self._bytes_lock:
+            if visible > self._bytes_visible:
+                self._bytes_visible = visible
+            else:
+                # bytes appended before this broker led (or unknown): at least wake fetches
+                self._bytes_visible += new - old
+        due = []
+        waiters = self._commit_waiters
+        while waiters and waiters[0][0] <= new:
+            due.append(heapq.heappop(waiters)[2])
+        return due
+
+    def _take_waiters_if_not_leader(self) -> list[CommitCallback]:
+        if self.is_leader or not self._commit_waiters:
+            return []
+        failed = [w[2] for w in self._commit_waiters]
+        self._commit_waiters = []
+        return failed
+
+    @staticmethod
+    def _run_waiters(callbacks: list[CommitCallback], error: ErrorCode | None) -> None:
+        for callback in callbacks:
+            try:
+                callback(error)
+            except Exception:
+                log.exception("a commit callback failed")
+
+    def _wake(self) -> None:
+        self._fetch_purgatory.check_and_complete(self.key)
+        self._wake_produces()
+
+    def _wake_produces(self) -> None:
+        if self._produce_purgatory is not None:
+            self._produce_purgatory.check_and_complete(self.key)
+
+    def when_committed(self, offset: int, callback: CommitCallback) -> None:
+        """Runs ``callback(None)`` once the high watermark reaches ``offset`` (at once if it
+        has), or ``callback(error)`` if this broker stops leading first. Used by coordinators,
+        whose writes apply only once committed."""
+        with self._lock:
+            if not self.is_leader:
+                error: ErrorCode | None = ErrorCode.NOT_LEADER_OR_FOLLOWER
+            elif self.log.high_watermark >= offset:
+                error = None
+            else:
+                heapq.heappush(self._commit_waiters, (offset, next(_waiter_sequence), callback))
+                return
+        callback(error)
+
+    def check_enough_replicas_reach_offset(
+        self, required_offset: int, leader_epoch: int
+    ) -> ErrorCode | None:
+        """For an ``acks=all`` produce appended at ``leader_epoch`` (Kafka's
+        ``checkEnoughReplicasReachOffset``): None while the high watermark is below
+        ``required_offset``; then NONE, or NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank
+        below ``min.insync.replicas`` meanwhile. NOT_LEADER_OR_FOLLOWER once leadership moved."""
+        if not self.is_leader or self.leader_epoch != leader_epoch:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        if self.log.high_watermark < required_offset:
+            return None
+        if len(self.isr) < self.min_insync_replicas:
+            return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        return ErrorCode.NONE
+
+    # -- a leader serving its followers --------------------------------------------------------
+
+    def read_for_follower(
+        self,
+        replica_id: int,
+        fetch_offset: int,
+        max_bytes: int,
+        *,
+        current_leader_epoch: int,
+        last_fetched_epoch: int,
+        follower_log_start_offset: int,
+        min_one_batch: bool,
+    ) -> LogReadResult:
+        """A follower's fetch (Kafka's ``fetchRecords`` for a follower): the leader-epoch fence,
+        the divergence check of Fetch v12+ (``last_fetched_epoch``), the follower's progress
+        (which may move it into the ISR and the high watermark forward), then the batches from
+        ``fetch_offset`` up to the log end."""
+        code = self.leader_error(current_leader_epoch)
+        if code != ErrorCode.NONE:
+            return LogReadResult(code)
+        plog = self.log
+        if replica_id not in self.replicas:
+            return LogReadResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        if last_fetched_epoch >= 0:
+            epoch, end = plog.end_offset_for_epoch(last_fetched_epoch)
+            if epoch < last_fetched_epoch or end < fetch_offset:
+                return LogReadResult(
+                    ErrorCode.NONE,
+                    plog.high_watermark,
+                    self.last_stable_offset,
+                    plog.log_start_offset,
+                    None,
+                    DivergingEpoch(epoch, end),
+                )
+        leader_end = plog.log_end_offset
+        if fetch_offset > leader_end or fetch_offset < plog.log_start_offset:
+            return LogReadResult(
+                ErrorCode.OFFSET_OUT_OF_RANGE,
+                plog.high_watermark,
+                self.last_stable_offset,
+                plog.log_start_offset,
+            )
+        committed = self.update_follower_fetch_state(
+            replica_id, fetch_offset, follower_log_start_offset, leader_end
+        )
+        if committed:
+            self._run_waiters(committed[0], None)
+            self._wake()
+        hw = plog.high_watermark
+        log_start = plog.log_start_offset
+        region = None
+        try:
+            if max_bytes > 0 or min_one_batch:
+                region = plog.read(fetch_offset, max(max_bytes, 0), min_one_batch=min_one_batch)
+        except storage_errors.OffsetOutOfRange:
+            return LogReadResult(ErrorCode.OFFSET_OUT_OF_RANGE, hw, hw, log_start)
+        except storage_errors.StorageError as e:
+            return LogReadResult(ErrorCode.of(e.error_code), hw, hw, log_start)
+        return LogReadResult(ErrorCode.NONE, hw, self.last_stable_offset, log_start, region)
+
+    def update_follower_fetch_state(
+        self, replica_id: int, fetch_offset: int, log_start_offset: int, leader_end: int
+    ) -> tuple[list[CommitCallback]] | None:
+        """Records a follower's fetch (Kafka's ``updateFollowerFetchState``), proposes its return
+        to the ISR when it caught up, moves the high watermark. Returns the commit callbacks due
+        (in a tuple) when the high watermark moved, else None."""
+        now = self.clock()
+        with self._lock:
+            if not self.is_leader:
+                return None
+            follower = self.followers.get(replica_id)
+            if follower is None:
+                return None
+            follower.update(fetch_offset, log_start_offset, now, leader_end)
+            self._maybe_expand_isr(follower)
+            old = self.log.high_watermark
+            due = self._maybe_increment_high_watermark()
+            if self.log.high_watermark == old:
+                return None
+            return (due,)
+
+    # -- the ISR -------------------------------------------------------------------------------
+
+    def _maybe_expand_isr(self, follower: FollowerState) -> None:
+        """Under the lock (Kafka's ``maybeExpandIsr``): a follower out of the ISR that has
+        reached the high watermark and the start of this leader epoch is proposed back in."""
+        if self.pending_isr is not None or follower.broker_id in self.isr:
+            return
+        plog = self.log
+        if follower.log_end_offset < plog.high_watermark:
+            return
+        if follower.log_end_offset < self._epoch_start_offset:
+            return
+        self._propose((*self.isr, follower.broker_id), f"replica {follower.broker_id} caught up")
+
+    def maybe_shrink_isr(self) -> None:
+        """Removes from the ISR the followers that have not caught up with the log end for
+        ``replica.lag.time.max.ms`` (Kafka's ``maybeShrinkIsr``); run periodically."""
+        with self._lock:
+            if not self.is_leader or not self.replicated or self.pending_isr is not None:
+                return
+            now = self.clock()
+            end = self.log.log_end_offset
+            lag = self.replica_lag_time_max_ms
+            out = [
+                r
+                for r in self.isr
+                if r != self.broker_id
+                and (f := self.followers.get(r)) is not None
+                and not f.is_caught_up(end, now, lag)
+            ]
+            if not out:
+                return
+            new = tuple(r for r in self.isr if r not in out)
+            self._propose(new, f"replicas {out} not caught up for {lag} ms")
+
+    def _propose(self, new_isr: tuple[int, ...], why: str) -> None:
+        """Under the lock: one ISR change in flight at a time, written by the ISR manager."""
+        if self.isr_manager is None:
+            return
+        self.pending_isr = new_isr
+        log.info(
+            "%s-%d: proposing ISR %s -> %s (%s)", self.topic, self.index, list(self.isr),
+            list(new_isr), why,
+        )  # fmt: skip
+        self.isr_manager.submit(
+            self,
+            LeaderAndIsr(self.broker_id, self.leader_epoch, new_isr),
+            partition_epoch=self.partition_epoch,
+        )
+
+    def isr_change_written(self, state: PartitionState) -> None:
+        """The ISR manager wrote a proposal: the ISR (and partition epoch) change now."""
+        with self._lock:
+            if not self.is_leader or state.leader_epoch != self.leader_epoch:
+                self.pending_isr = None
+                return
+            if state.partition_epoch < self.partition_epoch:
+                return
+            old_isr = self.isr
+            self.isr = tuple(state.isr)
+            self.partition_epoch = state.partition_epoch
+            self.pending_isr = None
+            if set(self.isr) - set(old_isr):
+                # a new member counts as caught up from now on
+                now = self.clock()
+                for r in set(self.isr) - set(old_isr):
+                    f = self.followers.get(r)
+                    if f is not None:
+                        f.last_caught_up_ms = max(f.last_caught_up_ms, now)
+            due = self._maybe_increment_high_watermark()
+        log.info("%s-%d: ISR is now %s", self.topic, self.index, list(state.isr))
+        self._run_waiters(due, None)
+        self._wake()
+
+    def isr_change_failed(self, proposal: LeaderAndIsr, reason: str) -> None:
+        """A proposal was refused (a stale partition epoch: the controller changed the state
+        first) or given up: the next fetch or check may propose again."""
+        with self._lock:
+            if self.pending_isr == proposal.isr:
+                self.pending_isr = None
+        log.info("%s-%d: ISR change to %s not written: %s", self.topic, self.index,
+                 list(proposal.isr), reason)  # fmt: skip
+
+    # -- a follower ----------------------------------------------------------------------------
+
+    def append_as_follower(
+        self,
+        records: memoryview,
+        *,
+        leader_epoch: int,
+        leader_high_watermark: int,
+        leader_log_start_offset: int,
+    ) -> AppendInfo | None:
+        """Appends a fetch response's batches from the leader at ``leader_epoch`` (Kafka's
+        ``appendRecordsToFollowerOrFutureReplica``), then takes the leader's high watermark
+        (capped at this log's end) and log start offset. Returns None (and appends nothing)
+        when this broker no longer follows at that epoch. Raises KafkaApiError
+        (CORRUPT_MESSAGE) for batches that fail their CRC, or a storage error."""
+        with self._lock:
+            if self.is_leader or self.leader_epoch != leader_epoch:
+                return None
+            plog = self.log
+            info = None
+            if len(records):
+                try:
+                    rb.validate_batches(records)
+                except RemoteProtocolError as e:
+                    raise KafkaApiError(str(e), ErrorCode.CORRUPT_MESSAGE) from None
+                info = plog.append_as_follower(records)
+                with self._bytes_lock:
+                    self._bytes_appended += info.valid_bytes
+            hw = min(leader_high_watermark, plog.log_end_offset)
+            if hw >= 0 and hw != plog.high_watermark:
+                plog.update_high_watermark(hw)
+            if leader_log_start_offset > plog.log_start_offset:
+                plog.maybe_increment_log_start_offset(leader_log_start_offset)
+            return info
+
+    def truncate_to(self, offset: int, *, leader_epoch: int) -> bool:
+        """A follower removes what its leader does not have (KIP-101/279); returns whether
+        anything was removed. Nothing happens if this broker no longer follows at
+        ``leader_epoch``."""
+        with self._lock:
+            if self.is_leader or self.leader_epoch != leader_epoch:
+                return False
+            return self.log.truncate_to(offset)
+
+    def truncate_fully_and_start_at(self, offset: int, *, leader_epoch: int) -> None:
+        """A follower whose log is entirely below its leader's log start offset starts over."""
+        with self._lock:
+            if self.is_leader or self.leader_epoch != leader_epoch:
+                return
+            self.log.truncate_fully_and_start_at(offset)
+
+    def latest_epoch(self) -> int:
+        """The epoch of this log's last batch (-1 when unknown), a follower's
+        ``last_fetched_epoch``."""
+        latest = self.log.latest_epoch
+        return -1 if latest is None else latest
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -219,10 +785,10 @@ class Partition:
         isolation: FetchIsolation,
         min_one_batch: bool,
     ) -> LogReadResult:
-        """A fetch's read of this partition (Kafka's ``Partition.fetchRecords`` on the leader):
-        whole batches from the one holding ``fetch_offset``, up to ``max_bytes`` (at least one
-        whole batch with ``min_one_batch``), never past what ``isolation`` allows. Errors are
-        returned, not raised: a fetch answers them per partition."""
+        """A consumer's read of this partition (Kafka's ``Partition.fetchRecords`` on the
+        leader): whole batches from the one holding ``fetch_offset``, up to ``max_bytes`` (at
+        least one whole batch with ``min_one_batch``), never past what ``isolation`` allows.
+        Errors are returned, not raised: a fetch answers them per partition."""
         code = self.leader_error(current_leader_epoch)
         if code != ErrorCode.NONE:
             return LogReadResult(code)
@@ -252,15 +818,17 @@ class Partition:
         self, timestamp: int, *, isolation: FetchIsolation, current_leader_epoch: int
     ) -> OffsetAndTimestamp | None:
         """ListOffsets (Kafka's ``fetchOffsetForTimestamp``): the special timestamps and the
-        first offset whose timestamp is >= ``timestamp``, never past what consumers may read.
+        first offset whose timestamp is >= ``timestamp``, never past what consumers may read
+        (a follower's ListOffsets, ``isolation=LOG_END``, may read to the log end).
         Raises NotLeaderOrFollower, FencedLeaderEpoch, UnknownLeaderEpoch or a KafkaApiError
         with the storage error's code."""
         self._check_leader(current_leader_epoch)
-        upper = (
-            self.last_stable_offset
-            if isolation == FetchIsolation.TXN_COMMITTED
-            else self.high_watermark
-        )
+        if isolation == FetchIsolation.LOG_END:
+            upper = None
+        elif isolation == FetchIsolation.TXN_COMMITTED:
+            upper = self.last_stable_offset
+        else:
+            upper = self.high_watermark
         try:
             return self.log.fetch_offset_by_timestamp(timestamp, max_offset=upper)
         except storage_errors.StorageError as e:

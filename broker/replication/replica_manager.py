@@ -5,10 +5,17 @@ out to them; each :class:`~broker.replication.partition.Partition` applies its o
   topic configs change, and told their leadership (:meth:`ReplicaManager.startup` listens to the
   store, then applies its current view).
 * :meth:`ReplicaManager.append_records` appends a Produce request's batches partition by
-  partition (``acks=all`` will wait here for the ISR, as a delayed produce).
-* :meth:`ReplicaManager.fetch_messages` reads a Fetch request's partitions and, below
-  ``min_bytes``, waits in the fetch purgatory (:class:`~broker.replication.delayed_fetch.
-  DelayedFetch`) until appends bring enough bytes or ``max_wait_ms`` passes.
+  partition; with ``acks=all`` on a replicated partition the produce then waits in the produce
+  purgatory (:class:`~broker.replication.delayed_produce.DelayedProduce`) for the ISR.
+* :meth:`ReplicaManager.fetch_messages` reads a Fetch request's partitions (a consumer's up to
+  the high watermark, a follower's up to the log end, recording the follower's progress) and,
+  below ``min_bytes``, waits in the fetch purgatory (:class:`~broker.replication.delayed_fetch.
+  DelayedFetch`) until appends or high-watermark moves bring enough bytes or ``max_wait_ms``
+  passes.
+* Replication: partitions this broker follows are fetched from their leaders by the
+  :class:`~broker.replication.fetcher.ReplicaFetcherManager`; ISR changes the leaders propose
+  are written by the :class:`~broker.replication.isr.IsrManager`, which also checks for lagging
+  followers.
 * A maintenance thread runs the log manager's periodic work (flushes, retention, checkpoints,
   deletions, compaction) and expires idle producers, off the network threads.
 
@@ -29,7 +36,10 @@ from broker.config import TOPIC_CONFIGS, BrokerConfig, parse_value
 from broker.metrics import MetricSamples, MetricsRegistry
 from broker.purgatory import DelayedOperationPurgatory
 from broker.replication.delayed_fetch import DelayedFetch
+from broker.replication.delayed_produce import DelayedProduce, ProducePartitionStatus
 from broker.replication.errors import NotLeaderOrFollower, UnknownTopicOrPartition, error_of
+from broker.replication.fetcher import FetcherConfig, ReplicaFetcherManager
+from broker.replication.isr import IsrManager
 from broker.replication.log_validator import RecordError, TopicRules
 from broker.replication.partition import (
     FetchIsolation,
@@ -75,6 +85,8 @@ class AppendResult(NamedTuple):
     message: str | None = None
     #: (record index in its batch, message) per rejected record (KIP-467)
     record_errors: tuple[tuple[int, str], ...] = ()
+    #: with acks=all, what the answer must wait for (None: nothing, it is committed)
+    waiting: ProducePartitionStatus | None = None
 
 
 class LogDirDescription(NamedTuple):
@@ -95,6 +107,8 @@ class FetchRead:
         "current_leader_epoch",
         "fetch_offset",
         "index",
+        "last_fetched_epoch",
+        "log_start_offset",
         "max_bytes",
         "name",
         "partition",
@@ -111,6 +125,8 @@ class FetchRead:
         max_bytes: int,
         current_leader_epoch: int,
         partition: Partition | None,
+        last_fetched_epoch: int = -1,
+        log_start_offset: int = -1,
     ) -> None:
         self.name = name
         self.topic_id = topic_id
@@ -119,6 +135,10 @@ class FetchRead:
         self.max_bytes = max_bytes
         self.current_leader_epoch = current_leader_epoch
         self.partition = partition
+        #: a follower's (Fetch v12+): the epoch of its last batch, for the divergence check
+        self.last_fetched_epoch = last_fetched_epoch
+        #: a follower's (Fetch v5+): its log start offset
+        self.log_start_offset = log_start_offset
         self.result = LogReadResult(ErrorCode.NONE)
 
 
@@ -129,6 +149,8 @@ class FetchParams(NamedTuple):
     min_bytes: int
     max_wait_ms: int
     isolation: FetchIsolation
+    #: the fetching follower's broker id (-1: a consumer)
+    replica_id: int = -1
 
 
 class ReplicaManager:
@@ -153,6 +175,29 @@ class ReplicaManager:
         self.fetch_purgatory: DelayedOperationPurgatory[TopicPartition] = DelayedOperationPurgatory(
             "Fetch"
         )
+        self.produce_purgatory: DelayedOperationPurgatory[TopicPartition] = (
+            DelayedOperationPurgatory("Produce")
+        )
+        self._replica_lag_time_max_ms = int(config["replica.lag.time.max.ms"])
+        self.isr_manager = IsrManager(
+            metadata,
+            replica_lag_time_max_ms=self._replica_lag_time_max_ms,
+            partitions=lambda: [p for p in self.partitions.values() if p.is_leader],
+        )
+        self.fetchers = ReplicaFetcherManager(
+            FetcherConfig(
+                broker_id=broker_id,
+                num_fetchers=int(config["num.replica.fetchers"]),
+                fetch_max_bytes=int(config["replica.fetch.max.bytes"]),
+                fetch_response_max_bytes=int(config["replica.fetch.response.max.bytes"]),
+                fetch_wait_max_ms=int(config["replica.fetch.wait.max.ms"]),
+                fetch_min_bytes=int(config["replica.fetch.min.bytes"]),
+                fetch_backoff_ms=int(config["replica.fetch.backoff.ms"]),
+                socket_timeout_ms=int(config["replica.socket.timeout.ms"]),
+                inter_broker_listener=config["inter.broker.listener.name"],
+            ),
+            lambda: self.metadata.view,
+        )
         self._producer_id_expiration_ms = int(config["producer.id.expiration.ms"])
         self._lock = threading.RLock()
         self._shut_down = False
@@ -165,6 +210,7 @@ class ReplicaManager:
 
     def startup(self) -> None:
         self.log_manager.startup()
+        self.isr_manager.startup()
         # Listen first, then apply the current view: a change published while the logs were
         # loading (a controller handing leadership back to a restarted broker) is not missed.
         self.metadata.add_listener(self._on_metadata)
@@ -210,6 +256,8 @@ class ReplicaManager:
 
     def shutdown(self) -> None:
         self._shut_down = True
+        self.fetchers.shutdown()
+        self.isr_manager.shutdown()
         self._stop_maintenance.set()
         if self._maintenance is not None:
             self._maintenance.join(30)
@@ -285,15 +333,32 @@ class ReplicaManager:
                 topic.name not in reconfigured
             ):
                 reconfigured.add(topic.name)
-                rules = topic_rules(self.topic_config(topic))
+                config = self.topic_config(topic)
+                rules = topic_rules(config)
+                min_isr = int(config["min.insync.replicas"])
                 for (t, _), other in partitions.items():
                     if t == topic.name:
                         other.rules = rules
+                        other.min_insync_replicas = min_isr
                 self.log_manager.update_config(topic.name, dict(topic.configs))
             if part.state != pstate:
                 part.update_state(pstate)
         self.partitions = partitions
+        self._update_fetchers(new)
         return not retry
+
+    def _update_fetchers(self, view: ClusterView) -> None:
+        """Every partition this broker follows is fetched from its leader (a registered broker
+        other than this one); the others are not."""
+        followed: dict[TopicPartition, tuple[Partition, int, int]] = {}
+        for key, part in self.partitions.items():
+            leader = part.leader_id
+            if part.is_leader or part.offline or leader < 0 or leader == self.broker_id:
+                continue
+            if leader not in view.brokers:
+                continue
+            followed[key] = (part, leader, part.leader_epoch)
+        self.fetchers.update(followed)
 
     def handle_log_dir_failure(self, part: Partition, error: Exception) -> None:
         """An I/O error in a partition's log (a full or failing disk): its whole log dir goes
@@ -361,15 +426,20 @@ class ReplicaManager:
             config_overrides=dict(topic.configs),
         )
         ProducerStateManager.attach(plog, producer_id_expiration_ms=self._producer_id_expiration_ms)
+        config = self.topic_config(topic)
         return Partition(
             topic.name,
             pstate.partition,
             topic.topic_id,
             plog,
-            topic_rules(self.topic_config(topic)),
+            topic_rules(config),
             broker_id=self.broker_id,
             state=pstate,
             fetch_purgatory=self.fetch_purgatory,
+            produce_purgatory=self.produce_purgatory,
+            isr_manager=self.isr_manager,
+            replica_lag_time_max_ms=self._replica_lag_time_max_ms,
+            min_insync_replicas=int(config["min.insync.replicas"]),
         )
 
     # -- finding partitions ------------------------------------------------------------------
@@ -408,16 +478,22 @@ class ReplicaManager:
         *,
         api_version: int,
         now_ms: int,
+        required_acks: int = 1,
     ) -> AppendResult:
         """Appends one partition's part of a Produce request (its batches are validated by the
-        partition); the error, if any, is returned for the response."""
+        partition); the error, if any, is returned for the response. With ``required_acks=-1``
+        on a replicated partition whose high watermark has not reached the appended batches,
+        ``waiting`` says what the produce must wait for (see :meth:`wait_for_replicas`)."""
         part = self.partitions.get((topic, partition)) if topic is not None else None
         if part is None:
             return AppendResult(self.missing_partition_error(topic, partition))
         if part.offline:
             return AppendResult(ErrorCode.KAFKA_STORAGE_ERROR, None, _OFFLINE_MESSAGE)
+        epoch = part.leader_epoch
         try:
-            info = part.append_records_to_leader(records, api_version=api_version, now_ms=now_ms)
+            info = part.append_records_to_leader(
+                records, api_version=api_version, now_ms=now_ms, required_acks=required_acks
+            )
         except RecordError as e:
             return AppendResult(e.error_code, None, str(e), tuple(e.record_errors))
         except (KafkaApiError, StorageError) as e:
@@ -425,7 +501,26 @@ class ReplicaManager:
                 self.handle_log_dir_failure(part, e)
             code, message = error_of(e)
             return AppendResult(code, None, message)
+        if required_acks == -1 and part.replicated:
+            required = info.last_offset + 1
+            status = ProducePartitionStatus(part, required, epoch)
+            status.error = part.check_enough_replicas_reach_offset(required, epoch)
+            if status.error is None:
+                return AppendResult(ErrorCode.NONE, info, waiting=status)
+            if status.error != ErrorCode.NONE:
+                return AppendResult(status.error, None)
         return AppendResult(ErrorCode.NONE, info)
+
+    async def wait_for_replicas(
+        self, statuses: list[ProducePartitionStatus], timeout_ms: int
+    ) -> list[ErrorCode]:
+        """An ``acks=all`` produce waits (in the produce purgatory) until every partition's ISR
+        has its batches, leadership moves, or ``timeout_ms`` passes; returns each partition's
+        answer (REQUEST_TIMED_OUT where the deadline came first). Runs on the request's loop."""
+        op = DelayedProduce(asyncio.get_running_loop(), timeout_ms=timeout_ms, statuses=statuses)
+        self.produce_purgatory.try_complete_else_watch(op, [s.partition.key for s in statuses])
+        await op.future
+        return op.result()
 
     # -- fetch -------------------------------------------------------------------------------
 
@@ -444,13 +539,24 @@ class ReplicaManager:
                 read.result = LogReadResult(ErrorCode.KAFKA_STORAGE_ERROR)
                 continue
             limit = min(read.max_bytes, max_bytes - total)
-            result = part.read_records(
-                read.fetch_offset,
-                limit,
-                current_leader_epoch=read.current_leader_epoch,
-                isolation=isolation,
-                min_one_batch=total == 0,
-            )
+            if params.replica_id >= 0:
+                result = part.read_for_follower(
+                    params.replica_id,
+                    read.fetch_offset,
+                    limit,
+                    current_leader_epoch=read.current_leader_epoch,
+                    last_fetched_epoch=read.last_fetched_epoch,
+                    follower_log_start_offset=read.log_start_offset,
+                    min_one_batch=total == 0,
+                )
+            else:
+                result = part.read_records(
+                    read.fetch_offset,
+                    limit,
+                    current_leader_epoch=read.current_leader_epoch,
+                    isolation=isolation,
+                    min_one_batch=total == 0,
+                )
             if result.region is not None:
                 total += result.region.length
             read.result = result
@@ -463,7 +569,9 @@ class ReplicaManager:
         total = self.read_from_local_log(params, reads)
         if total >= params.min_bytes or params.max_wait_ms <= 0:
             return
-        if any(r.result.error != ErrorCode.NONE for r in reads):
+        if any(
+            r.result.error != ErrorCode.NONE or r.result.diverging_epoch is not None for r in reads
+        ):
             return
         partitions: dict[TopicPartition, Partition] = {}
         for r in reads:
@@ -474,6 +582,7 @@ class ReplicaManager:
             timeout_ms=params.max_wait_ms,
             needed=params.min_bytes - total,
             partitions=list(partitions.values()),
+            follower=params.replica_id >= 0,
         )
         self.fetch_purgatory.try_complete_else_watch(op, partitions)
         await op.future
@@ -513,5 +622,73 @@ class ReplicaManager:
                 "gauge",
                 "Fetches waiting in the fetch purgatory.",
                 [("", float(self.fetch_purgatory.watched))],
+            ),
+            *self._replication_metrics(),
+        ]
+
+    def _replication_metrics(self) -> list[MetricSamples]:
+        """Kafka's replication MBeans, named as the Prometheus JMX exporter's Kafka rules name
+        them (``kafka.server:type=ReplicaManager,name=UnderReplicatedPartitions`` ->
+        ``kafka_server_replicamanager_underreplicatedpartitions``; meters' counts ``_total``)."""
+        parts = list(self.partitions.values())
+        leaders = [p for p in parts if p.is_leader]
+        isr = self.isr_manager
+        return [
+            (
+                "kafka_server_replicamanager_leadercount",
+                "gauge",
+                "Partitions this broker leads.",
+                [("", float(len(leaders)))],
+            ),
+            (
+                "kafka_server_replicamanager_partitioncount",
+                "gauge",
+                "Partitions this broker hosts (leading or following).",
+                [("", float(len(parts)))],
+            ),
+            (
+                "kafka_server_replicamanager_underreplicatedpartitions",
+                "gauge",
+                "Partitions this broker leads whose ISR is smaller than their replicas.",
+                [("", float(sum(p.under_replicated for p in leaders)))],
+            ),
+            (
+                "kafka_server_replicamanager_underminisrpartitioncount",
+                "gauge",
+                "Partitions this broker leads whose ISR is below min.insync.replicas.",
+                [("", float(sum(p.under_min_isr for p in leaders)))],
+            ),
+            (
+                "kafka_server_replicamanager_isrshrinks_total",
+                "counter",
+                "ISR shrinks written by this broker.",
+                [("", float(isr.shrinks))],
+            ),
+            (
+                "kafka_server_replicamanager_isrexpands_total",
+                "counter",
+                "ISR expansions written by this broker.",
+                [("", float(isr.expands))],
+            ),
+            (
+                "kafka_server_replicamanager_failedisrupdates_total",
+                "counter",
+                "ISR changes this broker proposed that were not written.",
+                [("", float(isr.failures))],
+            ),
+            (
+                "kafka_server_replicafetchermanager_maxlag",
+                "gauge",
+                "The largest lag (in records) of a partition this broker follows.",
+                [('{clientId="Replica"}', float(self.fetchers.max_lag))],
+            ),
+            (
+                "kafka_server_delayedoperationpurgatory_purgatorysize",
+                "gauge",
+                "Operations waiting in a purgatory.",
+                [
+                    ('{delayedOperation="Fetch"}', float(self.fetch_purgatory.watched)),
+                    ('{delayedOperation="Produce"}', float(self.produce_purgatory.watched)),
+                ],
             ),
         ]

@@ -393,7 +393,7 @@ def run(
     frames: int,
     seed: int,
     workers: int = 4,
-    batch: int = 25,
+    batch: int = 1,
     wait_s: float = 20.0,
     progress: Any = None,
 ) -> Report:

@@ -50,7 +50,14 @@ class FakeReplicaManager:
         self.fetches: list[tuple[FetchParams, list[tuple[str | None, int, int]]]] = []
 
     def append_records(
-        self, topic: str | None, partition: int, records: Any, *, api_version: int, now_ms: int
+        self,
+        topic: str | None,
+        partition: int,
+        records: Any,
+        *,
+        api_version: int,
+        now_ms: int,
+        required_acks: int = 1,
     ) -> AppendResult:
         self.appends.append((topic, partition, len(records)))
         if topic == "missing":

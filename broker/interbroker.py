@@ -1,0 +1,152 @@
+"""A blocking connection from this broker to another (Kafka's ``NetworkClient`` as its
+``BrokerBlockingSender`` uses it): replica fetchers, the controlled-shutdown request and, later,
+transaction markers speak to other brokers through it.
+
+The protocol state (correlation ids, version negotiation, framing, response decoding) is
+:class:`protocol.client.ClientConnection`'s; this class owns the socket, its timeouts, and the
+choice of the other broker's endpoint for the inter-broker listener. Any socket or decoding
+failure closes the connection and raises :class:`InterBrokerUnavailable`; the next call
+reconnects.
+
+Thread-safety: one thread at a time (each fetcher owns its connections).
+"""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+from coordination.metadata.view import BrokerInfo, Endpoint
+from protocol.api_keys import ApiKey
+from protocol.client import ClientConnection, UnsupportedApi, api_versions_request
+from protocol.error_codes import ErrorCode
+from protocol.errors import ProtocolError
+from protocol.messages import SCHEMAS
+from protocol.messages.api_versions import ApiVersionsRequest
+
+#: Every API a broker may ask of another, with every version our schemas know.
+INTER_BROKER_VERSIONS = {
+    int(key): (schema.valid_versions.lo, schema.valid_versions.hi)
+    for key, schema in SCHEMAS.items()
+}
+
+
+class InterBrokerUnavailable(Exception):
+    """The other broker cannot be reached, or the connection broke."""
+
+
+def inter_broker_endpoint(broker: BrokerInfo, listener: str | None) -> Endpoint:
+    """The endpoint of ``broker`` that brokers use to reach it: the listener named
+    ``inter.broker.listener.name`` when set, else the one named PLAINTEXT (Kafka's default
+    ``security.inter.broker.protocol``), else its first."""
+    if listener is not None:
+        for ep in broker.endpoints:
+            if ep.listener == listener:
+                return ep
+    for ep in broker.endpoints:
+        if ep.listener == "PLAINTEXT":
+            return ep
+    return broker.endpoints[0]
+
+
+class InterBrokerConnection:
+    """A blocking connection to one other broker."""
+
+    def __init__(
+        self,
+        node_id: int,
+        host: str,
+        port: int,
+        *,
+        client_id: str,
+        timeout_s: float,
+        max_response_bytes: int,
+    ) -> None:
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.client_id = client_id
+        self.timeout_s = timeout_s
+        self.max_response_bytes = max_response_bytes
+        self._sock: socket.socket | None = None
+        self._protocol = self._new_protocol()
+
+    def _new_protocol(self) -> ClientConnection:
+        return ClientConnection(
+            INTER_BROKER_VERSIONS,
+            client_id=self.client_id,
+            max_response_bytes=self.max_response_bytes,
+        )
+
+    def __repr__(self) -> str:
+        return f"InterBrokerConnection(broker {self.node_id} at {self.host}:{self.port})"
+
+    @property
+    def connected(self) -> bool:
+        return self._sock is not None
+
+    def connect(self) -> None:
+        if self._sock is not None:
+            return
+        try:
+            sock = socket.create_connection((self.host, self.port), timeout=self.timeout_s)
+        except OSError as e:
+            raise InterBrokerUnavailable(f"cannot connect to {self}: {e}") from e
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._sock = sock
+        self._protocol = self._new_protocol()
+        try:
+            request, version = api_versions_request("odradek-broker", "1")
+            body = self.request(request, version)
+            retry = ClientConnection.api_versions_retry_version(body)
+            if retry is not None:
+                body = self.request(ApiVersionsRequest(), retry)
+            if body.error_code != ErrorCode.NONE:
+                raise InterBrokerUnavailable(f"ApiVersions from {self}: error {body.error_code}")
+            self._protocol.apply_api_versions(body)
+        except BaseException:
+            self.close()
+            raise
+
+    def version_for(self, api_key: ApiKey, highest: int | None = None) -> int:
+        """The version to use: the highest both sides speak, capped at ``highest``."""
+        try:
+            version = self._protocol.version_for(api_key)
+        except UnsupportedApi as e:
+            raise InterBrokerUnavailable(f"{self}: {e}") from None
+        return version if highest is None else min(version, highest)
+
+    def request(
+        self, body: Any, version: int | None = None, *, timeout_s: float | None = None
+    ) -> Any:
+        """Sends ``body`` and returns the decoded response body (connecting first if needed)."""
+        if self._sock is None:
+            self.connect()
+        sock = self._sock
+        assert sock is not None
+        try:
+            _, frame = self._protocol.send(body, version)
+            sock.settimeout(self.timeout_s if timeout_s is None else timeout_s)
+            sock.sendall(frame)
+            while True:
+                buffer = self._protocol.get_buffer()
+                n = sock.recv_into(buffer)
+                if n == 0:
+                    raise InterBrokerUnavailable(f"{self} closed the connection")
+                responses = self._protocol.buffer_updated(n)
+                if responses:
+                    return responses[0].body
+        except (OSError, ProtocolError) as e:
+            self.close()
+            raise InterBrokerUnavailable(f"{self}: {type(e).__name__}: {e}") from e
+        except InterBrokerUnavailable:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            try:
+                sock.close()
+            except OSError:
+                pass
