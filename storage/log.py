@@ -229,6 +229,22 @@ class PartitionLog:
             return hw
         return first_unstable
 
+    def fetch_upper_bound_offset(self, region: FetchRegion) -> int:
+        """An offset at or after the end of ``region`` (Kafka's upper bound for the aborted
+        transactions of a read): the first indexed offset past it, else the next segment's base
+        offset, else the log end."""
+        snapshot = self._local.segments
+        i = snapshot.floor_index(region.first_offset)
+        if i >= 0:
+            found = snapshot[i].offset_index.offset_at_or_after_position(
+                region.position + region.length
+            )
+            if found is not None:
+                return found + 1
+            if i + 1 < len(snapshot):
+                return snapshot[i + 1].base_offset
+        return self.log_end_offset
+
     def collect_aborted_transactions(
         self, start_offset: int, upper_bound_offset: int
     ) -> list[AbortedTxn]:

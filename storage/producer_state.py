@@ -502,8 +502,9 @@ class ProducerStateManager:
             current = self.producers.get(pid)
             entry = updated.get(pid)
             if entry is None:
-                # a retried batch gets its original offsets back
-                if current is not None:
+                # a retried batch gets its original offsets back (a coordinator's batch has no
+                # sequence and is never a retry)
+                if current is not None and header.base_sequence != rb.NO_SEQUENCE:
                     duplicate = current.find_duplicate_batch(header)
                     if duplicate is not None:
                         return self._duplicate_answer(partition_log, duplicate)
@@ -538,12 +539,19 @@ class ProducerStateManager:
                 f"last seen epoch {updated.producer_epoch}"
             )
         if epoch != updated.producer_epoch:
-            if first_seq != 0 and updated.producer_epoch != rb.NO_PRODUCER_EPOCH:
+            if (
+                first_seq not in (0, rb.NO_SEQUENCE)
+                and updated.producer_epoch != rb.NO_PRODUCER_EPOCH
+            ):
                 raise OutOfOrderSequence(
                     f"Invalid sequence number for new epoch of producer {pid} in {self.name}: "
                     f"{epoch} (request epoch), {first_seq} (seq. number), "
                     f"{updated.producer_epoch} (current producer epoch)"
                 )
+            return
+        if first_seq == rb.NO_SEQUENCE:
+            # written by a coordinator (TxnOffsetCommit): only the epoch is checked (Kafka checks
+            # sequences of client batches only)
             return
         if not updated.is_empty:
             last_seq = updated.last_seq
