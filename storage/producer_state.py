@@ -669,6 +669,11 @@ class ProducerStateManager:
             del self.producers[pid]
         return len(expired)
 
+    def active_producers(self) -> list[ProducerStateEntry]:
+        """Copies of every producer's entry (DescribeProducers)."""
+        with self._lock:
+            return [e.copy() for e in self.producers.values()]
+
     def last_entry(self, producer_id: int) -> ProducerStateEntry | None:
         return self.producers.get(producer_id)
 

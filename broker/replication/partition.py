@@ -44,6 +44,7 @@ from protocol.records.control import ControlRecordType, build_control_batch
 from storage import errors as storage_errors
 from storage.file_records import FetchRegion
 from storage.log import AppendInfo, OffsetAndTimestamp, PartitionLog
+from storage.producer_state import ProducerStateEntry, ProducerStateManager
 from storage.txn_index import AbortedTxn
 
 TopicPartition = tuple[str, int]
@@ -186,6 +187,19 @@ class Partition:
         """Bytes that became readable by consumers since this broker hosted the partition (a
         monotonic counter: waiting fetches compare it with its value when they began)."""
         return self._bytes_visible
+
+    def in_transaction(self, producer_id: int) -> bool:
+        """Whether the producer has an open transaction in this partition (KIP-890: its later
+        transactional batches need no verification)."""
+        state = self.log.producer_state
+        return isinstance(state, ProducerStateManager) and producer_id in state.ongoing
+
+    def active_producers(self) -> list[ProducerStateEntry]:
+        """The producers this partition's producer state knows (DescribeProducers)."""
+        state = self.log.producer_state
+        if isinstance(state, ProducerStateManager):
+            return state.active_producers()
+        return []
 
     # -- appends -----------------------------------------------------------------------------
 

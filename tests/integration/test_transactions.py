@@ -257,3 +257,87 @@ def test_exactly_once_copy_survives_sigkills(tmp_path: Path, victim: str) -> Non
             loop.kill()
             loop.wait()
         proc.stop()
+
+
+# -- other clients ---------------------------------------------------------------------------------
+
+
+def test_kafka_python_transactional_producer_and_admin(txn_broker: BrokerProcess) -> None:
+    from kafka import KafkaProducer, TopicPartition
+    from kafka.admin import KafkaAdminClient
+
+    bs = txn_broker.bootstrap
+    topic = f"kp-{uuid.uuid4().hex[:6]}"
+    create_topic(bs, topic, 2)
+    txn_id = f"kp-{uuid.uuid4().hex[:6]}"
+    p = KafkaProducer(bootstrap_servers=bs, transactional_id=txn_id)
+    p.init_transactions()
+    p.begin_transaction()
+    p.send(topic, b"kp-commit", partition=0)
+    p.commit_transaction()
+    p.begin_transaction()
+    p.send(topic, b"kp-abort", partition=0)
+    p.flush()
+    p.abort_transaction()
+    p.begin_transaction()
+    p.send(topic, b"kp-open", partition=1)
+    p.flush()
+    admin = KafkaAdminClient(bootstrap_servers=bs)
+    try:
+        described = admin.describe_transactions([txn_id])[txn_id]
+        assert str(getattr(described, "state", described)).lower().endswith("ongoing")
+        listed = admin.list_transactions(state_filters=["Ongoing"])
+        assert txn_id in str(listed)
+        producers = admin.describe_producers([TopicPartition(topic, 1)])
+        (active,) = producers[TopicPartition(topic, 1)].active_producers
+        assert active.current_transaction_start_offset == 0  # its open transaction's start
+    finally:
+        admin.close()
+    p.commit_transaction()
+    p.close()
+    got = sorted(m.value() for m in read(bs, [(topic, 2)], "read_committed", 2))
+    assert got == [b"kp-commit", b"kp-open"]
+
+
+def test_aiokafka_transactional_producer(txn_broker: BrokerProcess) -> None:
+    import asyncio
+
+    from aiokafka import AIOKafkaProducer
+
+    bs = txn_broker.bootstrap
+    topic = f"aio-{uuid.uuid4().hex[:6]}"
+    create_topic(bs, topic, 1)
+
+    async def run() -> None:
+        p = AIOKafkaProducer(bootstrap_servers=bs, transactional_id=f"aio-{uuid.uuid4().hex[:6]}")
+        await p.start()
+        try:
+            async with p.transaction():
+                await p.send_and_wait(topic, b"aio-commit")
+            await p.begin_transaction()
+            await p.send_and_wait(topic, b"aio-abort")
+            await p.abort_transaction()
+            async with p.transaction():
+                await p.send_and_wait(topic, b"aio-commit-2")
+        finally:
+            await p.stop()
+
+    asyncio.run(run())
+    assert _committed_values(bs, topic, 1, 2) == [b"aio-commit", b"aio-commit-2"]
+
+
+def test_kafkajs_transactions(txn_broker: BrokerProcess) -> None:
+    from tests.clients import runners
+
+    missing = runners.kafkajs_missing()
+    if missing:
+        pytest.skip(missing)
+    bs = txn_broker.bootstrap
+    topic = f"js-{uuid.uuid4().hex[:6]}"
+    create_topic(bs, topic, 1)
+    out = runners.kafkajs(
+        "transactions", brokers=[bs], topic=topic, transactionalId=f"js-{uuid.uuid4().hex[:6]}"
+    )
+    assert out["outcomes"] == ["commit", "abort", "commit"]
+    got = _committed_values(bs, topic, 1, 6)
+    assert got == [b"commit-0-%d" % j for j in range(3)] + [b"commit-2-%d" % j for j in range(3)]
