@@ -16,8 +16,8 @@ wrote a marker meanwhile) ends the job without completing it, as in Kafka.
 ``__consumer_offsets`` partition completes the producer's transactional offset commits there
 (Kafka's ``onTransactionCompleted``).
 
-Thread-safety: :meth:`TransactionMarkerChannel.send_markers` may be called from any thread; the
-rest runs on the main loop.
+Thread-safety: :meth:`TransactionMarkerChannel.send_markers` may be called from any thread (it
+appends the local markers there: appends are thread-safe); the rest runs on the main loop.
 """
 
 from __future__ import annotations
@@ -212,6 +212,14 @@ class TransactionMarkerChannel:
             set(partitions),
             done,
         )
+        # partitions this broker leads get their markers at once, on the caller's thread (so a
+        # client's next transaction seldom finds this one still completing); the rest, and
+        # retries, on the main loop
+        if not self._write_local(job, self._local_partitions(job)):
+            return
+        self._finish_if_done(job)
+        if job.finished:
+            return
         try:
             self.loop.call_soon_threadsafe(self._attempt, job)
         except RuntimeError:
@@ -248,6 +256,31 @@ class TransactionMarkerChannel:
                 return False
         return True
 
+    def _local_partitions(self, job: _Job) -> list[TopicPartition]:
+        view = self.metadata.view
+        out = []
+        for tp in job.pending:
+            state = view.partition(*tp)
+            if state is not None and state.leader == self.broker_id:
+                out.append(tp)
+        return out
+
+    def _write_local(self, job: _Job, partitions: list[TopicPartition]) -> bool:
+        """Appends the markers of ``partitions`` here; False when the job was abandoned."""
+        if not partitions:
+            return True
+        results = write_markers_locally(
+            self.replica_manager,
+            self.groups,
+            producer_id=job.producer_id,
+            producer_epoch=job.producer_epoch,
+            committed=job.committed,
+            coordinator_epoch=job.coordinator_epoch,
+            partitions=partitions,
+            now_ms=self.clock(),
+        )
+        return self._apply(job, results)
+
     def _attempt(self, job: _Job) -> None:
         if self._stopped or job.finished:
             return
@@ -264,19 +297,8 @@ class TransactionMarkerChannel:
                 local.append(tp)
             elif leader >= 0 and leader in view.brokers:
                 remote.setdefault(leader, []).append(tp)
-        if local:
-            results = write_markers_locally(
-                self.replica_manager,
-                self.groups,
-                producer_id=job.producer_id,
-                producer_epoch=job.producer_epoch,
-                committed=job.committed,
-                coordinator_epoch=job.coordinator_epoch,
-                partitions=local,
-                now_ms=self.clock(),
-            )
-            if not self._apply(job, results):
-                return
+        if not self._write_local(job, local):
+            return
         for broker, tps in remote.items():
             job.in_flight.update(tps)
             task = self.loop.create_task(self._send_remote(job, broker, tps))

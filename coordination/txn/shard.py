@@ -423,9 +423,15 @@ class TransactionCoordinatorShard:
     def _send_markers(self, txn: TransactionMetadata) -> None:
         expected = (txn.producer_id, txn.producer_epoch, txn.state)
         txn_id = txn.transactional_id
+        sending = [True]
 
         def done() -> None:
-            # any thread: complete on the scheduler's, with the lock held
+            if sending[0]:
+                # every marker was written before send_markers returned: complete now (the lock
+                # is held)
+                self._complete(txn_id, expected)
+                return
+            # later, from any thread: complete on the scheduler's, with the lock held
             self.context.schedule(0, lambda: self._complete(txn_id, expected))
 
         self._markers.send_markers(
@@ -437,6 +443,7 @@ class TransactionCoordinatorShard:
             partitions=txn.partitions,
             done=done,
         )
+        sending[0] = False
 
     def _complete(self, txn_id: str, expected: tuple[int, int, TxnState]) -> None:
         txn = self.txns.get(txn_id)
