@@ -126,12 +126,9 @@ def main(argv: list[str] | None = None) -> None:
         got_u, secs_u = _read(bs, "mixed", "read_uncommitted", end)
         got_c, secs_c = _read(bs, "mixed", "read_committed", end)
         print(f"read {n} records, every other transaction of {TXN_SIZE} aborted:")
-        print(
-            f"  read_uncommitted  {got_u:>8} records in {secs_u:6.2f} s  {end / secs_u:>10,.0f} offsets/s"
-        )
-        print(
-            f"  read_committed    {got_c:>8} records in {secs_c:6.2f} s  {end / secs_c:>10,.0f} offsets/s"
-        )
+        rate_u, rate_c = end / secs_u, end / secs_c
+        print(f"  read_uncommitted {got_u:>7} in {secs_u:6.2f} s {rate_u:>9,.0f}/s")
+        print(f"  read_committed   {got_c:>7} in {secs_c:6.2f} s {rate_c:>9,.0f}/s")
         print(f"  ratio (offsets/s) {secs_u / secs_c:>8.2f}x")
     finally:
         broker.stop()
