@@ -26,8 +26,10 @@ from broker.admin import TopicAdmin
 from broker.config import BrokerConfig, Listener, NetworkConfig, ZooKeeperConfig
 from broker.coordinators.groups import GroupService, group_config, offsets_topic_spec
 from broker.coordinators.internal_topic import InternalTopicCoordinator
+from broker.coordinators.markers import TransactionMarkerChannel
 from broker.coordinators.partition_log import PartitionCoordinatorLog
 from broker.coordinators.scheduler import LoopScheduler
+from broker.coordinators.transactions import TransactionService, txn_config, txn_topic_spec
 from broker.dispatch import Dispatcher
 from broker.dynamic_config import DynamicBrokerConfig
 from broker.handlers import load_handlers
@@ -42,8 +44,9 @@ from coordination.group.coordinator import GroupCoordinator
 from coordination.metadata.embedded import FILE_NAME as EMBEDDED_METADATA_FILE
 from coordination.metadata.embedded import EmbeddedMetadataStore
 from coordination.metadata.store import MetadataStore
-from coordination.metadata.view import OFFSETS_TOPIC, BrokerInfo, Endpoint
+from coordination.metadata.view import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, BrokerInfo, Endpoint
 from coordination.producer_id_manager import ProducerIdManager
+from coordination.txn.coordinator import TransactionCoordinator
 from coordination.zk.errors import ZooKeeperStartupError
 from storage.checkpoint import read_meta_properties
 from storage.config import BROKER_KEYS, LogManagerConfig, log_config_from_broker
@@ -102,6 +105,7 @@ class Broker:
         self.admin: TopicAdmin | None = None
         self.groups: GroupService | None = None
         self.dynamic_config: DynamicBrokerConfig | None = None
+        self.transactions: TransactionService | None = None
         self.bound: list[Listener] = []
         self.advertised: list[Listener] = []
         self._metrics_server: asyncio.AbstractServer | None = None
@@ -157,6 +161,12 @@ class Broker:
         self.groups = groups = self._make_group_service(loop, metadata, replica_manager, admin)
         groups.startup()
         self.metrics.add(groups.metrics)
+        producer_ids = ProducerIdManager(metadata)
+        self.transactions = transactions = self._make_transaction_service(
+            loop, metadata, replica_manager, admin, groups, producer_ids
+        )
+        transactions.startup()
+        self.metrics.add(transactions.metrics)
 
         dispatcher = Dispatcher(
             BrokerServices(
@@ -166,7 +176,8 @@ class Broker:
                 replica_manager=replica_manager,
                 admin=admin,
                 groups=groups,
-                producer_ids=ProducerIdManager(metadata),
+                producer_ids=producer_ids,
+                transactions=transactions,
             ),
             load_handlers(),
         )
@@ -325,6 +336,52 @@ class Broker:
         )
         return GroupService(coordinator, topic)
 
+    def _make_transaction_service(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        metadata: MetadataStore,
+        replica_manager: ReplicaManager,
+        admin: TopicAdmin,
+        groups: GroupService,
+        producer_ids: ProducerIdManager,
+    ) -> TransactionService:
+        config = self.config
+        txns_config = txn_config(config, metadata.view)
+        partition_log = PartitionCoordinatorLog(
+            replica_manager, TRANSACTION_STATE_TOPIC, compression=0
+        )
+        markers = TransactionMarkerChannel(
+            loop,
+            broker_id=self.broker_id,
+            metadata=metadata,
+            replica_manager=replica_manager,
+            listener=self.advertised[0].name if self.advertised else None,
+            clock=lambda: time.time_ns() // 1_000_000,
+        )
+        markers.groups = groups.coordinator
+
+        def coordinator_epoch(partition: int) -> int:
+            state = metadata.view.partition(TRANSACTION_STATE_TOPIC, partition)
+            return state.leader_epoch if state is not None else 0
+
+        coordinator = TransactionCoordinator(
+            txns_config,
+            LoopScheduler(loop),
+            partition_log,
+            producer_ids=producer_ids.generate_producer_id,
+            markers=markers,
+            coordinator_epoch=coordinator_epoch,
+        )
+        topic = InternalTopicCoordinator(
+            txn_topic_spec(config, txns_config.num_partitions),
+            coordinator,
+            broker_id=self.broker_id,
+            metadata=metadata,
+            admin=admin,
+            log_=partition_log,
+        )
+        return TransactionService(coordinator, topic, markers)
+
     def _broker_info(self) -> BrokerInfo:
         return BrokerInfo(
             broker_id=self.broker_id,
@@ -380,6 +437,8 @@ class Broker:
         if self.groups is not None:
             # answers members waiting in JoinGroup/SyncGroup, so the drain need not wait for them
             self.groups.shutdown()
+        if self.transactions is not None:
+            self.transactions.shutdown()
         await self._drain_in_flight(timeout_s=5.0)
         for p in self.processors:
             p.stop()

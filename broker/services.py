@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from broker.admin import TopicAdmin
 from broker.config import BrokerConfig
 from broker.coordinators.groups import GroupService
+from broker.coordinators.transactions import TransactionService
 from broker.replication.replica_manager import ReplicaManager
 from broker.security.authorizer import Authorizer
 from coordination.metadata.store import MetadataStore
@@ -26,5 +27,7 @@ class BrokerServices:
     admin: TopicAdmin
     groups: GroupService
     producer_ids: ProducerIdManager
+    #: the transaction coordinator (None in tests that build services without one)
+    transactions: TransactionService | None = None
     #: None: no ``authorizer.class.name``, every operation is allowed (Kafka's default)
     authorizer: Authorizer | None = None

@@ -353,6 +353,16 @@ class OffsetIndex(_Index):
         except IndexError:
             return 0
 
+    def offset_at_or_after_position(self, position: int) -> int | None:
+        """The offset of the first entry whose position is >= ``position`` (every batch
+        before ``position`` is below it), or None (Kafka's ``fetchUpperBoundOffset``)."""
+        positions = self._values
+        i = bisect.bisect_left(positions, position)
+        try:
+            return self.base_offset + self._keys[i]
+        except IndexError:
+            return None
+
     # --- mutations (under the log's lock) ------------------------------------------------------
 
     def append(self, offset: int, position: int) -> None:

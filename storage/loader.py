@@ -102,6 +102,7 @@ def _clean_directory(
             files.LOG_FILE_SUFFIX,
             files.INDEX_FILE_SUFFIX,
             files.TIME_INDEX_FILE_SUFFIX,
+            files.TXN_INDEX_FILE_SUFFIX,
         ):
             src = directory / (
                 files.filename_prefix_from_offset(base) + suffix + files.SWAP_FILE_SUFFIX

@@ -32,6 +32,7 @@ from storage.file_records import BatchInfo, FetchRegion
 from storage.local_log import LocalLog
 from storage.segment import LogSegment
 from storage.segments import LogSegments
+from storage.txn_index import AbortedTxn
 from storage.util import INT32_MAX, LONG_MAX, now_ms
 
 log = logging.getLogger(__name__)
@@ -90,12 +91,18 @@ class ProducerStateHook(Protocol):
     (Kafka's producer state ignores the others)."""
 
     def before_append(
-        self, log: PartitionLog, batches: Sequence[tuple[int, rb.BatchHeader]]
+        self,
+        log: PartitionLog,
+        batches: Sequence[tuple[int, rb.BatchHeader]],
+        buf: bytes | bytearray | memoryview,
+        validate: bool = True,
     ) -> AppendInfo | None:
         """Called, when the append has batches with a producer id, with (position in the
-        appended buffer, header before offset assignment) for each of them. Raise a StorageError
-        to reject the append; return an AppendInfo to answer a duplicate without appending
-        anything."""
+        appended buffer, header before offset assignment) for each of them, and the buffer (a
+        control batch's marker is read from it). Raise a StorageError to reject the append;
+        return an AppendInfo to answer a duplicate without appending anything. A follower's
+        append (``validate=False``) is the leader's, already checked: its markers are read,
+        nothing is refused."""
 
     def after_append(
         self, log: PartitionLog, info: AppendInfo, batches: Sequence[rb.BatchHeader]
@@ -179,6 +186,9 @@ class PartitionLog:
         #: False when replication manages it through :meth:`update_high_watermark`
         self.high_watermark_follows_log_end = True
         self.producer_state: ProducerStateHook | None = None
+        #: the first offset of the oldest ongoing transaction (None: none), published by the
+        #: producer state
+        self.first_unstable_offset: int | None = None
         self._lock = threading.Lock()
         self._local = LocalLog(
             directory,
@@ -215,6 +225,50 @@ class PartitionLog:
     @property
     def high_watermark(self) -> int:
         return self._high_watermark
+
+    @property
+    def last_stable_offset(self) -> int:
+        """Below it every transaction is decided (Kafka's LSO): the first unstable offset, or the
+        high watermark when that is lower or no transaction is open."""
+        hw = self._high_watermark
+        first_unstable = self.first_unstable_offset
+        if first_unstable is None or first_unstable > hw:
+            return hw
+        return first_unstable
+
+    def fetch_upper_bound_offset(self, region: FetchRegion) -> int:
+        """An offset at or after the end of ``region`` (Kafka's upper bound for the aborted
+        transactions of a read): the first indexed offset past it, else the next segment's base
+        offset, else the log end."""
+        snapshot = self._local.segments
+        i = snapshot.floor_index(region.first_offset)
+        if i >= 0:
+            found = snapshot[i].offset_index.offset_at_or_after_position(
+                region.position + region.length
+            )
+            if found is not None:
+                return found + 1
+            if i + 1 < len(snapshot):
+                return snapshot[i + 1].base_offset
+        return self.log_end_offset
+
+    def collect_aborted_transactions(
+        self, start_offset: int, upper_bound_offset: int
+    ) -> list[AbortedTxn]:
+        """Kafka's ``collectAbortedTransactions``: the aborted transactions (``AbortedTxn``
+        entries of the segments' transaction indexes) overlapping [``start_offset``,
+        ``upper_bound_offset``), from the segment holding ``start_offset`` on. Lock-free."""
+        snapshot = self._local.segments
+        out: list[AbortedTxn] = []
+        i = max(snapshot.floor_index(start_offset), 0)
+        segments = snapshot.segments
+        while i < len(segments):
+            found, complete = segments[i].txn_index.collect(start_offset, upper_bound_offset)
+            out.extend(found)
+            if complete:
+                break
+            i += 1
+        return out
 
     @property
     def recovery_point(self) -> int:
@@ -311,7 +365,7 @@ class PartitionLog:
                     hook = self.producer_state
                     if hook is not None and producer_id >= 0:
                         header = _tuple_new(rb.BatchHeader, _HEADER_UNPACK(buf, 0))
-                        answer = hook.before_append(self, [(0, header)])
+                        answer = hook.before_append(self, [(0, header)], buf)
                         if answer is not None:
                             return answer
                     first = local.log_end_offset
@@ -398,11 +452,13 @@ class PartitionLog:
         flush_needed = False
         with self._lock:
             hook = self.producer_state
-            if hook is not None and assign_offsets:
+            if hook is not None:
                 # a leader's append is checked (sequences, epochs, duplicates); a follower
                 # takes the leader's batches as they are, as Kafka's appendAsFollower does
                 with_pid = [(p, _new_header(f)) for p, f in scan if f[_PRODUCER_ID] >= 0]
-                answer = hook.before_append(self, with_pid) if with_pid else None
+                answer = (
+                    hook.before_append(self, with_pid, buf, assign_offsets) if with_pid else None
+                )
                 if answer is not None:
                     return answer
             local = self._local

@@ -15,8 +15,15 @@ For every producer id that wrote to the partition it keeps the epoch and the met
   start at any sequence: Kafka 2.5+ no longer answers UNKNOWN_PRODUCER_ID there, which both
   librdkafka and the Java/kafka-python clients handle.
 
-Transactions (a later issue) will add the ongoing transaction's first offset (already kept in the
-snapshot format), control batches and the last stable offset here.
+Transactions (KIP-98): a producer's first transactional batch in the partition starts its
+ongoing transaction (its first offset is kept, also in snapshots); the commit or abort marker (a
+control batch the coordinator has the leader write) ends it. A marker whose producer epoch is
+older than the producer's is INVALID_PRODUCER_EPOCH, one whose coordinator epoch is older than the
+last marker's is TRANSACTION_COORDINATOR_FENCED. The **first unstable offset** (the first offset
+of the oldest ongoing transaction) is published on the log
+(:attr:`storage.log.PartitionLog.first_unstable_offset`), which makes it the last stable offset
+bound; an abort appends an entry to the segment's ``.txnindex``
+(:class:`~storage.txn_index.TransactionIndex`) with the last stable offset once the abort is in.
 
 On-disk format: ``<20-digit offset>.snapshot`` files in the partition directory, Kafka's own:
 int16 version (1), uint32 CRC-32C of everything after the CRC, int32 count, then per producer:
@@ -54,10 +61,13 @@ from crc32c import crc32c
 
 from protocol.errors import ProtocolError
 from protocol.records import batch as rb
+from protocol.records.control import ControlRecordType, parse_end_txn_marker
+from protocol.records.record import decode_batch
 from storage import files
 from storage.errors import StorageError
 from storage.log import AppendInfo, PartitionLog
 from storage.segments import LogSegments
+from storage.txn_index import AbortedTxn
 from storage.util import INT32_MAX, now_ms
 
 log = logging.getLogger(__name__)
@@ -86,6 +96,38 @@ class InvalidProducerEpoch(StorageError):
     """An epoch older than the producer's current one (INVALID_PRODUCER_EPOCH)."""
 
     error_code = 47
+
+
+class TransactionCoordinatorFenced(StorageError):
+    """A marker from an older transaction coordinator (TRANSACTION_COORDINATOR_FENCED)."""
+
+    error_code = 52
+
+
+class InvalidTxnMarker(StorageError):
+    """A control batch that is not a transaction marker (CORRUPT_MESSAGE)."""
+
+    error_code = 2
+
+
+@dataclass(frozen=True, slots=True)
+class TxnMarker:
+    """What an end-transaction marker batch says."""
+
+    committed: bool
+    coordinator_epoch: int
+
+
+def read_marker(buf: bytes | bytearray | memoryview, pos: int) -> TxnMarker:
+    """The commit/abort marker of the control batch at ``pos``. Raises InvalidTxnMarker."""
+    try:
+        batch = decode_batch(buf, pos, verify_crc=False)
+        if len(batch.records) != 1:
+            raise InvalidTxnMarker(f"a control batch with {len(batch.records)} records")
+        marker = parse_end_txn_marker(batch.records[0])
+    except ProtocolError as e:
+        raise InvalidTxnMarker(f"not a transaction marker: {e}") from e
+    return TxnMarker(marker.control_type == ControlRecordType.COMMIT, marker.coordinator_epoch)
 
 
 class CorruptSnapshot(StorageError):
@@ -264,6 +306,10 @@ class ProducerStateManager:
         self.producers: dict[int, ProducerStateEntry] = {}
         #: the offset up to which the state is complete (exclusive)
         self.map_end_offset = 0
+        #: producer id -> first offset of its ongoing transaction, oldest first
+        self.ongoing: dict[int, int] = {}
+        #: markers seen by before_append, consumed in order by after_append
+        self._pending_markers: list[TxnMarker] = []
         self._lock = threading.RLock()
         self._active_base: int | None = None
         #: the log's segment list when after_append last looked (a new one may mean a roll)
@@ -299,6 +345,7 @@ class ProducerStateManager:
             self._log = partition_log
             self.directory = partition_log.directory
             self.producers.clear()
+            self.ongoing.clear()
             self.map_end_offset = start
             for offset in reversed(list_snapshots(self.directory)):
                 path = snapshot_path(self.directory, offset)
@@ -314,12 +361,16 @@ class ProducerStateManager:
                     continue
                 for entry in entries:
                     self.producers[entry.producer_id] = entry
+                for entry in sorted(entries, key=lambda e: e.current_txn_first_offset):
+                    if entry.current_txn_first_offset >= 0:
+                        self.ongoing[entry.producer_id] = entry.current_txn_first_offset
                 self.map_end_offset = max(offset, start)
                 break
             replayed = self._replay(partition_log, self.map_end_offset, end)
             self.map_end_offset = end
             self._remove_expired_locked(self.clock())
             self._active_base = partition_log.active_segment.base_offset
+            self._publish()
         if replayed or self.producers:
             log.info(
                 "%s: producer state loaded (%d producer(s), %d batch(es) replayed) in %.0f ms",
@@ -342,11 +393,21 @@ class ProducerStateManager:
             data = region.read()
             advanced = False
             try:
-                for _pos, header in rb.iter_batches(data, verify_crc=False):
+                for pos, header in rb.iter_batches(data, verify_crc=False):
                     if header.next_offset <= offset:
                         continue
-                    if header.has_producer_id and not header.is_control:
-                        self._apply(header)
+                    if header.has_producer_id:
+                        if header.is_control:
+                            try:
+                                marker = read_marker(data, pos)
+                            except InvalidTxnMarker as e:
+                                log.warning(
+                                    "%s: skipping the marker at %d: %s", self.name, offset, e
+                                )
+                            else:
+                                self._apply_marker(partition_log, header, marker)
+                        else:
+                            self._apply(header)
                         replayed += 1
                     offset = header.next_offset
                     advanced = True
@@ -362,6 +423,9 @@ class ProducerStateManager:
         if entry is None:
             entry = ProducerStateEntry(header.producer_id)
             self.producers[header.producer_id] = entry
+        if header.is_transactional and entry.current_txn_first_offset < 0:
+            entry.current_txn_first_offset = header.base_offset
+            self.ongoing[header.producer_id] = header.base_offset
         entry.add_batch(
             header.producer_epoch,
             header.last_sequence,
@@ -370,27 +434,84 @@ class ProducerStateManager:
             header.max_timestamp,
         )
 
+    def _apply_marker(
+        self, partition_log: PartitionLog, header: rb.BatchHeader, marker: TxnMarker
+    ) -> None:
+        """Ends the producer's ongoing transaction (Kafka's ``appendEndTxnMarker`` and
+        ``completeTxn``): an abort goes to the ``.txnindex`` of the segment holding the marker."""
+        pid = header.producer_id
+        entry = self.producers.get(pid)
+        if entry is None:
+            entry = ProducerStateEntry(pid)
+            self.producers[pid] = entry
+        if header.producer_epoch != entry.producer_epoch:
+            entry.batches.clear()
+            entry.producer_epoch = header.producer_epoch
+        first = self.ongoing.pop(pid, -1)
+        if first < 0:
+            first = entry.current_txn_first_offset
+        entry.current_txn_first_offset = -1
+        entry.coordinator_epoch = marker.coordinator_epoch
+        entry.last_timestamp = header.max_timestamp
+        marker_offset = header.base_offset
+        if first >= 0 and not marker.committed:
+            lso = next(iter(self.ongoing.values()), marker_offset + 1)
+            segment = partition_log.segments.floor(marker_offset)
+            if segment is not None:
+                segment.txn_index.append(AbortedTxn(pid, first, marker_offset, lso))
+
+    def _publish(self) -> None:
+        """Publishes the first unstable offset on the log (one assignment: lock-free reads)."""
+        if self._log is not None:
+            self._log.first_unstable_offset = next(iter(self.ongoing.values()), None)
+
+    def first_unstable_offset(self) -> int | None:
+        return next(iter(self.ongoing.values()), None)
+
+    def ongoing_transactions(self) -> list[tuple[int, int]]:
+        """(producer id, first offset) of the ongoing transactions, oldest first."""
+        with self._lock:
+            return list(self.ongoing.items())
+
     # -- the append hook ---------------------------------------------------------------------------
 
     def before_append(
-        self, partition_log: PartitionLog, batches: Sequence[tuple[int, rb.BatchHeader]]
+        self,
+        partition_log: PartitionLog,
+        batches: Sequence[tuple[int, rb.BatchHeader]],
+        buf: bytes | bytearray | memoryview = b"",
+        validate: bool = True,
     ) -> AppendInfo | None:
         with self._lock:
-            return self._validate(partition_log, batches)
+            self._pending_markers = []
+            if not validate:
+                # a follower's append: the leader checked it; the markers are still applied
+                self._pending_markers = [
+                    read_marker(buf, pos) for pos, header in batches if header.is_control
+                ]
+                return None
+            return self._validate(partition_log, batches, buf)
 
     def _validate(
-        self, partition_log: PartitionLog, batches: Sequence[tuple[int, rb.BatchHeader]]
+        self,
+        partition_log: PartitionLog,
+        batches: Sequence[tuple[int, rb.BatchHeader]],
+        buf: bytes | bytearray | memoryview,
     ) -> AppendInfo | None:
         updated: dict[int, ProducerStateEntry] = {}
-        for _pos, header in batches:
-            if not header.has_producer_id or header.is_control:
+        for pos, header in batches:
+            if not header.has_producer_id:
+                continue
+            if header.is_control:
+                self._check_marker(header, read_marker(buf, pos))
                 continue
             pid = header.producer_id
             current = self.producers.get(pid)
             entry = updated.get(pid)
             if entry is None:
-                # a retried batch gets its original offsets back
-                if current is not None:
+                # a retried batch gets its original offsets back (a coordinator's batch has no
+                # sequence and is never a retry)
+                if current is not None and header.base_sequence != rb.NO_SEQUENCE:
                     duplicate = current.find_duplicate_batch(header)
                     if duplicate is not None:
                         return self._duplicate_answer(partition_log, duplicate)
@@ -425,12 +546,19 @@ class ProducerStateManager:
                 f"last seen epoch {updated.producer_epoch}"
             )
         if epoch != updated.producer_epoch:
-            if first_seq != 0 and updated.producer_epoch != rb.NO_PRODUCER_EPOCH:
+            if (
+                first_seq not in (0, rb.NO_SEQUENCE)
+                and updated.producer_epoch != rb.NO_PRODUCER_EPOCH
+            ):
                 raise OutOfOrderSequence(
                     f"Invalid sequence number for new epoch of producer {pid} in {self.name}: "
                     f"{epoch} (request epoch), {first_seq} (seq. number), "
                     f"{updated.producer_epoch} (current producer epoch)"
                 )
+            return
+        if first_seq == rb.NO_SEQUENCE:
+            # written by a coordinator (TxnOffsetCommit): only the epoch is checked (Kafka checks
+            # sequences of client batches only)
             return
         if not updated.is_empty:
             last_seq = updated.last_seq
@@ -444,6 +572,22 @@ class ProducerStateManager:
                 f"Out of order sequence number for producer {pid} in {self.name}: {first_seq} "
                 f"(incoming seq. number), {last_seq} (current end sequence number)"
             )
+
+    def _check_marker(self, header: rb.BatchHeader, marker: TxnMarker) -> None:
+        entry = self.producers.get(header.producer_id)
+        if entry is not None:
+            if header.producer_epoch < entry.producer_epoch:
+                raise InvalidProducerEpoch(
+                    f"Epoch of producer {header.producer_id} in {self.name} is "
+                    f"{entry.producer_epoch}, the marker's {header.producer_epoch} is older"
+                )
+            if marker.coordinator_epoch < entry.coordinator_epoch:
+                raise TransactionCoordinatorFenced(
+                    f"The marker's coordinator epoch {marker.coordinator_epoch} for producer "
+                    f"{header.producer_id} in {self.name} is older than "
+                    f"{entry.coordinator_epoch}"
+                )
+        self._pending_markers.append(marker)
 
     @staticmethod
     def _duplicate_answer(partition_log: PartitionLog, batch: BatchMetadata) -> AppendInfo:
@@ -463,10 +607,23 @@ class ProducerStateManager:
     ) -> None:
         if batches:
             with self._lock:
+                markers = self._pending_markers
+                self._pending_markers = []
+                changed = False
                 for header in batches:
-                    if header.has_producer_id and not header.is_control:
+                    if not header.has_producer_id:
+                        continue
+                    if header.is_control:
+                        if markers:
+                            self._apply_marker(partition_log, header, markers.pop(0))
+                            changed = True
+                    else:
+                        if header.is_transactional:
+                            changed = True
                         self._apply(header)
                 self.map_end_offset = info.last_offset + 1
+                if changed:
+                    self._publish()
         else:
             # no producer changed: the end offset alone is published without the lock (a
             # snapshot taken meanwhile pairs the same producers with either end offset)
@@ -524,6 +681,11 @@ class ProducerStateManager:
         for pid in expired:
             del self.producers[pid]
         return len(expired)
+
+    def active_producers(self) -> list[ProducerStateEntry]:
+        """Copies of every producer's entry (DescribeProducers)."""
+        with self._lock:
+            return [e.copy() for e in self.producers.values()]
 
     def last_entry(self, producer_id: int) -> ProducerStateEntry | None:
         return self.producers.get(producer_id)

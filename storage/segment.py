@@ -17,6 +17,7 @@ from storage.config import LogConfig
 from storage.errors import CorruptIndex, LogSegmentOffsetOverflow
 from storage.file_records import BatchInfo, FetchRegion, FileRecords
 from storage.index import OffsetIndex, TimeIndex, TimestampOffset
+from storage.txn_index import TransactionIndex
 from storage.util import INT32_MAX, LONG_MAX
 
 log = logging.getLogger(__name__)
@@ -29,8 +30,9 @@ class LogSegment:
     """One segment of a partition's log: ``<base>.log``, ``<base>.index``, ``<base>.timeindex``.
 
     On-disk format: see :class:`~storage.file_records.FileRecords`,
-    :class:`~storage.index.OffsetIndex` and :class:`~storage.index.TimeIndex`. The name is the base
-    offset: every batch in the segment has offsets in [base, base + 2**31 - 1].
+    :class:`~storage.index.OffsetIndex`, :class:`~storage.index.TimeIndex` and, once the segment
+    holds an abort marker, :class:`~storage.txn_index.TransactionIndex` (``<base>.txnindex``). The
+    name is the base offset: every batch in the segment has offsets in [base, base + 2**31 - 1].
 
     Crash: the ``.log`` may end with a cut batch or garbage and the indexes may be short, long or
     stale; :meth:`recover` re-validates every batch (size, magic, CRC-32C, offsets), truncates at
@@ -64,6 +66,10 @@ class LogSegment:
         )
         self._time_index = TimeIndex(
             files.time_index_file(directory, base_offset, suffix), base_offset, max_index
+        )
+        #: aborted transactions whose markers this segment holds
+        self.txn_index = TransactionIndex(
+            files.txn_index_file(directory, base_offset, suffix), base_offset
         )
         self._load_lock = threading.Lock()
         self.created_ms = created_ms
@@ -99,6 +105,7 @@ class LogSegment:
             files.log_file(directory, base_offset, suffix),
             files.index_file(directory, base_offset, suffix),
             files.time_index_file(directory, base_offset, suffix),
+            files.txn_index_file(directory, base_offset, suffix),
         ):
             try:
                 os.unlink(path)
@@ -483,6 +490,9 @@ class LogSegment:
                 reason or "invalid data",
             )
             self.log.truncate_to(valid)
+        # markers cut off with the data lose their entries (the producer state's replay
+        # re-appends those of the markers kept)
+        self.txn_index.truncate_to(next_expected)
         self._rolling_based_timestamp = None
         time_index.maybe_append(max_ts.timestamp, max_ts.offset, skip_full_check=True)
         self._max_timestamp_so_far = max_ts
@@ -499,6 +509,7 @@ class LogSegment:
         mapping = self.translate_offset(offset)
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
         removed = self.log.truncate_to(mapping.position) if mapping is not None else 0
         if self.log.size == 0:
             self.created_ms = now_ms
@@ -535,6 +546,7 @@ class LogSegment:
         self.log.flush()
         self._offset_index.fsync()
         self._time_index.fsync()
+        self.txn_index.fsync()
 
     def flush(self) -> None:
         self.write_indexes()
@@ -553,7 +565,7 @@ class LogSegment:
     # --- files ------------------------------------------------------------------------------------
 
     def change_file_suffixes(self, old_suffix: str, new_suffix: str) -> None:
-        """Renames the three files from ``old_suffix`` to ``new_suffix`` (e.g. to ``.deleted``)."""
+        """Renames the files from ``old_suffix`` to ``new_suffix`` (e.g. to ``.deleted``)."""
 
         def renamed(path: Path) -> Path:
             name = path.name
@@ -564,15 +576,22 @@ class LogSegment:
         self.log.rename_to(renamed(self.log.path))
         self._offset_index.rename_to(renamed(self._offset_index.path))
         self._time_index.rename_to(renamed(self._time_index.path))
+        self.txn_index.rename_to(renamed(self.txn_index.path))
 
     def update_directory(self, directory: Path) -> None:
         self.log.update_path(directory / self.log.path.name)
         self._offset_index.path = directory / self._offset_index.path.name
         self._time_index.path = directory / self._time_index.path.name
+        self.txn_index.path = directory / self.txn_index.path.name
 
     def delete_files(self) -> None:
         """Unlinks the files. The log's descriptor stays open until no region uses it."""
-        for path in (self.log.path, self._offset_index.path, self._time_index.path):
+        for path in (
+            self.log.path,
+            self._offset_index.path,
+            self._time_index.path,
+            self.txn_index.path,
+        ):
             try:
                 os.unlink(path)
             except FileNotFoundError:

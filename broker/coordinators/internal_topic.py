@@ -28,7 +28,7 @@ from broker.coordinators.partition_log import PartitionCoordinatorLog
 from coordination.errors import KafkaApiError, TopicExists
 from coordination.metadata.store import MetadataStore
 from coordination.metadata.view import ClusterView
-from coordination.runtime.runtime import Record
+from coordination.runtime.runtime import LoadedRecord
 from protocol.error_codes import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -39,7 +39,9 @@ class Loadable(Protocol):
 
     def begin_loading(self, partition: int) -> int: ...
 
-    def complete_loading(self, partition: int, load_id: int, records: Iterable[Record]) -> bool: ...
+    def complete_loading(
+        self, partition: int, load_id: int, records: Iterable[LoadedRecord]
+    ) -> bool: ...
 
     def unload(self, partition: int) -> None: ...
 
@@ -200,12 +202,19 @@ class InternalTopicCoordinator:
             if self.topic in self.metadata.view.topics:
                 return True
             live = max(len(self.metadata.view.brokers), 1)
+            replication_factor = min(self.spec.replication_factor, live)
+            configs = dict(self.spec.configs)
+            if "min.insync.replicas" in configs:
+                # never above the replicas the topic gets (a standalone broker has one)
+                configs["min.insync.replicas"] = str(
+                    min(int(configs["min.insync.replicas"]), replication_factor)
+                )
             try:
                 self.admin.create_topic(
                     self.topic,
                     num_partitions=self.spec.num_partitions,
-                    replication_factor=min(self.spec.replication_factor, live),
-                    configs=dict(self.spec.configs),
+                    replication_factor=replication_factor,
+                    configs=configs,
                     internal=True,
                 )
             except TopicExists:

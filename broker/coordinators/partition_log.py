@@ -20,9 +20,16 @@ from collections.abc import Callable, Iterator, Sequence
 from broker.replication.errors import error_of
 from broker.replication.replica_manager import ReplicaManager
 from coordination.errors import KafkaApiError
-from coordination.runtime.runtime import Record, WriteCallback
+from coordination.runtime.runtime import (
+    LoadedRecord,
+    Record,
+    TransactionalRecord,
+    TransactionMarker,
+    WriteCallback,
+)
 from protocol.error_codes import ErrorCode
-from protocol.errors import RemoteProtocolError
+from protocol.errors import CorruptRecord, RemoteProtocolError
+from protocol.records.control import parse_end_txn_marker
 from protocol.records.record import RecordBatchBuilder, iter_record_batches
 from storage.errors import StorageError
 from storage.log import PartitionLog
@@ -41,13 +48,31 @@ class PartitionCoordinatorLog:
         self.topic = topic
         self.compression = compression
 
-    def append(self, partition: int, records: Sequence[Record], callback: WriteCallback) -> None:
+    def append(
+        self,
+        partition: int,
+        records: Sequence[Record],
+        callback: WriteCallback,
+        *,
+        producer_id: int = -1,
+        producer_epoch: int = -1,
+    ) -> None:
         part = self.replica_manager.get_partition(self.topic, partition)
         if part is None:
             callback(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
             return
         now = time.time_ns() // 1_000_000
-        builder = RecordBatchBuilder(compression=self.compression)
+        if producer_id >= 0:
+            # a TxnOffsetCommit: the producer's transactional batch, without a sequence (the
+            # producer state checks only its epoch, as Kafka does for coordinator writes)
+            builder = RecordBatchBuilder(
+                compression=self.compression,
+                producer_id=producer_id,
+                producer_epoch=producer_epoch,
+                transactional=True,
+            )
+        else:
+            builder = RecordBatchBuilder(compression=self.compression)
         for key, value in records:
             builder.append(value, key=key, timestamp=now)
         try:
@@ -63,15 +88,16 @@ class PartitionCoordinatorLog:
         part = self.replica_manager.get_partition(self.topic, partition)
         return part.log if part is not None else None
 
-    def read_for_load(self, partition: int) -> list[Record]:
+    def read_for_load(self, partition: int) -> list[LoadedRecord]:
         return read_for_load(
             f"{self.topic}-{partition}", functools.partial(self.local_log, partition)
         )
 
 
-def read_partition(plog: PartitionLog) -> Iterator[Record]:
-    """Every (key, value) record of a coordinator's partition up to its high watermark
-    (control batches and keyless records skipped)."""
+def read_partition(plog: PartitionLog) -> Iterator[LoadedRecord]:
+    """Every (key, value) record of a coordinator's partition up to its high watermark (keyless
+    records skipped); a transactional batch's records as TransactionalRecord, a transaction
+    marker as TransactionMarker."""
     offset = plog.log_start_offset
     end = plog.high_watermark
     while offset < end:
@@ -81,12 +107,24 @@ def read_partition(plog: PartitionLog) -> Iterator[Record]:
         data = region.read()
         advanced = False
         for batch in iter_record_batches(data):
-            if batch.header.is_control:
-                offset = max(offset, batch.header.next_offset)
+            header = batch.header
+            if header.is_control:
+                if header.next_offset > offset and header.is_transactional and batch.records:
+                    try:
+                        marker = parse_end_txn_marker(batch.records[0])
+                    except CorruptRecord:
+                        pass
+                    else:
+                        yield TransactionMarker(header.producer_id, marker.committed)
+                offset = max(offset, header.next_offset)
                 continue
+            transactional = header.is_transactional
             for record in batch.records:
                 if record.offset >= offset and record.key is not None:
-                    yield record.key, record.value
+                    if transactional:
+                        yield TransactionalRecord(header.producer_id, record.key, record.value)
+                    else:
+                        yield record.key, record.value
             if batch.header.next_offset > offset:
                 offset = batch.header.next_offset
                 advanced = True
@@ -94,12 +132,12 @@ def read_partition(plog: PartitionLog) -> Iterator[Record]:
             return
 
 
-def read_for_load(name: str, get_log: Callable[[], PartitionLog | None]) -> list[Record]:
+def read_for_load(name: str, get_log: Callable[[], PartitionLog | None]) -> list[LoadedRecord]:
     """The records of a coordinator's partition to load (``get_log()``: its log, or None). A
     failed read is tried once more; if that fails too, the records read before the failure are
     returned, so the partition is loaded from those rather than answering
     COORDINATOR_LOAD_IN_PROGRESS until leadership moves."""
-    records: list[Record] = []
+    records: list[LoadedRecord] = []
     failure = ""
     for attempt in (1, 2):
         records = []

@@ -7,7 +7,8 @@
   purgatory until appends bring enough or ``max_wait_ms`` passes.
 * Fetch sessions (KIP-227) are declined correctly: every response has session_id 0, so clients do
   full fetches; a request naming a session we never created gets FETCH_SESSION_ID_NOT_FOUND.
-* read_committed reads up to the last stable offset, with an empty aborted-transactions list.
+* read_committed reads up to the last stable offset and returns the aborted transactions that
+  overlap the records sent (producer id and first offset), so the consumer drops their records.
 * A follower's fetch (``replica_id``, or ``replica_state`` from v15, is a broker id) reads up to
   the log end, records the follower's progress (ISR and high watermark), and answers a follower
   whose log diverged (its ``last_fetched_epoch``) with ``diverging_epoch`` and no records.
@@ -32,6 +33,7 @@ from protocol.error_codes import ErrorCode
 from protocol.errors import RemoteProtocolError
 from protocol.fast_fetch import PartitionTuple
 from protocol.messages.fetch import (
+    AbortedTransaction,
     EpochEndOffset,
     FetchableTopicResponse,
     FetchRequest,
@@ -117,13 +119,19 @@ def _partition_tuple(read: FetchRead, version: int, read_committed: bool) -> Par
             records = data
         else:
             records = FileRegion(region.fd, region.position, region.length, region)
+    aborted: list[Any] | None = None
+    if read_committed:
+        aborted = [
+            AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
+            for a in result.aborted_transactions or ()
+        ]
     return (
         read.index,
         ErrorCode.NONE,
         hw,
         result.last_stable_offset,
         log_start,
-        [] if read_committed else None,
+        aborted,
         -1,
         records,
     )

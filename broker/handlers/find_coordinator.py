@@ -1,8 +1,8 @@
 """FindCoordinator: which broker coordinates a group (v4+: several groups per request).
 
-The group's coordinator leads its ``__consumer_offsets`` partition; the topic is created when
-first needed. Transactions are a later issue: transaction (and share-group) keys are answered
-with an error.
+A group's coordinator leads its ``__consumer_offsets`` partition, a transactional id's (key type
+1) its ``__transaction_state`` partition; each topic is created when first needed. Share-group
+keys are answered with an error.
 """
 
 from __future__ import annotations
@@ -27,9 +27,10 @@ def _find(ctx: RequestContext, key_type: int, key: str) -> CoordinatorNode:
     if key_type == KEY_TYPE_GROUP:
         return ctx.services.groups.find(key, ctx.listener)
     if key_type == KEY_TYPE_TRANSACTION:
-        return CoordinatorNode(
-            ErrorCode.INVALID_REQUEST, message="transactions are not supported by this broker yet"
-        )
+        transactions = ctx.services.transactions
+        if transactions is None:
+            return CoordinatorNode(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        return transactions.find(key, ctx.listener)
     if key_type == KEY_TYPE_SHARE:
         return CoordinatorNode(
             ErrorCode.INVALID_REQUEST, message="share groups are not supported by this broker"

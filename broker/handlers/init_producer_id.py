@@ -1,17 +1,25 @@
-"""InitProducerId: a producer id for an idempotent producer (epoch 0).
+"""InitProducerId: a producer id and epoch for an idempotent or a transactional producer.
 
-Ids come from blocks the metadata store hands out once (they survive restarts). As in Kafka, an
-idempotent producer (no transactional id) always gets a new id, also when it passes its old id
-and epoch (v3+, KIP-360): epoch bumps of idempotent producers happen on the client, and the
-broker's sequence checks accept a higher epoch starting at sequence 0. Transactional ids are a
-later issue (the transaction APIs are not advertised).
+Without a ``transactional_id`` (idempotence) a new id comes from blocks the metadata store hands
+out once (they survive restarts); as in Kafka, an idempotent producer always gets a new id, also
+when it passes its old id and epoch (v3+, KIP-360): its epoch bumps happen on the client.
+
+With a ``transactional_id`` the transaction coordinator answers (KIP-98): the id's producer id
+with its epoch bumped, fencing older instances; an open transaction of the previous instance is
+aborted first (CONCURRENT_TRANSACTIONS meanwhile: the client retries); v3+ may pass the current
+id and epoch to bump its own epoch (KIP-360). PRODUCER_FENCED goes to v4+ clients, older ones
+get INVALID_PRODUCER_EPOCH. v6 (KIP-939 two-phase commit) is not served.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+from broker.coordinators.scheduler import Answer
 from broker.dispatch import RequestContext
+from broker.handlers._txn import fenced_for, respond, transactions
 from broker.registry import error_response, handler
-from coordination.errors import KafkaApiError
+from coordination.txn.shard import TxnResult
 from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
@@ -19,17 +27,31 @@ from protocol.messages.init_producer_id import InitProducerIdRequest, InitProduc
 
 
 @handler(ApiKey.INIT_PRODUCER_ID, "0-5", acl=(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID))
-def handle_init_producer_id(
-    ctx: RequestContext, request: InitProducerIdRequest
-) -> InitProducerIdResponse:
-    if request.transactional_id is not None:
-        raise KafkaApiError(
-            "transactions are not supported by this broker yet", ErrorCode.INVALID_REQUEST
+def handle_init_producer_id(ctx: RequestContext, request: InitProducerIdRequest) -> Any:
+    if request.transactional_id is None:
+        producer_id = ctx.services.producer_ids.generate_producer_id()
+        return InitProducerIdResponse(
+            throttle_time_ms=0, error_code=ErrorCode.NONE, producer_id=producer_id, producer_epoch=0
         )
-    producer_id = ctx.services.producer_ids.generate_producer_id()
-    return InitProducerIdResponse(
-        throttle_time_ms=0, error_code=ErrorCode.NONE, producer_id=producer_id, producer_epoch=0
+    version = ctx.api_version
+    answer: Answer[TxnResult] = Answer()
+    transactions(ctx).init_producer_id(
+        request.transactional_id,
+        request.transaction_timeout_ms,
+        answer,
+        expected_producer_id=request.producer_id if version >= 3 else -1,
+        expected_producer_epoch=request.producer_epoch if version >= 3 else -1,
     )
+
+    def build(result: TxnResult) -> InitProducerIdResponse:
+        return InitProducerIdResponse(
+            throttle_time_ms=0,
+            error_code=fenced_for(result.error, version, 4),
+            producer_id=result.producer_id,
+            producer_epoch=result.producer_epoch,
+        )
+
+    return respond(answer, build)
 
 
 @error_response(ApiKey.INIT_PRODUCER_ID)

@@ -3,8 +3,10 @@
 A partition without a commit answers offset -1 and empty metadata. A null topic list (v2+) asks
 for every committed offset of the group. Group-level errors (NOT_COORDINATOR,
 COORDINATOR_LOAD_IN_PROGRESS...) go in the top-level error code (v2-7), in each group (v8+), or in
-each partition (v0-1, which have no top-level code). ``require_stable`` (v7+) has nothing to wait
-for until transactions exist.
+each partition (v0-1, which have no top-level code). With ``require_stable`` (v7+, KIP-447) a
+partition whose offset a transactional producer committed in a still-open transaction answers
+UNSTABLE_OFFSET_COMMIT (the consumer retries); without it the last committed offset is
+returned.
 """
 
 from __future__ import annotations
@@ -32,15 +34,32 @@ from protocol.messages.offset_fetch import (
 TopicPartition = tuple[str, int]
 
 
+Found = OffsetAndMetadata | ErrorCode | None
+
+
 def _fetch(
-    ctx: RequestContext, group_id: str, partitions: Sequence[TopicPartition] | None
-) -> tuple[ErrorCode, list[tuple[str, list[tuple[int, OffsetAndMetadata | None]]]]]:
-    code, found = coordinator(ctx).fetch_offsets(group_id=group_id, partitions=partitions)
+    ctx: RequestContext,
+    group_id: str,
+    partitions: Sequence[TopicPartition] | None,
+    require_stable: bool,
+) -> tuple[ErrorCode, list[tuple[str, list[tuple[int, Found]]]]]:
+    code, found = coordinator(ctx).fetch_offsets(
+        group_id=group_id, partitions=partitions, require_stable=require_stable
+    )
     order = list(partitions) if partitions is not None else sorted(found)
-    topics: dict[str, list[tuple[int, OffsetAndMetadata | None]]] = {}
+    topics: dict[str, list[tuple[int, Found]]] = {}
     for tp in order:
         topics.setdefault(tp[0], []).append((tp[1], found.get(tp)))
     return code, list(topics.items())
+
+
+def _offset(o: Found) -> tuple[int, int, str, ErrorCode]:
+    """(offset, leader epoch, metadata, partition error) of a fetched partition."""
+    if isinstance(o, ErrorCode):
+        return -1, -1, "", o
+    if o is None:
+        return -1, -1, "", ErrorCode.NONE
+    return o.offset, o.leader_epoch, o.metadata, ErrorCode.NONE
 
 
 def _requested(topics: Sequence[Any] | None) -> list[TopicPartition] | None:
@@ -55,7 +74,7 @@ def handle_offset_fetch(ctx: RequestContext, request: OffsetFetchRequest) -> Off
     if version >= 8:
         groups = []
         for g in request.groups:
-            code, topics = _fetch(ctx, g.group_id, _requested(g.topics))
+            code, topics = _fetch(ctx, g.group_id, _requested(g.topics), request.require_stable)
             groups.append(
                 OffsetFetchResponseGroup(
                     group_id=g.group_id,
@@ -66,12 +85,13 @@ def handle_offset_fetch(ctx: RequestContext, request: OffsetFetchRequest) -> Off
                             partitions=[
                                 OffsetFetchResponsePartitions(
                                     partition_index=p,
-                                    committed_offset=o.offset if o else -1,
-                                    committed_leader_epoch=o.leader_epoch if o else -1,
-                                    metadata=o.metadata if o else "",
-                                    error_code=ErrorCode.NONE,
+                                    committed_offset=offset,
+                                    committed_leader_epoch=epoch,
+                                    metadata=metadata,
+                                    error_code=error,
                                 )
                                 for p, o in parts
+                                for offset, epoch, metadata, error in (_offset(o),)
                             ],
                         )
                         for name, parts in topics
@@ -82,7 +102,9 @@ def handle_offset_fetch(ctx: RequestContext, request: OffsetFetchRequest) -> Off
             )
         return OffsetFetchResponse(throttle_time_ms=0, groups=groups)
 
-    code, topics = _fetch(ctx, request.group_id, _requested(request.topics))
+    code, topics = _fetch(
+        ctx, request.group_id, _requested(request.topics), version >= 7 and request.require_stable
+    )
     if code != ErrorCode.NONE and version >= 2:
         return OffsetFetchResponse(throttle_time_ms=0, error_code=code, topics=[])
     # v0-1 have no top-level error: every partition carries it (with an error, _fetch lists the
@@ -97,12 +119,13 @@ def handle_offset_fetch(ctx: RequestContext, request: OffsetFetchRequest) -> Off
                 partitions=[
                     OffsetFetchResponsePartition(
                         partition_index=p,
-                        committed_offset=o.offset if o else -1,
-                        committed_leader_epoch=o.leader_epoch if o else -1,
-                        metadata=o.metadata if o else "",
-                        error_code=partition_code,
+                        committed_offset=offset,
+                        committed_leader_epoch=epoch,
+                        metadata=metadata,
+                        error_code=error if error != ErrorCode.NONE else partition_code,
                     )
                     for p, o in parts
+                    for offset, epoch, metadata, error in (_offset(o),)
                 ],
             )
             for name, parts in topics

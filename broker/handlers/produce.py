@@ -6,6 +6,12 @@ notices (Kafka does the same). acks=1 answers once the batches are in the leader
 delayed produce, up to the request's ``timeout_ms``) for the high watermark; a single replica is
 its own whole ISR. v0-2 legacy message sets are converted to magic 2 by the partition's
 validator. v13 names topics by id.
+
+KIP-890 part 1: a transactional producer's first batch in a partition (no open transaction of
+that producer there yet) is verified with the transaction coordinator when this broker is it
+(``transaction.partition.verification.enable``): a partition not added to the producer's
+transaction answers INVALID_TXN_STATE, a fenced producer INVALID_PRODUCER_EPOCH, instead of
+starting a transaction no coordinator knows (a hanging transaction).
 """
 
 from __future__ import annotations
@@ -25,6 +31,38 @@ from protocol.messages.produce import (
     ProduceResponse,
     TopicProduceResponse,
 )
+from protocol.records.batch import HEADER_SIZE, read_header
+
+
+def _unverified(
+    ctx: RequestContext, transactional_id: str, name: str, index: int, records: memoryview | None
+) -> ErrorCode:
+    """KIP-890's check of a transactional batch: NONE when it may be appended."""
+    if records is None or len(records) < HEADER_SIZE:
+        return ErrorCode.NONE
+    header = read_header(records, 0)
+    if not header.is_transactional:
+        return ErrorCode.NONE
+    part = ctx.services.replica_manager.get_partition(name, index)
+    if part is None or part.in_transaction(header.producer_id):
+        return ErrorCode.NONE
+    service = ctx.services.transactions
+    if service is None or not bool(
+        ctx.services.config["transaction.partition.verification.enable"]
+    ):
+        return ErrorCode.NONE
+    coordinator = service.coordinator
+    if not coordinator.coordinates(coordinator.partition_for(transactional_id)):
+        return ErrorCode.NONE  # another broker coordinates it: not verified here
+    code = coordinator.verify_partitions(
+        transactional_id, header.producer_id, header.producer_epoch, [(name, index)]
+    )[(name, index)]
+    if code == ErrorCode.PRODUCER_FENCED:
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    if code in (ErrorCode.NONE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.NOT_COORDINATOR):
+        return ErrorCode.NONE
+    return ErrorCode.INVALID_TXN_STATE
+
 
 Waiting = list[tuple[PartitionProduceResponse, ProducePartitionStatus]]
 
@@ -37,8 +75,17 @@ def _partition(
     now_ms: int,
     acks: int,
     waiting: Waiting,
+    transactional_id: str | None = None,
 ) -> PartitionProduceResponse:
     result = PartitionProduceResponse(index=index, error_code=ErrorCode.NONE, base_offset=-1)
+    if transactional_id is not None and name is not None:
+        code = _unverified(ctx, transactional_id, name, index, records)
+        if code != ErrorCode.NONE:
+            result.error_code = code
+            result.error_message = (
+                f"{name}-{index} is not part of the producer's transaction {transactional_id}"
+            )
+            return result
     if name in INTERNAL_TOPICS:
         # Kafka refuses client writes to internal topics (the coordinators write them).
         result.error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
@@ -86,6 +133,7 @@ def handle_produce(ctx: RequestContext, request: ProduceRequest) -> ProduceRespo
     version = ctx.api_version
     now_ms = ctx.now_ms()
     by_id = ctx.services.metadata.view.topics_by_id if version >= 13 else None
+    txn_id = request.transactional_id if version >= 3 else None
     responses = []
     waiting: Waiting = []
     failed = False
@@ -105,7 +153,7 @@ def handle_produce(ctx: RequestContext, request: ProduceRequest) -> ProduceRespo
                     index=p.index, base_offset=-1, error_code=ErrorCode.UNKNOWN_TOPIC_ID
                 )
             else:
-                result = _partition(ctx, name, p.index, p.records, now_ms, acks, waiting)
+                result = _partition(ctx, name, p.index, p.records, now_ms, acks, waiting, txn_id)
             failed = failed or result.error_code != ErrorCode.NONE
             partitions.append(result)
         responses.append(

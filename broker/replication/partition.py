@@ -66,9 +66,12 @@ from coordination.metadata.view import LeaderAndIsr, PartitionState
 from protocol.error_codes import ErrorCode
 from protocol.errors import RemoteProtocolError
 from protocol.records import batch as rb
+from protocol.records.control import ControlRecordType, build_control_batch
 from storage import errors as storage_errors
 from storage.file_records import FetchRegion
 from storage.log import AppendInfo, OffsetAndTimestamp, PartitionLog
+from storage.producer_state import ProducerStateEntry, ProducerStateManager
+from storage.txn_index import AbortedTxn
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +113,8 @@ class DivergingEpoch(NamedTuple):
 
 class LogReadResult(NamedTuple):
     """One partition's part of a fetch (Kafka's ``LogReadResult``): an error, or the region to
-    send (None when nothing is readable) with the offsets the response reports."""
+    send (None when nothing is readable) with the offsets the response reports, and for
+    read_committed the aborted transactions overlapping the region (None otherwise)."""
 
     error: ErrorCode
     high_watermark: int = -1
@@ -118,6 +122,7 @@ class LogReadResult(NamedTuple):
     log_start_offset: int = -1
     region: FetchRegion | None = None
     diverging_epoch: DivergingEpoch | None = None
+    aborted_transactions: list[AbortedTxn] | None = None
 
 
 @dataclass(slots=True)
@@ -361,9 +366,9 @@ class Partition:
 
     @property
     def last_stable_offset(self) -> int:
-        """The offset below which every transaction is decided (no transactions yet: the high
-        watermark)."""
-        return self.log.high_watermark
+        """The offset below which every transaction is decided: the first offset of the oldest
+        open transaction, or the high watermark."""
+        return self.log.last_stable_offset
 
     @property
     def log_start_offset(self) -> int:
@@ -398,6 +403,19 @@ class Partition:
     def under_min_isr(self) -> bool:
         return self.is_leader and len(self.isr) < self.min_insync_replicas
 
+    def in_transaction(self, producer_id: int) -> bool:
+        """Whether the producer has an open transaction in this partition (KIP-890: its later
+        transactional batches need no verification)."""
+        state = self.log.producer_state
+        return isinstance(state, ProducerStateManager) and producer_id in state.ongoing
+
+    def active_producers(self) -> list[ProducerStateEntry]:
+        """The producers this partition's producer state knows (DescribeProducers)."""
+        state = self.log.producer_state
+        if isinstance(state, ProducerStateManager):
+            return state.active_producers()
+        return []
+
     # -- appends -----------------------------------------------------------------------------
 
     def append_records_to_leader(
@@ -427,6 +445,29 @@ class Partition:
         Raises NotLeaderOrFollower or a storage error."""
         self._check_leader()
         return self._append(batches, now_ms)
+
+    def append_txn_marker(
+        self,
+        *,
+        producer_id: int,
+        producer_epoch: int,
+        committed: bool,
+        coordinator_epoch: int,
+        now_ms: int,
+    ) -> AppendInfo:
+        """WriteTxnMarkers on the leader: appends a commit or abort control batch for the
+        producer (Kafka's ``appendRecords`` with origin Coordinator). Raises NotLeaderOrFollower
+        or a storage error (an older producer or coordinator epoch: INVALID_PRODUCER_EPOCH,
+        TRANSACTION_COORDINATOR_FENCED)."""
+        self._check_leader()
+        batch = build_control_batch(
+            ControlRecordType.COMMIT if committed else ControlRecordType.ABORT,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            coordinator_epoch=coordinator_epoch,
+            timestamp=now_ms,
+        )
+        return self._append(bytearray(batch), now_ms)
 
     def _append(self, batches: bytearray | memoryview, now_ms: int) -> AppendInfo:
         epoch = self.leader_epoch
@@ -794,7 +835,7 @@ class Partition:
             return LogReadResult(code)
         plog = self.log
         hw = plog.high_watermark
-        lso = hw  # no transactions yet: the last stable offset is the high watermark
+        lso = plog.last_stable_offset
         log_start = plog.log_start_offset
         if isolation == FetchIsolation.LOG_END:
             upper = None
@@ -812,6 +853,16 @@ class Partition:
             return LogReadResult(ErrorCode.OFFSET_OUT_OF_RANGE, hw, lso, log_start)
         except storage_errors.StorageError as e:
             return LogReadResult(ErrorCode.of(e.error_code), hw, lso, log_start)
+        if isolation == FetchIsolation.TXN_COMMITTED:
+            aborted = None
+            if region is not None:
+                # the transactions overlapping what is sent (Kafka bounds it by the read's end)
+                aborted = plog.collect_aborted_transactions(
+                    fetch_offset, plog.fetch_upper_bound_offset(region)
+                )
+            return LogReadResult(
+                ErrorCode.NONE, hw, lso, log_start, region, aborted_transactions=aborted or []
+            )
         return LogReadResult(ErrorCode.NONE, hw, lso, log_start, region)
 
     def fetch_offset_for_timestamp(

@@ -39,7 +39,7 @@ from coordination.group.shard import GroupCoordinatorShard
 from coordination.runtime.runtime import (
     CoordinatorLog,
     CoordinatorRuntime,
-    Record,
+    LoadedRecord,
     Scheduler,
     ShardContext,
     Timer,
@@ -111,7 +111,9 @@ class GroupCoordinator:
     def begin_loading(self, partition: int) -> int:
         return self.runtime.begin_loading(partition)
 
-    def complete_loading(self, partition: int, load_id: int, records: Iterable[Record]) -> bool:
+    def complete_loading(
+        self, partition: int, load_id: int, records: Iterable[LoadedRecord]
+    ) -> bool:
         return self.runtime.complete_loading(partition, load_id, records)
 
     def unload(self, partition: int) -> None:
@@ -251,19 +253,75 @@ class GroupCoordinator:
             lambda error: callback(dict.fromkeys(offsets, error)),
         )
 
+    def txn_commit_offsets(
+        self,
+        *,
+        group_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        member_id: str,
+        group_instance_id: str | None,
+        generation_id: int,
+        offsets: dict[TopicPartition, OffsetAndMetadata],
+        callback: CommitCallback,
+    ) -> None:
+        """TxnOffsetCommit: ``callback`` gets one error per partition once the transactional
+        batch is written; the offsets count once the transaction commits."""
+        p = self._partition(group_id, allow_empty=False)
+        if isinstance(p, ErrorCode):
+            callback(dict.fromkeys(offsets, p))
+            return
+        self.runtime.with_shard(
+            p,
+            lambda shard: shard.txn_commit_offsets(
+                group_id=group_id,
+                producer_id=producer_id,
+                producer_epoch=producer_epoch,
+                member_id=member_id,
+                group_instance_id=group_instance_id,
+                generation_id=generation_id,
+                offsets=offsets,
+                callback=callback,
+            ),
+            lambda error: callback(dict.fromkeys(offsets, error)),
+        )
+
+    def complete_transaction(self, partition: int, producer_id: int, committed: bool) -> None:
+        """A transaction marker was written to ``__consumer_offsets-<partition>`` (Kafka's
+        ``onTransactionCompleted``): the producer's pending offsets there apply or go."""
+        self.runtime.with_shard(
+            partition,
+            lambda shard: shard.complete_transaction(producer_id, committed),
+            lambda error: None,
+        )
+
     def fetch_offsets(
-        self, *, group_id: str, partitions: Sequence[TopicPartition] | None
-    ) -> tuple[ErrorCode, dict[TopicPartition, OffsetAndMetadata | None]]:
+        self,
+        *,
+        group_id: str,
+        partitions: Sequence[TopicPartition] | None,
+        require_stable: bool = False,
+    ) -> tuple[ErrorCode, dict[TopicPartition, OffsetAndMetadata | ErrorCode | None]]:
         """OffsetFetch: committed offsets of ``partitions`` (None: every committed one); None
-        for a partition without a commit."""
+        for a partition without a commit; with ``require_stable`` (KIP-447)
+        UNSTABLE_OFFSET_COMMIT for a partition with a transactional commit pending."""
         p = self._partition(group_id, allow_empty=True)
         if isinstance(p, ErrorCode):
             return p, {}
-        return self.runtime.with_shard(
-            p,
-            lambda shard: (ErrorCode.NONE, shard.fetch_offsets(group_id, partitions)),
-            lambda error: (error, {}),
-        )
+
+        def fetch(
+            shard: GroupCoordinatorShard,
+        ) -> tuple[ErrorCode, dict[TopicPartition, OffsetAndMetadata | ErrorCode | None]]:
+            found: dict[TopicPartition, OffsetAndMetadata | ErrorCode | None] = dict(
+                shard.fetch_offsets(group_id, partitions)
+            )
+            if require_stable:
+                for tp in found:
+                    if shard.has_pending_offsets(group_id, tp):
+                        found[tp] = ErrorCode.UNSTABLE_OFFSET_COMMIT
+            return ErrorCode.NONE, found
+
+        return self.runtime.with_shard(p, fetch, lambda error: (error, {}))
 
     def delete_offsets(
         self,

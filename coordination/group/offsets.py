@@ -3,9 +3,12 @@
 will share it).
 
 Offsets change only once their records are committed: a commit writes its records and applies
-them in the write's callback; a deletion writes tombstones and forgets the offsets in the
-callback. A failed write changes nothing and answers the error Kafka maps it to
-(:func:`write_error`).
+them in the write's callback; a transactional producer's commit (TxnOffsetCommit, KIP-98) is a
+transactional batch whose offsets stay pending, invisible to OffsetFetch (which answers
+UNSTABLE_OFFSET_COMMIT for them when asked for stable offsets, KIP-447), until its transaction's
+commit marker applies them (an abort marker drops them); a deletion writes tombstones and
+forgets the offsets in the callback. A failed write changes nothing and answers the error Kafka
+maps it to (:func:`write_error`).
 
 Not thread-safe on its own: its shard's lock is held around every use.
 """
@@ -67,6 +70,8 @@ class OffsetManager:
         self.metadata_max_bytes = metadata_max_bytes
         #: group id -> committed offsets
         self.offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
+        #: producer id -> group id -> offsets of its open transaction
+        self.pending: dict[int, dict[str, dict[TopicPartition, OffsetAndMetadata]]] = {}
 
     def of(self, group_id: str) -> dict[TopicPartition, OffsetAndMetadata]:
         """The group's committed offsets (a live mapping: do not keep it across writes)."""
@@ -86,6 +91,67 @@ class OffsetManager:
             group.pop(tp, None)
             if not group:
                 del self.offsets[group_id]
+
+    # -- transactional offsets (TxnOffsetCommit) -------------------------------------------------
+
+    def replay_pending(
+        self, producer_id: int, group_id: str, tp: TopicPartition, oam: OffsetAndMetadata | None
+    ) -> None:
+        group = self.pending.setdefault(producer_id, {}).setdefault(group_id, {})
+        if oam is not None:
+            group[tp] = oam
+
+    def complete_transaction(self, producer_id: int, committed: bool) -> set[str]:
+        """A marker of the producer's transaction: its pending offsets are applied (commit) or
+        dropped (abort). Returns the groups whose offsets changed."""
+        groups = self.pending.pop(producer_id, {})
+        if committed:
+            for group_id, offsets in groups.items():
+                self.offsets.setdefault(group_id, {}).update(offsets)
+        return set(groups) if committed else set()
+
+    def has_pending(self, group_id: str, tp: TopicPartition) -> bool:
+        return any(tp in groups.get(group_id, ()) for groups in self.pending.values())
+
+    def txn_commit(
+        self,
+        group_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        offsets: dict[TopicPartition, OffsetAndMetadata],
+        callback: CommitCallback,
+    ) -> None:
+        """Writes ``offsets`` as the producer's transactional batch; they stay pending until
+        its transaction ends."""
+        results: dict[TopicPartition, ErrorCode] = {}
+        valid: dict[TopicPartition, OffsetAndMetadata] = {}
+        for tp, oam in offsets.items():
+            if len(oam.metadata.encode()) > self.metadata_max_bytes:
+                results[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+            else:
+                valid[tp] = oam
+        if not valid:
+            callback(results)
+            return
+        records: list[Record] = [
+            (offset_commit_key(group_id, tp[0], tp[1]), offset_value(oam))
+            for tp, oam in valid.items()
+        ]
+
+        def done(error: ErrorCode | None) -> None:
+            if error is None:
+                self.pending.setdefault(producer_id, {}).setdefault(group_id, {}).update(valid)
+                code = ErrorCode.NONE
+            elif error == ErrorCode.INVALID_PRODUCER_EPOCH:
+                code = ErrorCode.PRODUCER_FENCED
+            else:
+                code = write_error(error, for_offsets=True)
+                log.warning("transactional offset commit of group %s failed: %s", group_id, error)
+            for tp in valid:
+                results[tp] = code
+            callback(results)
+
+        self.context.write(records, done, producer_id=producer_id, producer_epoch=producer_epoch)
 
     # -- OffsetCommit --------------------------------------------------------------------------
 

@@ -43,7 +43,12 @@ from coordination.group.records import (
     parse_key,
     parse_offset_value,
 )
-from coordination.runtime.runtime import Record, ShardContext
+from coordination.runtime.runtime import (
+    LoadedRecord,
+    ShardContext,
+    TransactionalRecord,
+    TransactionMarker,
+)
 from protocol.error_codes import ErrorCode
 
 log = logging.getLogger(__name__)
@@ -61,14 +66,38 @@ class GroupCoordinatorShard:
 
     # -- loading (CoordinatorShard) --------------------------------------------------------------
 
-    def replay(self, records: Iterable[Record]) -> None:
+    def replay(self, records: Iterable[LoadedRecord]) -> None:
         partition = self.context.partition
         values: dict[str, GroupValue] = {}
         skipped = 0
-        for key_bytes, value_bytes in records:
+        for item in records:
+            if isinstance(item, TransactionMarker):
+                self.offsets.complete_transaction(item.producer_id, item.committed)
+                continue
+            producer_id = -1
+            if isinstance(item, TransactionalRecord):
+                producer_id, key_bytes, value_bytes = item
+            else:
+                key_bytes, value_bytes = item
             try:
                 key = parse_key(key_bytes)
-                if isinstance(key, OffsetKey):
+                if isinstance(key, OffsetKey) and producer_id >= 0:
+                    parsed = None if value_bytes is None else parse_offset_value(value_bytes)
+                    self.offsets.replay_pending(
+                        producer_id,
+                        key.group,
+                        (key.topic, key.partition),
+                        None
+                        if parsed is None
+                        else OffsetAndMetadata(
+                            parsed.offset,
+                            parsed.leader_epoch,
+                            parsed.metadata,
+                            parsed.commit_timestamp,
+                            parsed.expire_timestamp,
+                        ),
+                    )
+                elif isinstance(key, OffsetKey):
                     tp = (key.topic, key.partition)
                     if value_bytes is None:
                         self.offsets.replay_tombstone(key.group, tp)
@@ -96,7 +125,8 @@ class GroupCoordinatorShard:
                     "__consumer_offsets-%d: skipping an unreadable record: %s", partition, e
                 )
         now = self.context.now_ms()
-        for group_id in set(values) | set(self.offsets.offsets):
+        pending_groups = {g for groups in self.offsets.pending.values() for g in groups}
+        for group_id in set(values) | set(self.offsets.offsets) | pending_groups:
             group = GroupMetadata(group_id, partition, now)
             value = values.get(group_id)
             if value is not None:
@@ -157,6 +187,40 @@ class GroupCoordinatorShard:
             # a commit is a sign of life too
             self.classic.complete_and_schedule_next_heartbeat(group, member)
         self.offsets.commit(group_id, offsets, callback)
+
+    def txn_commit_offsets(
+        self,
+        *,
+        group_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        member_id: str,
+        group_instance_id: str | None,
+        generation_id: int,
+        offsets: dict[TopicPartition, OffsetAndMetadata],
+        callback: CommitCallback,
+    ) -> None:
+        """TxnOffsetCommit (KIP-98; v3+ carry the member's generation, KIP-447): the offsets
+        stay pending until the producer's transaction ends."""
+        group = self.groups.get(group_id)
+        if group is None:
+            if generation_id >= 0:
+                callback(dict.fromkeys(offsets, ErrorCode.ILLEGAL_GENERATION))
+                return
+            group = self.classic.new_group(group_id)
+        elif generation_id >= 0 or member_id != UNKNOWN_MEMBER_ID:
+            error = self.classic.check_member(group, member_id, group_instance_id, generation_id)
+            if error is not None:
+                callback(dict.fromkeys(offsets, error))
+                return
+        self.offsets.txn_commit(group_id, producer_id, producer_epoch, offsets, callback)
+
+    def complete_transaction(self, producer_id: int, committed: bool) -> None:
+        """A marker of the producer's transaction was written to this partition."""
+        self.offsets.complete_transaction(producer_id, committed)
+
+    def has_pending_offsets(self, group_id: str, tp: TopicPartition) -> bool:
+        return self.offsets.has_pending(group_id, tp)
 
     def _validate_offset_commit(
         self,

@@ -33,7 +33,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, NamedTuple, Protocol, TypeVar
 
 from protocol.error_codes import ErrorCode
 
@@ -41,6 +41,26 @@ log = logging.getLogger(__name__)
 
 #: A record of an internal topic: (key, value); value None is a tombstone.
 Record = tuple[bytes, bytes | None]
+
+
+class TransactionalRecord(NamedTuple):
+    """A record a transactional producer's offsets commit wrote (KIP-98's TxnOffsetCommit): it
+    counts only once its transaction's commit marker follows."""
+
+    producer_id: int
+    key: bytes
+    value: bytes | None
+
+
+class TransactionMarker(NamedTuple):
+    """A commit or abort marker of a producer's transaction in the partition."""
+
+    producer_id: int
+    committed: bool
+
+
+#: What a shard replays: plain records, transactional ones, and markers, in log order.
+LoadedRecord = Record | TransactionalRecord | TransactionMarker
 #: Called once a write is committed (None) or has failed (its error code).
 WriteCallback = Callable[[ErrorCode | None], None]
 
@@ -67,17 +87,26 @@ class Scheduler(Protocol):
 class CoordinatorLog(Protocol):
     """Where shards' records go: the internal topic's partitions."""
 
-    def append(self, partition: int, records: Sequence[Record], callback: WriteCallback) -> None:
+    def append(
+        self,
+        partition: int,
+        records: Sequence[Record],
+        callback: WriteCallback,
+        *,
+        producer_id: int = -1,
+        producer_epoch: int = -1,
+    ) -> None:
         """Appends ``records`` in one batch to ``partition`` (led by this broker) and calls
         ``callback`` exactly once: None when the batch is committed, else the error code (e.g.
         NOT_LEADER_OR_FOLLOWER, KAFKA_STORAGE_ERROR). It may be called before ``append``
-        returns."""
+        returns. With a ``producer_id`` the batch is transactional, that producer's (a
+        TxnOffsetCommit)."""
 
 
 class CoordinatorShard(Protocol):
     """What the runtime needs of a shard."""
 
-    def replay(self, records: Iterable[Record]) -> None:
+    def replay(self, records: Iterable[LoadedRecord]) -> None:
         """Loads the partition's records, in log order (called once, before :meth:`loaded`)."""
 
     def loaded(self) -> None:
@@ -119,10 +148,18 @@ class ShardContext:
         """The scheduler's clock (deadlines)."""
         return self._scheduler.now_ms()
 
-    def write(self, records: Sequence[Record], callback: WriteCallback) -> None:
-        """Appends ``records``; ``callback`` runs with the shard's lock held once they are
-        committed (None) or failed (error code); NOT_COORDINATOR when the shard was unloaded
-        meanwhile. Call with the lock held."""
+    def write(
+        self,
+        records: Sequence[Record],
+        callback: WriteCallback,
+        *,
+        producer_id: int = -1,
+        producer_epoch: int = -1,
+    ) -> None:
+        """Appends ``records`` (a transactional batch of ``producer_id`` when given);
+        ``callback`` runs with the shard's lock held once they are committed (None) or failed
+        (error code); NOT_COORDINATOR when the shard was unloaded meanwhile. Call with the lock
+        held."""
 
         def done(error: ErrorCode | None) -> None:
             with self.lock:
@@ -131,7 +168,16 @@ class ShardContext:
         if not records:
             done(None)
             return
-        self._log.append(self.partition, records, done)
+        if producer_id >= 0:
+            self._log.append(
+                self.partition,
+                records,
+                done,
+                producer_id=producer_id,
+                producer_epoch=producer_epoch,
+            )
+        else:
+            self._log.append(self.partition, records, done)
 
     def schedule(self, delay_ms: int, fn: Callable[[], None]) -> Timer:
         """Runs ``fn`` after ``delay_ms`` with the shard's lock held, unless the shard was
@@ -213,7 +259,9 @@ class CoordinatorRuntime(Generic[S]):
             self._close(old, ErrorCode.NOT_COORDINATOR)
         return load_id
 
-    def complete_loading(self, partition: int, load_id: int, records: Iterable[Record]) -> bool:
+    def complete_loading(
+        self, partition: int, load_id: int, records: Iterable[LoadedRecord]
+    ) -> bool:
         """Replays ``records`` (the partition's, in log order) into the shard; False when the
         load was superseded (leadership moved meanwhile)."""
         with self._lock:

@@ -166,7 +166,10 @@ def test_find_coordinator_versions(broker):
     assert [(c.key, c.error_code, c.port) for c in r.coordinators] == [
         (k, E.NONE, int(port)) for k in "abc"
     ]
+    # a transactional id (key type 1): its __transaction_state partition's leader
     r = client.request(FindCoordinatorRequest(key_type=1, coordinator_keys=["txn"]), 6)
+    assert (r.coordinators[0].error_code, r.coordinators[0].port) == (E.NONE, int(port))
+    r = client.request(FindCoordinatorRequest(key_type=2, coordinator_keys=["share"]), 6)
     assert r.coordinators[0].error_code == E.INVALID_REQUEST
     client.close()
 

@@ -98,6 +98,34 @@ async function produce(args) {
   return { sent, offsets }
 }
 
+// Transactions (KIP-98): commit one batch, abort one, commit another, each in its own
+// transaction of the same transactional producer.
+async function transactions(args) {
+  const kafka = client(args, 'odradek-kafkajs-txn')
+  const producer = kafka.producer({
+    transactionalId: args.transactionalId,
+    idempotent: true,
+    maxInFlightRequests: 1,
+  })
+  await producer.connect()
+  const outcomes = []
+  try {
+    for (const [i, outcome] of ['commit', 'abort', 'commit'].entries()) {
+      const txn = await producer.transaction()
+      await txn.send({
+        topic: args.topic,
+        messages: [0, 1, 2].map(j => ({ key: `k-${i}-${j}`, value: `${outcome}-${i}-${j}` })),
+      })
+      if (outcome === 'commit') await txn.commit()
+      else await txn.abort()
+      outcomes.push(outcome)
+    }
+  } finally {
+    await producer.disconnect()
+  }
+  return { outcomes }
+}
+
 async function consume(args) {
   const kafka = client(args, 'odradek-kafkajs-consumer')
   const consumer = kafka.consumer({
@@ -245,6 +273,7 @@ const COMMANDS = {
   produce,
   consume,
   admin,
+  transactions,
   codecs: async () => ({ codecs: Object.keys(available) }),
 }
 

@@ -21,6 +21,8 @@ EXPECTED = {
     records.CorruptLogData: ErrorCode.CORRUPT_MESSAGE,
     producer_state.OutOfOrderSequence: ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
     producer_state.InvalidProducerEpoch: ErrorCode.INVALID_PRODUCER_EPOCH,
+    producer_state.TransactionCoordinatorFenced: ErrorCode.TRANSACTION_COORDINATOR_FENCED,
+    producer_state.InvalidTxnMarker: ErrorCode.CORRUPT_MESSAGE,
 }
 
 

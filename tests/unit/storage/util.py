@@ -22,12 +22,13 @@ def make_batch(
     producer_id: int = -1,
     producer_epoch: int = -1,
     base_sequence: int = -1,
+    transactional: bool = False,
 ) -> bytearray:
     """A magic-2 batch of ``count`` records (offsets 0..count-1) built by kafka-python."""
     builder = DefaultRecordBatchBuilder(
         magic=2,
         compression_type=compression,
-        is_transactional=0,
+        is_transactional=int(transactional),
         producer_id=producer_id,
         producer_epoch=producer_epoch,
         base_sequence=base_sequence,

@@ -1,0 +1,95 @@
+"""The transaction service: the transaction coordinator, the ``__transaction_state`` topic it
+lives in, and the marker channel, as the handlers use them.
+
+Built by the composition root from the broker's configuration (Kafka's ``transaction.*`` and
+``transaction.state.log.*`` keys). The topic is followed like ``__consumer_offsets`` (an
+:class:`~broker.coordinators.internal_topic.InternalTopicCoordinator`) and written through the
+same :class:`~broker.coordinators.partition_log.PartitionCoordinatorLog`, so it is replicated
+like it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from broker.config import BrokerConfig
+from broker.coordinators.internal_topic import (
+    CoordinatorNode,
+    InternalTopicCoordinator,
+    InternalTopicSpec,
+)
+from broker.coordinators.markers import TransactionMarkerChannel
+from broker.metrics import MetricSamples
+from coordination.metadata.view import TRANSACTION_STATE_TOPIC, ClusterView
+from coordination.txn.coordinator import TransactionCoordinator
+from coordination.txn.metadata import TxnConfig
+
+
+def txn_config(config: BrokerConfig, view: ClusterView) -> TxnConfig:
+    existing = view.topics.get(TRANSACTION_STATE_TOPIC)
+    return TxnConfig(
+        num_partitions=len(existing.partitions)
+        if existing is not None
+        else int(config["transaction.state.log.num.partitions"]),
+        max_timeout_ms=int(config["transaction.max.timeout.ms"]),
+        transactional_id_expiration_ms=int(config["transactional.id.expiration.ms"]),
+        abort_timed_out_interval_ms=int(
+            config["transaction.abort.timed.out.transaction.cleanup.interval.ms"]
+        ),
+        remove_expired_interval_ms=int(
+            config["transaction.remove.expired.transaction.cleanup.interval.ms"]
+        ),
+    )
+
+
+def txn_topic_spec(config: BrokerConfig, num_partitions: int) -> InternalTopicSpec:
+    return InternalTopicSpec(
+        TRANSACTION_STATE_TOPIC,
+        num_partitions=num_partitions,
+        replication_factor=int(config["transaction.state.log.replication.factor"]),
+        configs={
+            "cleanup.policy": "compact",
+            "compression.type": "uncompressed",
+            "min.insync.replicas": str(config["transaction.state.log.min.isr"]),
+            "segment.bytes": str(config["transaction.state.log.segment.bytes"]),
+        },
+    )
+
+
+class TransactionService:
+    def __init__(
+        self,
+        coordinator: TransactionCoordinator,
+        topic: InternalTopicCoordinator,
+        markers: TransactionMarkerChannel,
+    ) -> None:
+        self.coordinator = coordinator
+        self.topic = topic
+        self.markers = markers
+
+    def startup(self) -> None:
+        self.coordinator.startup()
+        self.topic.startup()
+
+    def shutdown(self) -> None:
+        """Stops the coordinator, the loader and the marker channel. Idempotent."""
+        self.coordinator.shutdown()
+        self.topic.shutdown()
+        self.markers.shutdown()
+
+    def find(self, transactional_id: str, listener: str) -> CoordinatorNode:
+        return self.topic.coordinator_node(
+            self.coordinator.partition_for(transactional_id), listener
+        )
+
+    def metrics(self) -> list[MetricSamples]:
+        _, txns = self.coordinator.list_transactions()
+        states = Counter(t.state.display_name for t in txns)
+        return [
+            (
+                "odradek_transactional_ids",
+                "gauge",
+                "Transactional ids this broker coordinates, by state.",
+                [(f'{{state="{s}"}}', float(n)) for s, n in sorted(states.items())],
+            ),
+        ]

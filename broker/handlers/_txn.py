@@ -1,0 +1,49 @@
+"""What the transaction handlers share: the coordinator, Kafka's per-version error mapping, and
+answering once the coordinator's callback arrives."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from broker.coordinators.scheduler import Answer
+from broker.dispatch import Later, RequestContext
+from coordination.errors import KafkaApiError
+from coordination.txn.coordinator import TransactionCoordinator
+from protocol.error_codes import ErrorCode
+
+T = TypeVar("T")
+
+
+def transactions(ctx: RequestContext) -> TransactionCoordinator:
+    """The broker's transaction coordinator (COORDINATOR_NOT_AVAILABLE without one)."""
+    service = ctx.services.transactions
+    if service is None:
+        raise KafkaApiError("no transaction coordinator", ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    return service.coordinator
+
+
+def fenced_for(code: ErrorCode, version: int, first_version: int) -> ErrorCode:
+    """PRODUCER_FENCED for request versions that know it (``first_version`` on), else
+    INVALID_PRODUCER_EPOCH, as Kafka answers older clients."""
+    if code == ErrorCode.PRODUCER_FENCED and version < first_version:
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    return code
+
+
+def abortable_for(code: ErrorCode, version: int, first_version: int) -> ErrorCode:
+    """TRANSACTION_ABORTABLE only for versions that know it; INVALID_TXN_STATE before."""
+    if code == ErrorCode.TRANSACTION_ABORTABLE and version < first_version:
+        return ErrorCode.INVALID_TXN_STATE
+    return code
+
+
+def respond(answer: Answer[T], build: Callable[[T], Any]) -> Any:
+    """``build(value)`` now if the answer is there, else later (the dispatcher awaits it)."""
+    if answer.ready:
+        return build(answer.value)  # type: ignore[arg-type]
+
+    async def later() -> Any:
+        return build(await answer.wait())
+
+    return Later(later())

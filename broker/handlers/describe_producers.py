@@ -1,0 +1,86 @@
+"""DescribeProducers (KIP-664): the active producers of each partition this broker leads, from
+its producer state: id, epoch, last sequence and timestamp, coordinator epoch, and the first
+offset of the producer's open transaction (-1 without one). NOT_LEADER_OR_FOLLOWER elsewhere,
+UNKNOWN_TOPIC_OR_PARTITION for partitions that do not exist."""
+
+from __future__ import annotations
+
+from broker.dispatch import RequestContext
+from broker.registry import error_response, handler
+from protocol.acl import AclOperation, ResourceType
+from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
+from protocol.messages.describe_producers import (
+    DescribeProducersRequest,
+    DescribeProducersResponse,
+    PartitionResponse,
+    ProducerState,
+    TopicResponse,
+)
+
+
+def _partition(ctx: RequestContext, topic: str, index: int) -> PartitionResponse:
+    part = ctx.services.replica_manager.get_partition(topic, index)
+    if part is None:
+        code = (
+            ErrorCode.NOT_LEADER_OR_FOLLOWER
+            if ctx.services.metadata.view.partition(topic, index) is not None
+            else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        )
+        return PartitionResponse(partition_index=index, error_code=code, active_producers=[])
+    code = part.leader_error()
+    if code != ErrorCode.NONE:
+        return PartitionResponse(partition_index=index, error_code=code, active_producers=[])
+    return PartitionResponse(
+        partition_index=index,
+        error_code=ErrorCode.NONE,
+        active_producers=[
+            ProducerState(
+                producer_id=e.producer_id,
+                producer_epoch=e.producer_epoch,
+                last_sequence=e.last_seq,
+                last_timestamp=e.last_timestamp,
+                coordinator_epoch=e.coordinator_epoch,
+                current_txn_start_offset=e.current_txn_first_offset,
+            )
+            for e in part.active_producers()
+        ],
+    )
+
+
+@handler(ApiKey.DESCRIBE_PRODUCERS, "0", acl=(AclOperation.READ, ResourceType.TOPIC))
+def handle_describe_producers(
+    ctx: RequestContext, request: DescribeProducersRequest
+) -> DescribeProducersResponse:
+    return DescribeProducersResponse(
+        throttle_time_ms=0,
+        topics=[
+            TopicResponse(
+                name=t.name, partitions=[_partition(ctx, t.name, p) for p in t.partition_indexes]
+            )
+            for t in request.topics
+        ],
+    )
+
+
+@error_response(ApiKey.DESCRIBE_PRODUCERS)
+def describe_producers_error(
+    request: DescribeProducersRequest, code: ErrorCode, message: str | None
+) -> DescribeProducersResponse:
+    return DescribeProducersResponse(
+        topics=[
+            TopicResponse(
+                name=t.name,
+                partitions=[
+                    PartitionResponse(
+                        partition_index=p,
+                        error_code=code,
+                        error_message=message,
+                        active_producers=[],
+                    )
+                    for p in t.partition_indexes
+                ],
+            )
+            for t in request.topics
+        ]
+    )

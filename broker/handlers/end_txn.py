@@ -1,0 +1,42 @@
+"""EndTxn: commit or abort a producer's transaction (KIP-98).
+
+The coordinator writes PrepareCommit/PrepareAbort and answers; the markers and the Complete state
+follow. v2+ may answer PRODUCER_FENCED (older versions INVALID_PRODUCER_EPOCH). v5 (KIP-890 part
+2: an epoch bump per transaction) is not served, as transaction.version 2 is not advertised.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.coordinators.scheduler import Answer
+from broker.dispatch import RequestContext
+from broker.handlers._txn import fenced_for, respond, transactions
+from broker.registry import error_response, handler
+from coordination.txn.shard import TxnResult
+from protocol.acl import AclOperation, ResourceType
+from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
+from protocol.messages.end_txn import EndTxnRequest, EndTxnResponse
+
+
+@handler(ApiKey.END_TXN, "0-4", acl=(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID))
+def handle_end_txn(ctx: RequestContext, request: EndTxnRequest) -> Any:
+    version = ctx.api_version
+    answer: Answer[TxnResult] = Answer()
+    transactions(ctx).end_txn(
+        request.transactional_id,
+        request.producer_id,
+        request.producer_epoch,
+        request.committed,
+        answer,
+    )
+    return respond(
+        answer,
+        lambda r: EndTxnResponse(throttle_time_ms=0, error_code=fenced_for(r.error, version, 2)),
+    )
+
+
+@error_response(ApiKey.END_TXN)
+def end_txn_error(request: EndTxnRequest, code: ErrorCode, message: str | None) -> EndTxnResponse:
+    return EndTxnResponse(error_code=code)

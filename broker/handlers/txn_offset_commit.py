@@ -1,0 +1,110 @@
+"""TxnOffsetCommit: a transactional producer commits a consumer group's offsets as part of its
+transaction (KIP-98; v3+ carry the consumer's generation and member id, KIP-447, checked like
+OffsetCommit's). The offsets are written to the group's ``__consumer_offsets`` partition as the
+producer's transactional batch and count only once the transaction commits. A producer fenced
+by a newer epoch gets INVALID_PRODUCER_EPOCH, as from Kafka's group coordinator."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.coordinators.scheduler import Answer
+from broker.dispatch import RequestContext
+from broker.handlers._groups import coordinator
+from broker.handlers._txn import respond
+from broker.registry import error_response, handler
+from coordination.group.metadata import OffsetAndMetadata
+from protocol.acl import AclOperation, ResourceType
+from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
+from protocol.messages.txn_offset_commit import (
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
+    TxnOffsetCommitResponsePartition,
+    TxnOffsetCommitResponseTopic,
+)
+
+TopicPartition = tuple[str, int]
+
+
+def _response(request: Any, errors: dict[TopicPartition, ErrorCode]) -> TxnOffsetCommitResponse:
+    return TxnOffsetCommitResponse(
+        throttle_time_ms=0,
+        topics=[
+            TxnOffsetCommitResponseTopic(
+                name=t.name,
+                partitions=[
+                    TxnOffsetCommitResponsePartition(
+                        partition_index=p.partition_index,
+                        error_code=errors.get((t.name, p.partition_index), ErrorCode.NONE),
+                    )
+                    for p in t.partitions
+                ],
+            )
+            for t in request.topics
+        ],
+    )
+
+
+@handler(ApiKey.TXN_OFFSET_COMMIT, "0-5", acl=(AclOperation.READ, ResourceType.GROUP))
+def handle_txn_offset_commit(ctx: RequestContext, request: TxnOffsetCommitRequest) -> Any:
+    version = ctx.api_version
+    now = ctx.now_ms()
+    view = ctx.services.metadata.view
+    errors: dict[TopicPartition, ErrorCode] = {}
+    offsets: dict[TopicPartition, OffsetAndMetadata] = {}
+    for t in request.topics:
+        for p in t.partitions:
+            tp = (t.name, p.partition_index)
+            if view.partition(*tp) is None:
+                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            offsets[tp] = OffsetAndMetadata(
+                offset=p.committed_offset,
+                leader_epoch=p.committed_leader_epoch if version >= 2 else -1,
+                metadata=p.committed_metadata or "",
+                commit_timestamp_ms=now,
+                expire_timestamp_ms=-1,
+            )
+    if not offsets:
+        return _response(request, errors)
+    answer: Answer[dict[TopicPartition, ErrorCode]] = Answer()
+    coordinator(ctx).txn_commit_offsets(
+        group_id=request.group_id,
+        producer_id=request.producer_id,
+        producer_epoch=request.producer_epoch,
+        member_id=request.member_id if version >= 3 else "",
+        group_instance_id=request.group_instance_id if version >= 3 else None,
+        generation_id=request.generation_id if version >= 3 else -1,
+        offsets=offsets,
+        callback=answer,
+    )
+
+    def build(found: dict[TopicPartition, ErrorCode]) -> TxnOffsetCommitResponse:
+        for tp, code in found.items():
+            errors[tp] = (
+                ErrorCode.INVALID_PRODUCER_EPOCH if code == ErrorCode.PRODUCER_FENCED else code
+            )
+        return _response(request, errors)
+
+    return respond(answer, build)
+
+
+@error_response(ApiKey.TXN_OFFSET_COMMIT)
+def txn_offset_commit_error(
+    request: TxnOffsetCommitRequest, code: ErrorCode, message: str | None
+) -> TxnOffsetCommitResponse:
+    return TxnOffsetCommitResponse(
+        topics=[
+            TxnOffsetCommitResponseTopic(
+                name=t.name,
+                partitions=[
+                    TxnOffsetCommitResponsePartition(
+                        partition_index=p.partition_index, error_code=code
+                    )
+                    for p in t.partitions
+                ],
+            )
+            for t in request.topics
+        ]
+    )

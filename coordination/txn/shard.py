@@ -1,0 +1,513 @@
+"""One ``__transaction_state`` partition's transactional ids (Kafka's ``TransactionCoordinator``
+logic with ``TransactionStateManager``'s per-partition map), on the coordinator runtime.
+
+Every change is a copy of a :class:`~coordination.txn.metadata.TransactionMetadata` written to
+the partition and applied once the write is committed; while it is in flight the transactional
+id answers CONCURRENT_TRANSACTIONS (the clients retry). The algorithms are Kafka's (KIP-98,
+KIP-360, KIP-447):
+
+* **InitProducerId** gives a transactional id a producer id (kept across sessions) and bumps its
+  epoch, which fences older instances (their requests then answer PRODUCER_FENCED). An open
+  transaction of the previous instance is aborted first (the epoch is bumped, PrepareAbort
+  written, markers sent) and the new instance is told CONCURRENT_TRANSACTIONS until the abort is
+  complete. KIP-360: a producer passing its current producer id and epoch may bump its own epoch;
+  a stale pair is fenced. An epoch about to overflow moves the id to a new producer id.
+* **AddPartitionsToTxn / AddOffsetsToTxn** add partitions to the transaction (Ongoing).
+* **EndTxn** writes PrepareCommit or PrepareAbort and answers; then the markers go to every
+  partition's leader (:class:`MarkerSender`) and, once all are written, CompleteCommit or
+  CompleteAbort is written. A retried EndTxn of a completed transaction is answered NONE.
+* A transaction open longer than its timeout is aborted with a bumped epoch (so its producer is
+  fenced); transactional ids idle for ``transactional.id.expiration.ms`` are removed (a
+  tombstone).
+* Loading replays the records; transactions found in a Prepare state get their markers sent
+  again (the previous coordinator may have died before completing them).
+
+Every method runs with the shard's lock held (the runtime takes it).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from typing import NamedTuple, Protocol
+
+from coordination.runtime.runtime import (
+    LoadedRecord,
+    ShardContext,
+    TransactionalRecord,
+    TransactionMarker,
+)
+from coordination.txn.metadata import (
+    IDLE_STATES,
+    NO_PRODUCER_EPOCH,
+    PREPARE_STATES,
+    TopicPartition,
+    TransactionMetadata,
+    TxnConfig,
+    TxnState,
+)
+from coordination.txn.records import (
+    CorruptTxnRecord,
+    parse_txn_key,
+    parse_txn_value,
+    txn_key,
+    txn_value,
+)
+from protocol.error_codes import ErrorCode
+
+log = logging.getLogger(__name__)
+
+#: delay before retrying the Complete write after a failed one
+RETRY_COMPLETE_MS = 500
+
+
+class TxnResult(NamedTuple):
+    """InitProducerId and EndTxn answers."""
+
+    error: ErrorCode
+    producer_id: int = -1
+    producer_epoch: int = -1
+
+
+TxnCallback = Callable[[TxnResult], None]
+ErrorCallback = Callable[[ErrorCode], None]
+
+
+class MarkerSender(Protocol):
+    """Writes transaction markers to the partitions' leaders (the broker's
+    ``TransactionMarkerChannelManager``)."""
+
+    def send_markers(
+        self,
+        *,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        committed: bool,
+        coordinator_epoch: int,
+        partitions: frozenset[TopicPartition],
+        done: Callable[[], None],
+    ) -> None:
+        """Writes one marker per partition (retrying until each is written, or its partition
+        is gone) and then calls ``done`` once, from any thread. A marker refused because a
+        newer coordinator wrote one (TRANSACTION_COORDINATOR_FENCED) never completes."""
+
+
+def write_error(code: ErrorCode) -> ErrorCode:
+    """Kafka's mapping of a failed state-log append to what transactional clients expect."""
+    if code in (
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.NOT_ENOUGH_REPLICAS,
+        ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+        ErrorCode.REQUEST_TIMED_OUT,
+    ):
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    if code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.KAFKA_STORAGE_ERROR):
+        return ErrorCode.NOT_COORDINATOR
+    if code in (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE):
+        return ErrorCode.UNKNOWN_SERVER_ERROR
+    return code
+
+
+class TransactionCoordinatorShard:
+    def __init__(
+        self,
+        context: ShardContext,
+        config: TxnConfig,
+        *,
+        coordinator_epoch: int,
+        producer_ids: Callable[[], int],
+        markers: MarkerSender,
+    ) -> None:
+        self.context = context
+        self.config = config
+        self.coordinator_epoch = coordinator_epoch
+        self._producer_ids = producer_ids
+        self._markers = markers
+        self.txns: dict[str, TransactionMetadata] = {}
+
+    # -- loading (CoordinatorShard) ----------------------------------------------------------------
+
+    def replay(self, records: Iterable[LoadedRecord]) -> None:
+        skipped = 0
+        for item in records:
+            if isinstance(item, TransactionalRecord | TransactionMarker):
+                continue  # never written to __transaction_state
+            key, value = item
+            try:
+                txn_id = parse_txn_key(key)
+                if value is None:
+                    self.txns.pop(txn_id, None)
+                else:
+                    self.txns[txn_id] = TransactionMetadata.from_log(txn_id, parse_txn_value(value))
+            except (CorruptTxnRecord, ValueError) as e:
+                skipped += 1
+                log.warning(
+                    "__transaction_state-%d: skipping an unreadable record: %s",
+                    self.context.partition,
+                    e,
+                )
+        log.log(
+            logging.INFO if self.txns or skipped else logging.DEBUG,
+            "loaded %d transactional id(s) from __transaction_state-%d%s",
+            len(self.txns),
+            self.context.partition,
+            f" ({skipped} unreadable records skipped)" if skipped else "",
+        )
+
+    def loaded(self) -> None:
+        for txn in list(self.txns.values()):
+            if txn.state in PREPARE_STATES:
+                self._send_markers(txn)
+
+    def unloaded(self, error: ErrorCode) -> None:
+        """Nothing waits on a shard: writes in flight answer NOT_COORDINATOR through the
+        runtime, and late marker completions find the shard inactive."""
+
+    # -- writes ------------------------------------------------------------------------------------
+
+    def _write(
+        self,
+        current: TransactionMetadata | None,
+        new: TransactionMetadata,
+        on_done: Callable[[ErrorCode | None], None],
+    ) -> None:
+        """Writes ``new`` (a tombstone for Dead); applies it once committed."""
+        txn_id = new.transactional_id
+        placeholder = current if current is not None else new
+        placeholder.pending = new.state
+        self.txns.setdefault(txn_id, placeholder)
+
+        def done(error: ErrorCode | None) -> None:
+            placeholder.pending = None
+            if error is None:
+                if new.state == TxnState.DEAD:
+                    self.txns.pop(txn_id, None)
+                else:
+                    new.pending = None
+                    self.txns[txn_id] = new
+            elif current is None and self.txns.get(txn_id) is placeholder:
+                del self.txns[txn_id]  # a new id whose first write failed
+            on_done(error)
+
+        value = None if new.state == TxnState.DEAD else txn_value(new.log_value())
+        self.context.write([(txn_key(txn_id), value)], done)
+
+    # -- InitProducerId ----------------------------------------------------------------------------
+
+    def init_producer_id(
+        self,
+        transactional_id: str,
+        timeout_ms: int,
+        expected_producer_id: int,
+        expected_producer_epoch: int,
+        callback: TxnCallback,
+    ) -> None:
+        now = self.context.now_ms()
+        txn = self.txns.get(transactional_id)
+        if txn is None:
+            try:
+                producer_id = self._producer_ids()
+            except Exception:
+                log.exception("allocating a producer id failed")
+                callback(TxnResult(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+                return
+            new = TransactionMetadata(
+                transactional_id,
+                producer_id,
+                producer_epoch=0,
+                timeout_ms=timeout_ms,
+                state=TxnState.EMPTY,
+                last_update_ms=now,
+            )
+            self._write(None, new, lambda e: callback(self._init_answer(e, new)))
+            return
+        if txn.pending is not None or txn.state in PREPARE_STATES:
+            callback(TxnResult(ErrorCode.CONCURRENT_TRANSACTIONS))
+            return
+        if expected_producer_id >= 0:
+            # KIP-360: the producer names the id and epoch it has
+            if (
+                expected_producer_id == txn.producer_id
+                and expected_producer_epoch == txn.last_producer_epoch
+                and txn.state == TxnState.EMPTY
+                and txn.last_producer_epoch != NO_PRODUCER_EPOCH
+            ):
+                # a retry of a bump that succeeded: answer the current pair
+                callback(TxnResult(ErrorCode.NONE, txn.producer_id, txn.producer_epoch))
+                return
+            if not (
+                expected_producer_id == txn.producer_id
+                and expected_producer_epoch == txn.producer_epoch
+            ):
+                callback(TxnResult(ErrorCode.PRODUCER_FENCED))
+                return
+        if txn.state == TxnState.ONGOING:
+            # fence the previous instance and abort its transaction; the new one retries
+            self._fence_and_abort(txn, now)
+            callback(TxnResult(ErrorCode.CONCURRENT_TRANSACTIONS))
+            return
+        new = self._bumped(txn, now).copy(
+            timeout_ms=timeout_ms,
+            state=TxnState.EMPTY,
+            partitions=frozenset(),
+            start_ms=-1,
+            last_update_ms=now,
+        )
+        self._write(txn, new, lambda e: callback(self._init_answer(e, new)))
+
+    @staticmethod
+    def _init_answer(error: ErrorCode | None, new: TransactionMetadata) -> TxnResult:
+        if error is not None:
+            return TxnResult(write_error(error))
+        return TxnResult(ErrorCode.NONE, new.producer_id, new.producer_epoch)
+
+    def _bumped(self, txn: TransactionMetadata, now: int) -> TransactionMetadata:
+        """The id with its epoch bumped, or a new producer id when the epoch is exhausted."""
+        if txn.is_epoch_exhausted:
+            return txn.copy(
+                previous_producer_id=txn.producer_id,
+                producer_id=self._producer_ids(),
+                producer_epoch=0,
+                last_producer_epoch=NO_PRODUCER_EPOCH,
+                last_update_ms=now,
+            )
+        return txn.copy(
+            producer_epoch=txn.producer_epoch + 1,
+            last_producer_epoch=txn.producer_epoch,
+            last_update_ms=now,
+        )
+
+    def _fence_and_abort(self, txn: TransactionMetadata, now: int) -> None:
+        """Kafka's PrepareEpochFence: bump the epoch (fencing the producer) and abort."""
+        epoch = txn.producer_epoch if txn.is_epoch_exhausted else txn.producer_epoch + 1
+        new = txn.copy(
+            producer_epoch=epoch,
+            last_producer_epoch=txn.producer_epoch,
+            state=TxnState.PREPARE_ABORT,
+            last_update_ms=now,
+        )
+
+        def done(error: ErrorCode | None) -> None:
+            if error is None:
+                self._send_markers(new)
+            else:
+                log.warning(
+                    "fencing transactional id %s failed: %s", txn.transactional_id, error.name
+                )
+
+        self._write(txn, new, done)
+
+    # -- AddPartitionsToTxn / AddOffsetsToTxn ------------------------------------------------------
+
+    def _check_producer(
+        self, txn: TransactionMetadata | None, producer_id: int, producer_epoch: int
+    ) -> ErrorCode:
+        if txn is None or txn.producer_id != producer_id:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        if txn.producer_epoch != producer_epoch:
+            return ErrorCode.PRODUCER_FENCED
+        if txn.pending is not None or txn.state in PREPARE_STATES:
+            return ErrorCode.CONCURRENT_TRANSACTIONS
+        return ErrorCode.NONE
+
+    def add_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Sequence[TopicPartition],
+        callback: ErrorCallback,
+    ) -> None:
+        txn = self.txns.get(transactional_id)
+        error = self._check_producer(txn, producer_id, producer_epoch)
+        if error != ErrorCode.NONE or txn is None:
+            callback(error)
+            return
+        if txn.state == TxnState.DEAD:
+            callback(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+            return
+        wanted = frozenset(partitions)
+        if txn.state == TxnState.ONGOING and wanted <= txn.partitions:
+            callback(ErrorCode.NONE)
+            return
+        now = self.context.now_ms()
+        ongoing = txn.state == TxnState.ONGOING
+        new = txn.copy(
+            state=TxnState.ONGOING,
+            partitions=(txn.partitions | wanted) if ongoing else wanted,
+            start_ms=txn.start_ms if ongoing else now,
+            last_update_ms=now,
+        )
+        self._write(txn, new, lambda e: callback(ErrorCode.NONE if e is None else write_error(e)))
+
+    def verify_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Sequence[TopicPartition],
+    ) -> dict[TopicPartition, ErrorCode]:
+        """KIP-890's verification (AddPartitionsToTxn ``verify_only``): NONE for each partition
+        already in the producer's ongoing transaction, else INVALID_TXN_STATE."""
+        txn = self.txns.get(transactional_id)
+        if txn is None or txn.producer_id != producer_id:
+            return dict.fromkeys(partitions, ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+        if txn.producer_epoch != producer_epoch:
+            return dict.fromkeys(partitions, ErrorCode.PRODUCER_FENCED)
+        return {
+            tp: ErrorCode.NONE
+            if txn.state == TxnState.ONGOING and tp in txn.partitions
+            else ErrorCode.INVALID_TXN_STATE
+            for tp in partitions
+        }
+
+    # -- EndTxn ------------------------------------------------------------------------------------
+
+    def end_txn(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        callback: TxnCallback,
+    ) -> None:
+        txn = self.txns.get(transactional_id)
+        if txn is None or txn.producer_id != producer_id:
+            callback(TxnResult(ErrorCode.INVALID_PRODUCER_ID_MAPPING))
+            return
+        if txn.producer_epoch != producer_epoch:
+            callback(TxnResult(ErrorCode.PRODUCER_FENCED))
+            return
+        if txn.pending is not None:
+            callback(TxnResult(ErrorCode.CONCURRENT_TRANSACTIONS))
+            return
+        state = txn.state
+        answer = TxnResult(ErrorCode.NONE, txn.producer_id, txn.producer_epoch)
+        if state == TxnState.ONGOING:
+            now = self.context.now_ms()
+            new = txn.copy(
+                state=TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT,
+                last_update_ms=now,
+            )
+
+            def done(error: ErrorCode | None) -> None:
+                if error is not None:
+                    callback(TxnResult(write_error(error)))
+                    return
+                callback(answer)
+                self._send_markers(new)
+
+            self._write(txn, new, done)
+        elif state == TxnState.COMPLETE_COMMIT:
+            callback(answer if commit else TxnResult(ErrorCode.INVALID_TXN_STATE))
+        elif state == TxnState.COMPLETE_ABORT:
+            callback(answer if not commit else TxnResult(ErrorCode.INVALID_TXN_STATE))
+        elif state == TxnState.PREPARE_COMMIT:
+            callback(
+                TxnResult(
+                    ErrorCode.CONCURRENT_TRANSACTIONS if commit else ErrorCode.INVALID_TXN_STATE
+                )
+            )
+        elif state == TxnState.PREPARE_ABORT:
+            callback(
+                TxnResult(
+                    ErrorCode.CONCURRENT_TRANSACTIONS if not commit else ErrorCode.INVALID_TXN_STATE
+                )
+            )
+        else:
+            callback(TxnResult(ErrorCode.INVALID_TXN_STATE))
+
+    # -- markers and completion --------------------------------------------------------------------
+
+    def _send_markers(self, txn: TransactionMetadata) -> None:
+        expected = (txn.producer_id, txn.producer_epoch, txn.state)
+        txn_id = txn.transactional_id
+        sending = [True]
+
+        def done() -> None:
+            if sending[0]:
+                # every marker was written before send_markers returned: complete now (the lock
+                # is held)
+                self._complete(txn_id, expected)
+                return
+            # later, from any thread: complete on the scheduler's, with the lock held
+            self.context.schedule(0, lambda: self._complete(txn_id, expected))
+
+        self._markers.send_markers(
+            transactional_id=txn_id,
+            producer_id=txn.producer_id,
+            producer_epoch=txn.producer_epoch,
+            committed=txn.state == TxnState.PREPARE_COMMIT,
+            coordinator_epoch=self.coordinator_epoch,
+            partitions=txn.partitions,
+            done=done,
+        )
+        sending[0] = False
+
+    def _complete(self, txn_id: str, expected: tuple[int, int, TxnState]) -> None:
+        txn = self.txns.get(txn_id)
+        if txn is None or (txn.producer_id, txn.producer_epoch, txn.state) != expected:
+            return
+        if txn.pending is not None:
+            self.context.schedule(RETRY_COMPLETE_MS, lambda: self._complete(txn_id, expected))
+            return
+        new = txn.copy(
+            state=TxnState.COMPLETE_COMMIT
+            if txn.state == TxnState.PREPARE_COMMIT
+            else TxnState.COMPLETE_ABORT,
+            partitions=frozenset(),
+            last_update_ms=self.context.now_ms(),
+        )
+
+        def done(error: ErrorCode | None) -> None:
+            if error is None or error == ErrorCode.NOT_COORDINATOR:
+                return  # a new coordinator completes it after loading
+            log.warning("completing transaction %s failed: %s; retrying", txn_id, error.name)
+            self.context.schedule(RETRY_COMPLETE_MS, lambda: self._complete(txn_id, expected))
+
+        self._write(txn, new, done)
+
+    # -- timers ------------------------------------------------------------------------------------
+
+    def abort_timed_out_transactions(self, now_ms: int) -> int:
+        """Aborts (with a fencing epoch bump) transactions open past their timeout."""
+        n = 0
+        for txn in list(self.txns.values()):
+            if (
+                txn.state == TxnState.ONGOING
+                and txn.pending is None
+                and txn.start_ms + txn.timeout_ms < now_ms
+            ):
+                log.info(
+                    "aborting transaction %s (producer id %d): open longer than %d ms",
+                    txn.transactional_id,
+                    txn.producer_id,
+                    txn.timeout_ms,
+                )
+                self._fence_and_abort(txn, now_ms)
+                n += 1
+        return n
+
+    def remove_expired_transactional_ids(self, now_ms: int) -> int:
+        n = 0
+        for txn in list(self.txns.values()):
+            if (
+                txn.state in IDLE_STATES
+                and txn.pending is None
+                and txn.last_update_ms + self.config.transactional_id_expiration_ms <= now_ms
+            ):
+                self._write(txn, txn.copy(state=TxnState.DEAD), lambda e: None)
+                n += 1
+        return n
+
+    # -- admin -------------------------------------------------------------------------------------
+
+    def describe(self, transactional_id: str) -> TransactionMetadata | None:
+        txn = self.txns.get(transactional_id)
+        if txn is None or txn.state == TxnState.DEAD:
+            return None
+        return txn
+
+    def list(self) -> list[TransactionMetadata]:
+        return [t for t in self.txns.values() if t.state != TxnState.DEAD]

@@ -1,0 +1,70 @@
+"""A consume-transform-produce loop with exactly-once semantics (KIP-98, KIP-447), as an
+application would write it with confluent-kafka: read ``input`` with read_committed in a
+consumer group, and in one transaction per batch write each record (its value prefixed) to
+``output`` and commit the consumed offsets with ``send_offsets_to_transaction``.
+
+Run by tests/integration/test_transactions.py, which SIGKILLs it (or the broker) and starts it
+again. Any client error makes it exit non-zero (the harness restarts it); the next instance's
+``init_transactions`` fences this one and aborts its open transaction.
+
+Usage: copy_loop.py BOOTSTRAP INPUT OUTPUT GROUP TRANSACTIONAL_ID TOTAL
+"""
+
+from __future__ import annotations
+
+import sys
+
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+
+
+def main() -> int:
+    bootstrap, source, sink, group, txn_id, total = sys.argv[1:7]
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "fetch.wait.max.ms": 50,
+        }
+    )
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "transactional.id": txn_id,
+            "transaction.timeout.ms": 30000,
+            "linger.ms": 5,
+        }
+    )
+    producer.init_transactions(60)
+    consumer.subscribe([source])
+    while True:
+        batch = consumer.consume(500, 1.0)
+        records = [m for m in batch if not m.error()]
+        for m in batch:
+            error = m.error()
+            if error is not None and error.code() != KafkaError._PARTITION_EOF:
+                print(f"consume error: {error}", file=sys.stderr)
+                return 2
+        if not records:
+            positions = consumer.position(consumer.assignment())
+            committed = consumer.committed(consumer.assignment(), 10)
+            done = sum(max(p.offset, 0) for p in committed)
+            if done >= int(total) and positions:
+                print("done", file=sys.stderr)
+                return 0
+            continue
+        producer.begin_transaction()
+        for m in records:
+            producer.produce(sink, key=m.key(), value=b"copy-" + m.value(), partition=m.partition())
+        offsets = [
+            TopicPartition(tp.topic, tp.partition, tp.offset)
+            for tp in consumer.position(consumer.assignment())
+        ]
+        producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata(), 30)
+        producer.commit_transaction(60)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

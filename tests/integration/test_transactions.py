@@ -1,0 +1,343 @@
+"""Transactions with real clients against the real daemon (issue 17): confluent-kafka's
+transactional producer and read_committed consumers, exactly-once consume-transform-produce with
+SIGKILLs of the loop and of the broker, fencing of zombies, timeout aborts, recovery after a
+restart; aiokafka's and kafka-python's transactional producers; the admin APIs through
+kafka-python."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException, Producer
+
+from tests.integration.broker_process import ROOT, BrokerProcess
+from tests.support.kafka_clients import consume_from_start, create_topic
+
+#: small coordinator topics keep start-up and loading quick on 2 cores
+TXN_BROKER = {
+    "transaction.state.log.num.partitions": "4",
+    "offsets.topic.num.partitions": "4",
+    "group.initial.rebalance.delay.ms": "0",
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": "500",
+}
+
+
+@pytest.fixture(scope="module")
+def txn_broker(tmp_path_factory: pytest.TempPathFactory):
+    proc = BrokerProcess(tmp_path_factory.mktemp("txn") / "data", TXN_BROKER)
+    proc.start()
+    yield proc
+    proc.stop()
+
+
+def producer(bootstrap: str, txn_id: str, **extra: object) -> Producer:
+    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id, **extra})
+    p.init_transactions(60)
+    return p
+
+
+def read(bootstrap: str, topics: list[tuple[str, int]], isolation: str, expected: int):
+    out = []
+    for topic, partitions in topics:
+        out += consume_from_start(
+            bootstrap,
+            topic,
+            partitions,
+            expected,
+            timeout=15,
+            client={"isolation.level": isolation, "enable.partition.eof": False},
+        )
+    return out
+
+
+def test_commit_and_abort_across_three_topics(txn_broker: BrokerProcess) -> None:
+    bs = txn_broker.bootstrap
+    topics = [f"txn-{i}-{uuid.uuid4().hex[:6]}" for i in range(3)]
+    for t in topics:
+        create_topic(bs, t, 4)
+    p = producer(bs, f"three-{uuid.uuid4().hex[:6]}")
+    committed: dict[tuple[str, int], list[bytes]] = defaultdict(list)
+    everything: dict[tuple[str, int], list[bytes]] = defaultdict(list)
+    n = 0
+    for txn in range(6):
+        commit = txn % 2 == 0
+        p.begin_transaction()
+        for t in topics:
+            for part in range(4):
+                for _ in range(5):
+                    value = b"%s-%d-%d" % (b"c" if commit else b"a", txn, n)
+                    n += 1
+                    p.produce(t, value=value, partition=part)
+                    everything[(t, part)].append(value)
+                    if commit:
+                        committed[(t, part)].append(value)
+        if commit:
+            p.commit_transaction(30)
+        else:
+            p.flush(30)
+            p.abort_transaction(30)
+    total_committed = sum(len(v) for v in committed.values())
+    got = read(bs, [(t, 4) for t in topics], "read_committed", total_committed // 3)
+    by_partition: dict[tuple[str, int], list[bytes]] = defaultdict(list)
+    for m in got:
+        by_partition[(m.topic(), m.partition())].append(m.value())
+    assert by_partition == committed  # exactly the committed records, in order, nothing else
+    got = read(bs, [(t, 4) for t in topics], "read_uncommitted", n // 3)
+    by_partition = defaultdict(list)
+    for m in got:
+        by_partition[(m.topic(), m.partition())].append(m.value())
+    assert by_partition == everything  # every data record, no control record
+
+
+def test_older_instance_is_fenced_and_its_transaction_aborted(txn_broker: BrokerProcess) -> None:
+    bs = txn_broker.bootstrap
+    topic = f"fence-{uuid.uuid4().hex[:6]}"
+    create_topic(bs, topic, 1)
+    txn_id = f"zombie-{uuid.uuid4().hex[:6]}"
+    old = producer(bs, txn_id)
+    old.begin_transaction()
+    old.produce(topic, value=b"zombie")
+    old.flush(30)
+    new = producer(bs, txn_id)  # fences the old one and aborts its open transaction
+    new.begin_transaction()
+    new.produce(topic, value=b"new")
+    new.commit_transaction(30)
+    with pytest.raises(KafkaException) as e:
+        old.produce(topic, value=b"zombie-2")
+        old.commit_transaction(30)
+    assert e.value.args[0].code() in (
+        KafkaError._FENCED,
+        KafkaError.PRODUCER_FENCED,
+        KafkaError.INVALID_PRODUCER_EPOCH,
+    )
+    values = [m.value() for m in read(bs, [(topic, 1)], "read_committed", 1)]
+    assert values == [b"new"]
+    assert sorted(m.value() for m in read(bs, [(topic, 1)], "read_uncommitted", 2)) == [
+        b"new",
+        b"zombie",
+    ]
+
+
+def test_transaction_open_past_its_timeout_is_aborted(txn_broker: BrokerProcess) -> None:
+    bs = txn_broker.bootstrap
+    topic = f"timeout-{uuid.uuid4().hex[:6]}"
+    create_topic(bs, topic, 1)
+    slow = producer(bs, f"slow-{uuid.uuid4().hex[:6]}", **{"transaction.timeout.ms": 2000})
+    slow.begin_transaction()
+    slow.produce(topic, value=b"late")
+    slow.flush(30)
+    time.sleep(4)  # the coordinator aborts it (checked every 500 ms here)
+    other = producer(bs, f"other-{uuid.uuid4().hex[:6]}")
+    other.begin_transaction()
+    other.produce(topic, value=b"on-time")
+    other.commit_transaction(30)
+    # the LSO passed the aborted transaction: the committed record is readable, the late not
+    assert [m.value() for m in read(bs, [(topic, 1)], "read_committed", 1)] == [b"on-time"]
+    with pytest.raises(KafkaException):
+        slow.commit_transaction(10)
+
+
+def _committed_values(bootstrap: str, topic: str, partitions: int, expected: int) -> list[bytes]:
+    return [m.value() for m in read(bootstrap, [(topic, partitions)], "read_committed", expected)]
+
+
+def test_restart_recovers_lso_and_open_transaction(tmp_path: Path) -> None:
+    proc = BrokerProcess(tmp_path / "data", TXN_BROKER)
+    proc.start()
+    try:
+        bs = proc.bootstrap
+        topic = f"restart-{uuid.uuid4().hex[:6]}"
+        create_topic(bs, topic, 1)
+        p = producer(bs, "restart-txn")
+        p.begin_transaction()
+        p.produce(topic, value=b"aborted")
+        p.flush(30)
+        p.abort_transaction(30)
+        p.begin_transaction()
+        p.produce(topic, value=b"open")
+        p.flush(30)
+        port = proc.port
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            proc.stop(sig)
+            proc.overrides["listeners"] = f"PLAINTEXT://127.0.0.1:{port}"
+            proc.start()
+            # the open transaction still holds the LSO
+            assert _committed_values(bs, topic, 1, 1) == []
+            assert (tmp_path / "data" / f"{topic}-0" / "00000000000000000000.txnindex").exists()
+        p.commit_transaction(60)  # the same producer commits it after the restarts
+        assert _committed_values(bs, topic, 1, 1) == [b"open"]
+        p.begin_transaction()
+        p.produce(topic, value=b"last")
+        p.commit_transaction(60)
+        assert _committed_values(bs, topic, 1, 2) == [b"open", b"last"]
+    finally:
+        proc.stop()
+
+
+# -- exactly-once consume-transform-produce --------------------------------------------------------
+
+LOOP = ROOT / "tests" / "clients" / "eos" / "copy_loop.py"
+EOS_RECORDS = int(os.environ.get("ODRADEK_EOS_RECORDS", "100000"))
+KILLS = 10
+
+
+def _fill_input(bootstrap: str, topic: str, total: int) -> None:
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "enable.idempotence": True})
+    for i in range(total):
+        p.produce(topic, key=b"%d" % i, value=b"%d" % i, partition=i % 4)
+        if i % 10000 == 0:
+            p.poll(0)
+    assert p.flush(60) == 0
+
+
+def _loop(bootstrap: str, source: str, sink: str, group: str, txn_id: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, str(LOOP), bootstrap, source, sink, group, txn_id, str(EOS_RECORDS)],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def _check_exactly_once(bootstrap: str, sink: str) -> None:
+    got = read(bootstrap, [(sink, 4)], "read_committed", EOS_RECORDS)
+    values = [m.value() for m in got]
+    assert len(values) == EOS_RECORDS, f"{len(values)} records, {len(set(values))} distinct"
+    assert set(values) == {b"copy-%d" % i for i in range(EOS_RECORDS)}
+
+
+@pytest.mark.parametrize("victim", ["loop", "broker"])
+def test_exactly_once_copy_survives_sigkills(tmp_path: Path, victim: str) -> None:
+    proc = BrokerProcess(tmp_path / "data", TXN_BROKER)
+    proc.start()
+    loop: subprocess.Popen | None = None
+    try:
+        bs = proc.bootstrap
+        port = proc.port
+        source, sink = f"in-{uuid.uuid4().hex[:6]}", f"out-{uuid.uuid4().hex[:6]}"
+        create_topic(bs, source, 4)
+        create_topic(bs, sink, 4)
+        _fill_input(bs, source, EOS_RECORDS)
+        rng = random.Random(17)
+        kills = 0
+        deadline = time.monotonic() + 600
+        loop = _loop(bs, source, sink, "eos", "eos-copy")
+        while time.monotonic() < deadline:
+            if kills < KILLS:
+                time.sleep(rng.uniform(1.0, 3.0))
+                if victim == "loop":
+                    loop.kill()
+                    loop.wait()
+                else:
+                    # the loop keeps running through the broker's crash and restart
+                    proc.kill()
+                    proc.overrides["listeners"] = f"PLAINTEXT://127.0.0.1:{port}"
+                    proc.start()
+                kills += 1
+                if loop.poll() is not None:
+                    loop = _loop(bs, source, sink, "eos", "eos-copy")
+                continue
+            code = loop.wait(timeout=max(deadline - time.monotonic(), 1))
+            if code == 0:
+                break
+            loop = _loop(bs, source, sink, "eos", "eos-copy")  # a client error: start again
+        assert kills == KILLS
+        _check_exactly_once(bs, sink)
+    finally:
+        if loop is not None and loop.poll() is None:
+            loop.kill()
+            loop.wait()
+        proc.stop()
+
+
+# -- other clients ---------------------------------------------------------------------------------
+
+
+def test_kafka_python_transactional_producer_and_admin(txn_broker: BrokerProcess) -> None:
+    from kafka import KafkaProducer, TopicPartition
+    from kafka.admin import KafkaAdminClient
+
+    bs = txn_broker.bootstrap
+    topic = f"kp-{uuid.uuid4().hex[:6]}"
+    create_topic(bs, topic, 2)
+    txn_id = f"kp-{uuid.uuid4().hex[:6]}"
+    p = KafkaProducer(bootstrap_servers=bs, transactional_id=txn_id)
+    p.init_transactions()
+    p.begin_transaction()
+    p.send(topic, b"kp-commit", partition=0)
+    p.commit_transaction()
+    p.begin_transaction()
+    p.send(topic, b"kp-abort", partition=0)
+    p.flush()
+    p.abort_transaction()
+    p.begin_transaction()
+    p.send(topic, b"kp-open", partition=1)
+    p.flush()
+    admin = KafkaAdminClient(bootstrap_servers=bs)
+    try:
+        described = admin.describe_transactions([txn_id])[txn_id]
+        assert str(getattr(described, "state", described)).lower().endswith("ongoing")
+        listed = admin.list_transactions(state_filters=["Ongoing"])
+        assert txn_id in str(listed)
+        producers = admin.describe_producers([TopicPartition(topic, 1)])
+        (active,) = producers[TopicPartition(topic, 1)].active_producers
+        assert active.current_transaction_start_offset == 0  # its open transaction's start
+    finally:
+        admin.close()
+    p.commit_transaction()
+    p.close()
+    got = sorted(m.value() for m in read(bs, [(topic, 2)], "read_committed", 2))
+    assert got == [b"kp-commit", b"kp-open"]
+
+
+def test_aiokafka_transactional_producer(txn_broker: BrokerProcess) -> None:
+    import asyncio
+
+    from aiokafka import AIOKafkaProducer
+
+    bs = txn_broker.bootstrap
+    topic = f"aio-{uuid.uuid4().hex[:6]}"
+    create_topic(bs, topic, 1)
+
+    async def run() -> None:
+        p = AIOKafkaProducer(bootstrap_servers=bs, transactional_id=f"aio-{uuid.uuid4().hex[:6]}")
+        await p.start()
+        try:
+            async with p.transaction():
+                await p.send_and_wait(topic, b"aio-commit")
+            await p.begin_transaction()
+            await p.send_and_wait(topic, b"aio-abort")
+            await p.abort_transaction()
+            async with p.transaction():
+                await p.send_and_wait(topic, b"aio-commit-2")
+        finally:
+            await p.stop()
+
+    asyncio.run(run())
+    assert _committed_values(bs, topic, 1, 2) == [b"aio-commit", b"aio-commit-2"]
+
+
+def test_kafkajs_transactions(txn_broker: BrokerProcess) -> None:
+    from tests.clients import runners
+
+    missing = runners.kafkajs_missing()
+    if missing:
+        pytest.skip(missing)
+    bs = txn_broker.bootstrap
+    topic = f"js-{uuid.uuid4().hex[:6]}"
+    create_topic(bs, topic, 1)
+    out = runners.kafkajs(
+        "transactions", brokers=[bs], topic=topic, transactionalId=f"js-{uuid.uuid4().hex[:6]}"
+    )
+    assert out["outcomes"] == ["commit", "abort", "commit"]
+    got = _committed_values(bs, topic, 1, 6)
+    assert got == [b"commit-0-%d" % j for j in range(3)] + [b"commit-2-%d" % j for j in range(3)]
