@@ -333,6 +333,7 @@ class Broker:
             metadata=metadata,
             admin=admin,
             log_=partition_log,
+            cap_replication_factor=config["zookeeper.connect"] is None,
         )
         return GroupService(coordinator, topic)
 
@@ -379,6 +380,7 @@ class Broker:
             metadata=metadata,
             admin=admin,
             log_=partition_log,
+            cap_replication_factor=config["zookeeper.connect"] is None,
         )
         return TransactionService(coordinator, topic, markers)
 

@@ -80,8 +80,12 @@ class InternalTopicCoordinator:
         metadata: MetadataStore,
         admin: TopicAdmin,
         log_: PartitionCoordinatorLog,
+        cap_replication_factor: bool = True,
     ) -> None:
         self.spec = spec
+        #: standalone: the topic gets min(replication factor, live brokers) replicas; in a
+        #: cluster it is created only once that many brokers are alive, as in Kafka
+        self.cap_replication_factor = cap_replication_factor
         self.topic = spec.name
         self.coordinator = coordinator
         self.broker_id = broker_id
@@ -91,6 +95,7 @@ class InternalTopicCoordinator:
         self._led: set[int] = set()
         self._lock = threading.Lock()
         self._create_lock = threading.Lock()
+        self._last_not_enough_log = 0.0
         self._loads: queue.Queue[tuple[int, int] | None] = queue.Queue()
         self._loader: threading.Thread | None = None
         self._stopped = False
@@ -202,6 +207,19 @@ class InternalTopicCoordinator:
             if self.topic in self.metadata.view.topics:
                 return True
             live = max(len(self.metadata.view.brokers), 1)
+            if not self.cap_replication_factor and live < self.spec.replication_factor:
+                now = time.monotonic()
+                if now - self._last_not_enough_log > 10:
+                    self._last_not_enough_log = now
+                    log.warning(
+                        "Number of alive brokers '%d' does not meet the required replication "
+                        "factor '%d' for %s. This error can be ignored if the cluster is "
+                        "starting up and not all brokers are up yet.",
+                        live,
+                        self.spec.replication_factor,
+                        self.topic,
+                    )
+                return False
             replication_factor = min(self.spec.replication_factor, live)
             configs = dict(self.spec.configs)
             if "min.insync.replicas" in configs:

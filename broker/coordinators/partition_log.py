@@ -3,9 +3,10 @@
 
 :class:`PartitionCoordinatorLog` is the one place the coordinators touch partitions: it builds a
 record batch of the coordinator's records, appends it to the partition this broker leads, and
-calls back once the batch is committed. Today a partition's high watermark follows its log end,
-so that is right after the append; with replication it becomes "once the ISR has it" here, and
-nowhere else.
+calls back once the batch is committed: once the partition's high watermark passes it (every ISR
+member has it; at once on a single replica), or with an error if this broker stops leading the
+partition first. As Kafka's coordinators write with acks=all, a partition whose ISR is below
+``min.insync.replicas`` refuses the write (NOT_ENOUGH_REPLICAS).
 
 Thread-safety: any thread (appends rely on the partition's own thread-safety).
 """
@@ -75,14 +76,19 @@ class PartitionCoordinatorLog:
             builder = RecordBatchBuilder(compression=self.compression)
         for key, value in records:
             builder.append(value, key=key, timestamp=now)
+        if part.replicated and part.in_sync_replicas < part.min_insync_replicas:
+            # Kafka's coordinators append with acks=all: refused below min.insync.replicas
+            callback(ErrorCode.NOT_ENOUGH_REPLICAS)
+            return
         try:
-            part.append_batches_to_leader(bytearray(builder.build()), now_ms=now)
+            info = part.append_batches_to_leader(bytearray(builder.build()), now_ms=now)
         except (StorageError, KafkaApiError) as e:
             code, message = error_of(e)
             log.warning("%s-%d: coordinator write failed: %s", self.topic, partition, message)
             callback(code)
             return
-        callback(None)
+        # committed once every ISR member has it (at once on a single replica)
+        part.when_committed(info.last_offset + 1, callback)
 
     def local_log(self, partition: int) -> PartitionLog | None:
         part = self.replica_manager.get_partition(self.topic, partition)
@@ -95,11 +101,13 @@ class PartitionCoordinatorLog:
 
 
 def read_partition(plog: PartitionLog) -> Iterator[LoadedRecord]:
-    """Every (key, value) record of a coordinator's partition up to its high watermark (keyless
+    """Every (key, value) record of a coordinator's partition up to its log end (keyless
     records skipped); a transactional batch's records as TransactionalRecord, a transaction
-    marker as TransactionMarker."""
+    marker as TransactionMarker. The log end, not the high watermark, as Kafka's loaders read:
+    a new leader's high watermark may not yet cover writes its ISR acknowledged under the
+    previous leader, and the new leader's log is the partition's from now on."""
     offset = plog.log_start_offset
-    end = plog.high_watermark
+    end = plog.log_end_offset
     while offset < end:
         region = plog.read(offset, LOAD_CHUNK_BYTES, max_offset=end)
         if region is None:
