@@ -5,7 +5,6 @@ duplicate ids and a log dir from another cluster."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -19,72 +18,19 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from kafka import KafkaConsumer
 from kafka import TopicPartition as KTP
-from kazoo.client import KazooClient
 
-from tests.integration.broker_process import BrokerProcess
 from tests.support import kafka_clients
+from tests.support.cluster import (  # noqa: F401 - re-exported for other test modules
+    SESSION_TIMEOUT_MS,
+    ProcessCluster,
+    leaders,
+    metadata,
+    wait_leaders,
+)
 from tests.support.waiting import wait_for
 from tests.support.zookeeper import ZooKeeperServer
 
 pytestmark = pytest.mark.zookeeper
-
-SESSION_TIMEOUT_MS = 2000
-
-
-class ProcessCluster:
-    def __init__(self, zookeeper: ZooKeeperServer, tmp: Path) -> None:
-        self.connect = zookeeper.chroot_connect()
-        self.tmp = tmp
-        self.brokers: dict[int, BrokerProcess] = {}
-        self.extra: list[BrokerProcess] = []
-        self._zk: KazooClient | None = None
-
-    def process(
-        self, broker_id: int, *, name: str | None = None, **overrides: str
-    ) -> BrokerProcess:
-        home = self.tmp / (name or f"broker-{broker_id}")
-        home.mkdir(exist_ok=True)
-        settings = {
-            "broker.id": str(broker_id),
-            "zookeeper.connect": self.connect,
-            "zookeeper.session.timeout.ms": str(SESSION_TIMEOUT_MS),
-            "num.partitions": "3",
-        }
-        settings.update(overrides)
-        return BrokerProcess(home / "data", settings, log_path=home / "broker.log")
-
-    def start(self, *ids: int) -> list[BrokerProcess]:
-        started = []
-        for broker_id in ids:
-            proc = self.brokers.get(broker_id) or self.process(broker_id)
-            self.brokers[broker_id] = proc
-            started.append(proc.start())
-        return started
-
-    @property
-    def zk(self) -> KazooClient:
-        if self._zk is None:
-            self._zk = KazooClient(hosts=self.connect)
-            self._zk.start(timeout=10)
-        return self._zk
-
-    def registered(self) -> list[int]:
-        return sorted(int(c) for c in self.zk.get_children("/brokers/ids"))
-
-    def controller(self) -> int | None:
-        if self.zk.exists("/controller") is None:
-            return None
-        return int(json.loads(self.zk.get("/controller")[0])["brokerid"])
-
-    def close(self) -> None:
-        for proc in [*self.brokers.values(), *self.extra]:
-            if proc.proc is not None and proc.proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(proc.pid, signal.SIGCONT)
-            proc.stop()
-        if self._zk is not None:
-            self._zk.stop()
-            self._zk.close()
 
 
 @pytest.fixture
@@ -92,31 +38,6 @@ def cluster(zookeeper: ZooKeeperServer, tmp_path: Path) -> Iterator[ProcessClust
     c = ProcessCluster(zookeeper, tmp_path)
     yield c
     c.close()
-
-
-def metadata(bootstrap: str) -> Any:
-    return AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=15)
-
-
-def leaders(bootstrap: str, topic: str) -> dict[int, int]:
-    md = metadata(bootstrap)
-    t = md.topics.get(topic)
-    if t is None or t.error is not None:
-        return {}
-    return {p.id: p.leader for p in t.partitions.values()}
-
-
-def wait_leaders(bootstrap: str, topic: str, count: int) -> dict[int, int]:
-    """The partitions' leaders, once this broker knows a leader for each of them."""
-
-    def ready() -> dict[int, int] | None:
-        found = leaders(bootstrap, topic)
-        if len(found) == count and all(leader >= 0 for leader in found.values()):
-            return found
-        return None
-
-    result: dict[int, int] = wait_for(ready, f"leaders of {topic} on {bootstrap}")
-    return result
 
 
 def produce(
