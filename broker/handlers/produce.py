@@ -24,6 +24,7 @@ from coordination.metadata.view import INTERNAL_TOPICS
 from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
+from protocol.errors import RemoteProtocolError
 from protocol.messages.produce import (
     BatchIndexAndErrorMessage,
     PartitionProduceResponse,
@@ -40,7 +41,10 @@ def _unverified(
     """KIP-890's check of a transactional batch: NONE when it may be appended."""
     if records is None or len(records) < HEADER_SIZE:
         return ErrorCode.NONE
-    header = read_header(records, 0)
+    try:
+        header = read_header(records, 0)
+    except RemoteProtocolError:
+        return ErrorCode.NONE  # not a batch: the partition's validator refuses it
     if not header.is_transactional:
         return ErrorCode.NONE
     part = ctx.services.replica_manager.get_partition(name, index)
