@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from broker.metrics import RequestMetrics
-from broker.net.connection import CloseConnection, Connection, HandleResult, Response
+from broker.net.connection import CloseConnection, Connection, Deferred, HandleResult, Response
 from broker.net.session import Session
 from broker.registry import Handler, HandlerRegistry
 from broker.services import BrokerServices
@@ -52,9 +52,16 @@ log = logging.getLogger(__name__)
 class Later:
     """What a synchronous handler returns when its answer is not known yet (a write waiting
     to be committed): the dispatcher awaits ``awaitable`` for the response. Handlers whose
-    answer is usually immediate stay synchronous and return this only when they must wait."""
+    answer is usually immediate stay synchronous and return this only when they must wait.
+
+    ``pipelined``: the connection may handle the client's next requests while this one waits
+    (answers still leave in request order). Only for requests whose waiting changes nothing a
+    later request could see (an acks=all produce waiting for the ISR: its records are appended
+    already, in order); Kafka handles one request per connection at a time, and a client may
+    rely on that for the others (an OffsetFetch behind an OffsetCommit)."""
 
     awaitable: Awaitable[Any]
+    pipelined: bool = False
 
 
 @dataclass(slots=True)
@@ -162,7 +169,9 @@ class Dispatcher:
             metrics.record(header.api_key, time.perf_counter_ns() - received)
             return None
         if result.__class__ is Later:
-            return self._finish_later(handler, ctx, body, metrics, result.awaitable)
+            later = self._finish_later(handler, ctx, body, metrics, result.awaitable)
+            # pipelined: the handler's effects are done, the next requests may be handled
+            return Deferred(later) if result.pipelined else later
         metrics.record(header.api_key, time.perf_counter_ns() - received)
         return self._frame(handler, ctx, body, result)
 

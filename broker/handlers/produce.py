@@ -177,7 +177,8 @@ def handle_produce(ctx: RequestContext, request: ProduceRequest) -> ProduceRespo
         return None
     response = ProduceResponse(responses=responses, throttle_time_ms=0)
     if waiting:
-        return Later(_when_replicated(ctx, response, waiting, request.timeout_ms))
+        # the records are appended: the producer's next requests need not wait for this one
+        return Later(_when_replicated(ctx, response, waiting, request.timeout_ms), pipelined=True)
     return response
 
 

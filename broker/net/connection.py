@@ -76,7 +76,21 @@ class FileRegion:
 
 #: A response: buffers and file regions to send in order, or None for no response.
 Response = list[Any] | None
-HandleResult = Response | Awaitable[Response]
+
+
+class Deferred:
+    """A request whose effects are done (its records appended, its write made) but whose answer
+    comes later (an acks=all produce waiting for the ISR): the connection goes on with the next
+    requests meanwhile, and sends the answers in request order. An awaitable returned bare is a
+    request still being handled: the connection waits for it before the next one."""
+
+    __slots__ = ("awaitable",)
+
+    def __init__(self, awaitable: Awaitable[Response]) -> None:
+        self.awaitable = awaitable
+
+
+HandleResult = Response | Awaitable[Response] | Deferred
 
 
 class RequestChannel(Protocol):
@@ -149,6 +163,10 @@ class Connection:
         self._reading = False
         self._writing = False
         self._task: asyncio.Future[Response] | None = None
+        #: answers not sent yet, in request order, while some are still awaited: the parts of
+        #: an answer, or the future that gives them
+        self._answers: deque[list[Any] | asyncio.Future[Response]] = deque()
+        self._deferred = 0  # Deferred answers awaited
         self._start_reading()
 
     def __repr__(self) -> str:
@@ -166,7 +184,7 @@ class Connection:
     @property
     def busy(self) -> bool:
         """Whether a request is being handled or response bytes are waiting to leave."""
-        return self._busy or bool(self._out)
+        return self._busy or bool(self._out) or bool(self._answers)
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -218,7 +236,13 @@ class Connection:
         """Handles queued frames in order until one has to wait or none are left."""
         channel = self.channel
         decoder = self.decoder
-        while not self._busy and not self.closed and self._out_bytes <= HIGH_WATER_BYTES:
+        answers = self._answers
+        while (
+            not self._busy
+            and not self.closed
+            and self._out_bytes <= HIGH_WATER_BYTES
+            and self._deferred < self.queued_max_requests
+        ):
             # the check runs before every request: the rest waits until the client reads
             frame = decoder.next_frame()
             if frame is None:
@@ -235,11 +259,21 @@ class Connection:
             if result is None:
                 continue
             if isinstance(result, list):
-                self._queue(result)
+                if answers:
+                    answers.append(result)  # behind an answer still awaited
+                else:
+                    self._queue(result)
+                continue
+            if isinstance(result, Deferred):
+                self._deferred += 1
+                task = asyncio.ensure_future(result.awaitable, loop=self.loop)
+                answers.append(task)
+                task.add_done_callback(self._deferred_done)
                 continue
             self._busy = True
             task = asyncio.ensure_future(result, loop=self.loop)
             self._task = task
+            answers.append(task)
             task.add_done_callback(self._request_done)
         self._account()
         self._apply_backpressure()
@@ -247,17 +281,38 @@ class Connection:
     def _request_done(self, task: asyncio.Future[Response]) -> None:
         self._busy = False
         self._task = None
-        if self.closed or task.cancelled():
+        self._answered()
+
+    def _deferred_done(self, task: asyncio.Future[Response]) -> None:
+        self._deferred -= 1
+        self._answered()
+
+    def _answered(self) -> None:
+        """Sends the answers now known, in request order, and handles the next requests."""
+        if self.closed:
             return
-        exc = task.exception()
-        if exc is not None:
-            if not isinstance(exc, CloseConnection):
-                log.error("%r: request failed", self, exc_info=exc)
-            self.close(str(exc) or type(exc).__name__)
-            return
-        parts = task.result()
-        if parts is not None:
-            self._queue(parts)
+        answers = self._answers
+        while answers:
+            head = answers[0]
+            if isinstance(head, list):
+                answers.popleft()
+                self._queue(head)
+                continue
+            if not head.done():
+                break
+            answers.popleft()
+            if head.cancelled():
+                self.close("a request was cancelled")
+                return
+            exc = head.exception()
+            if exc is not None:
+                if not isinstance(exc, CloseConnection):
+                    log.error("%r: request failed", self, exc_info=exc)
+                self.close(str(exc) or type(exc).__name__)
+                return
+            parts = head.result()
+            if parts is not None:
+                self._queue(parts)
         self._pump()
         self._flush()
 
@@ -397,8 +452,11 @@ class Connection:
         if self._writing:
             self.loop.remove_writer(self.fd)
             self._writing = False
-        if self._task is not None and not self._task.done():
-            self._task.cancel()
+        for answer in self._answers:
+            if not isinstance(answer, list) and not answer.done():
+                answer.cancel()
+        self._answers.clear()
+        self._task = None
         self._out.clear()
         self._pool.update(self._held, 0)
         self._held = 0

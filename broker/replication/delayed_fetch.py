@@ -28,14 +28,20 @@ class DelayedFetch(DelayedOperation):
         needed: int,
         partitions: Sequence[Partition],
         follower: bool = False,
+        counted_from: Sequence[int] | None = None,
     ) -> None:
+        """``counted_from``: each partition's byte counter before the fetch first read it
+        (taken before the read, so bytes that arrive between the read and this wait still
+        count); default: the counters now."""
         super().__init__(loop, timeout_ms)
         self.needed = max(needed, 1)
         self.follower = follower
+        if counted_from is None:
+            counted_from = [p.bytes_appended if follower else p.bytes_visible for p in partitions]
         #: each partition with what it looked like when the wait began
         self._watched = [
-            (p, p.bytes_appended if follower else p.bytes_visible, p.is_leader, p.leader_epoch)
-            for p in partitions
+            (p, start, p.is_leader, p.leader_epoch)
+            for p, start in zip(partitions, counted_from, strict=True)
         ]
 
     def try_complete(self) -> bool:

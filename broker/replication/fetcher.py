@@ -191,6 +191,8 @@ class ReplicaFetcherThread(threading.Thread):
                     self._fetch(conn, fetching)
             except InterBrokerUnavailable as e:
                 self._close()
+                if self._stopped:
+                    break
                 now = time.monotonic()
                 if now - self._last_failure_log > 10:
                     self._last_failure_log = now

@@ -566,6 +566,17 @@ class ReplicaManager:
         """Reads the fetch's partitions; below ``min_bytes`` (and with no partition in error),
         waits for appends up to ``max_wait_ms`` and reads again. Results are in
         ``read.result``. Runs on the requesting connection's loop."""
+        follower = params.replica_id >= 0
+        partitions: dict[TopicPartition, Partition] = {}
+        counted_from: list[int] = []
+        if params.max_wait_ms > 0:
+            # the byte counters before the read: what arrives between the read and the wait
+            # must wake it (else a follower could sit out max_wait_ms behind an append)
+            for r in reads:
+                part = r.partition
+                if part is not None and part.key not in partitions:
+                    partitions[part.key] = part
+                    counted_from.append(part.bytes_appended if follower else part.bytes_visible)
         total = self.read_from_local_log(params, reads)
         if total >= params.min_bytes or params.max_wait_ms <= 0:
             return
@@ -573,16 +584,13 @@ class ReplicaManager:
             r.result.error != ErrorCode.NONE or r.result.diverging_epoch is not None for r in reads
         ):
             return
-        partitions: dict[TopicPartition, Partition] = {}
-        for r in reads:
-            if r.partition is not None:
-                partitions[r.partition.key] = r.partition
         op = DelayedFetch(
             asyncio.get_running_loop(),
             timeout_ms=params.max_wait_ms,
-            needed=params.min_bytes - total,
+            needed=params.min_bytes,
             partitions=list(partitions.values()),
-            follower=params.replica_id >= 0,
+            follower=follower,
+            counted_from=counted_from,
         )
         self.fetch_purgatory.try_complete_else_watch(op, partitions)
         await op.future

@@ -27,7 +27,7 @@ class FlakyLog:
             builder.append(b"v%d" % offset, key=b"k%d" % offset, timestamp=0)
             self.batches.append(bytes(builder.build()))
         self.log_start_offset = 0
-        self.high_watermark = count
+        self.high_watermark = self.log_end_offset = count
         self.fail_at = fail_at
         self.failures = failures
 

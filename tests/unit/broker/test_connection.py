@@ -1,0 +1,138 @@
+"""A Connection over a real socket pair with a scripted channel: answers leave in request order
+whatever order they become known in; a Deferred answer lets the next requests be handled
+meanwhile, a bare awaitable does not; a failed deferred answer closes the connection."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import struct
+from collections.abc import Awaitable
+from typing import Any
+
+import pytest
+
+from broker.metrics import RequestMetrics
+from broker.net.connection import Connection, ConnectionMetrics, Deferred, HandleResult
+from broker.net.limits import RequestMemoryPool
+from broker.net.session import Session
+from broker.net.transport import PlaintextTransport
+
+
+class ScriptedChannel:
+    """Answers each frame (its payload names what to do) and records the order handled."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.handled: list[bytes] = []
+        self.gates: dict[bytes, asyncio.Future[None]] = {}
+
+    def gate(self, name: bytes) -> asyncio.Future[None]:
+        return self.gates.setdefault(name, self.loop.create_future())
+
+    def handle(self, conn: Connection, frame: memoryview) -> HandleResult:
+        payload = bytes(frame)
+        self.handled.append(payload)
+        kind, _, name = payload.partition(b":")
+        answer = [struct.pack(">i", len(payload)) + payload]
+        if kind == b"now":
+            return answer
+        gate = self.gate(name)
+
+        async def later() -> list[Any]:
+            await gate
+            if kind == b"fail":
+                raise RuntimeError("the deferred answer failed")
+            return answer
+
+        if kind in (b"deferred", b"fail"):
+            return Deferred(later())
+        awaitable: Awaitable[list[Any]] = later()
+        return awaitable
+
+
+def frame(text: bytes) -> bytes:
+    return struct.pack(">i", len(text)) + text
+
+
+async def read_answers(sock: socket.socket, count: int) -> list[bytes]:
+    loop = asyncio.get_running_loop()
+    out = []
+    buffer = b""
+    while len(out) < count:
+        chunk = await loop.sock_recv(sock, 65536)
+        if not chunk:
+            break
+        buffer += chunk
+        while len(buffer) >= 4:
+            (size,) = struct.unpack(">i", buffer[:4])
+            if len(buffer) < 4 + size:
+                break
+            out.append(buffer[4 : 4 + size])
+            buffer = buffer[4 + size :]
+    return out
+
+
+def connect(loop: asyncio.AbstractEventLoop) -> tuple[Connection, socket.socket, ScriptedChannel]:
+    server, client = socket.socketpair()
+    server.setblocking(False)
+    client.setblocking(False)
+    channel = ScriptedChannel(loop)
+    conn = Connection(
+        loop,
+        PlaintextTransport(server),
+        Session.accepted("PLAINTEXT", "PLAINTEXT", ("test", 1)),
+        channel,
+        ConnectionMetrics(),
+        RequestMetrics(),
+        max_request_bytes=1 << 20,
+        queued_max_requests=100,
+        memory_pool=RequestMemoryPool(-1),
+        on_close=lambda c: None,
+    )
+    return conn, client, channel
+
+
+@pytest.mark.asyncio
+async def test_deferred_answers_let_later_requests_run_and_leave_in_order() -> None:
+    loop = asyncio.get_running_loop()
+    conn, client, channel = connect(loop)
+    client.sendall(frame(b"deferred:a") + frame(b"deferred:b") + frame(b"now:c"))
+    await asyncio.sleep(0.05)
+    # all three handled although the first two are not answered yet
+    assert channel.handled == [b"deferred:a", b"deferred:b", b"now:c"]
+    channel.gate(b"b").set_result(None)  # the second is known first: it must wait for the first
+    await asyncio.sleep(0.05)
+    channel.gate(b"a").set_result(None)
+    answers = await asyncio.wait_for(read_answers(client, 3), 5)
+    assert answers == [b"deferred:a", b"deferred:b", b"now:c"]
+    conn.close()
+    client.close()
+
+
+@pytest.mark.asyncio
+async def test_a_bare_awaitable_holds_the_next_requests() -> None:
+    loop = asyncio.get_running_loop()
+    conn, client, channel = connect(loop)
+    client.sendall(frame(b"wait:a") + frame(b"now:b"))
+    await asyncio.sleep(0.05)
+    assert channel.handled == [b"wait:a"]
+    channel.gate(b"a").set_result(None)
+    answers = await asyncio.wait_for(read_answers(client, 2), 5)
+    assert answers == [b"wait:a", b"now:b"]
+    assert channel.handled == [b"wait:a", b"now:b"]
+    conn.close()
+    client.close()
+
+
+@pytest.mark.asyncio
+async def test_a_failed_deferred_answer_closes_the_connection() -> None:
+    loop = asyncio.get_running_loop()
+    conn, client, channel = connect(loop)
+    client.sendall(frame(b"now:a") + frame(b"fail:b") + frame(b"now:c"))
+    await asyncio.sleep(0.05)
+    channel.gate(b"b").set_result(None)
+    answers = await asyncio.wait_for(read_answers(client, 3), 5)
+    assert answers == [b"now:a"]  # then closed: c's answer must not overtake b's
+    assert conn.closed
+    client.close()
