@@ -102,8 +102,8 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in [
     _k("listeners", "list", ["PLAINTEXT://127.0.0.1:9092"], "Ours: 127.0.0.1:9092; Kafka's: PLAINTEXT://:9092."),
     _k("advertised.listeners", "list", None, "Addresses given to clients; default: listeners."),
     _k("listener.security.protocol.map", "string", "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"),
-    _k("inter.broker.listener.name", "string", None, implemented=False),
-    _k("security.inter.broker.protocol", "string", "PLAINTEXT", implemented=False),
+    _k("inter.broker.listener.name", "string", None, "Listener brokers use to reach each other (replica fetchers); default: the first advertised listener using security.inter.broker.protocol."),
+    _k("security.inter.broker.protocol", "string", "PLAINTEXT", "Security protocol between brokers when inter.broker.listener.name is not set (only one of the two may be set)."),
     _k("log.dirs", "list", None, "Data directories; default: log.dir."),
     _k("log.dir", "string", "./data", "Ours: ./data; Kafka's: /tmp/kafka-logs."),
     _k("num.network.threads", "int", 3, "Processor event loops (threads) that own connections."),
@@ -217,10 +217,47 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in [
     _k("metric.reporters", "list", [], implemented=False),
     _k("metrics.num.samples", "int", 2, implemented=False),
     _k("metrics.sample.window.ms", "long", 30000, implemented=False),
-    _k("authorizer.class.name", "string", "", implemented=False),
-    _k("super.users", "string", None, implemented=False),
-    _k("sasl.enabled.mechanisms", "list", ["GSSAPI"], implemented=False),
-    _k("ssl.keystore.location", "string", None, implemented=False),
+    # -- security (docs/security.md): every ssl.* and sasl.* key may also be set per listener as
+    # listener.name.<listener>.<key>, and the JAAS config per mechanism as
+    # listener.name.<listener>.<mechanism>.sasl.jaas.config
+    _k("authorizer.class.name", "string", "", "ACL authorizer: kafka.security.authorizer.AclAuthorizer or org.apache.kafka.metadata.authorizer.StandardAuthorizer (both are Odradek's built-in ACL authorizer); empty: every operation is allowed."),
+    _k("super.users", "string", None, "Principals allowed everything, ';'-separated (User:admin;User:CN=broker,O=org)."),
+    _k("allow.everyone.if.no.acl.found", "boolean", False, "Allow an operation on a resource that has no ACL at all (the authorizer's setting)."),
+    _k("principal.builder.class", "class", None, implemented=False),
+    _k("sasl.enabled.mechanisms", "list", ["GSSAPI"], "SASL mechanisms a SASL listener offers: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (GSSAPI and OAUTHBEARER are refused at start-up)."),
+    _k("sasl.mechanism.inter.broker.protocol", "string", "GSSAPI", "SASL mechanism brokers use with each other on a SASL inter-broker listener."),
+    _k("sasl.jaas.config", "password", None, "JAAS login context: PlainLoginModule (username/password for inter-broker use, user_<name>=\"<password>\" for the users it accepts) or ScramLoginModule (username/password).", sensitive=True),
+    _k("sasl.plain.users.file", "string", None, "Ours (not Kafka's): a properties file of <user>=<password> lines, accepted by SASL/PLAIN besides the JAAS user_<name> options; re-read when it changes."),
+    _k("sasl.server.max.receive.size", "int", 524288, "Largest frame a client may send before it has authenticated."),
+    _k("connections.max.reauth.ms", "long", 0, "SASL session lifetime (KIP-368): a client must re-authenticate before it ends or its connection is closed; 0: no limit."),
+    _k("sasl.kerberos.service.name", "string", None, implemented=False),
+    _k("sasl.server.callback.handler.class", "class", None, implemented=False),
+    _k("sasl.login.callback.handler.class", "class", None, implemented=False),
+    _k("sasl.login.class", "class", None, implemented=False),
+    _k("ssl.keystore.type", "string", "JKS", "PEM is supported (JKS and PKCS12 keystores must be converted to PEM)."),
+    _k("ssl.keystore.location", "string", None, "PEM file with the private key and the certificate chain."),
+    _k("ssl.keystore.password", "password", None, "Kafka's keystore password; with PEM, unused unless ssl.key.password is unset.", sensitive=True),
+    _k("ssl.key.password", "password", None, "Password of an encrypted PEM private key.", sensitive=True),
+    _k("ssl.keystore.certificate.chain", "password", None, "Inline PEM certificate chain (with ssl.keystore.key, instead of ssl.keystore.location).", sensitive=True),
+    _k("ssl.keystore.key", "password", None, "Inline PEM private key.", sensitive=True),
+    _k("ssl.truststore.type", "string", "JKS", "PEM is supported."),
+    _k("ssl.truststore.location", "string", None, "PEM file of trusted CA certificates (client certificates are checked against it)."),
+    _k("ssl.truststore.password", "password", None, sensitive=True),
+    _k("ssl.truststore.certificates", "password", None, "Inline PEM trusted certificates.", sensitive=True),
+    _k("ssl.client.auth", "string", "none", "Client certificates: none, requested or required (mutual TLS)."),
+    _k("ssl.protocol", "string", "TLSv1.3", "Kafka's SSLContext protocol; the enabled versions come from ssl.enabled.protocols."),
+    _k("ssl.enabled.protocols", "list", ["TLSv1.2", "TLSv1.3"], "TLS versions accepted (TLSv1.2, TLSv1.3)."),
+    _k("ssl.cipher.suites", "list", [], "TLS 1.2 cipher suites (OpenSSL or IANA names); empty: OpenSSL's defaults. TLS 1.3 suites are OpenSSL's."),
+    _k("ssl.endpoint.identification.algorithm", "string", "https", "Host name verification of the peer's certificate when a broker connects to another (empty: none)."),
+    _k("ssl.principal.mapping.rules", "string", "DEFAULT", "Rules mapping a client certificate's distinguished name to a principal name (RULE:pattern/replacement/[LU], DEFAULT)."),
+    _k("ssl.keymanager.algorithm", "string", "SunX509", implemented=False),
+    _k("ssl.trustmanager.algorithm", "string", "PKIX", implemented=False),
+    _k("ssl.secure.random.implementation", "string", None, implemented=False),
+    _k("ssl.engine.factory.class", "class", None, implemented=False),
+    _k("ssl.provider", "string", None, implemented=False),
+    _k("quota.window.num", "int", 11, "Samples kept for client quota rates."),
+    _k("quota.window.size.seconds", "int", 1, "Length of one quota sample."),
+    _k("client.quota.callback.class", "class", None, implemented=False),
     _k("group.coordinator.new.enable", "boolean", False, implemented=False),
     _k("share.coordinator.state.topic.replication.factor", "short", 3, implemented=False),
     _k("cluster.id", "string", None, "Expected cluster id (checked against meta.properties)."),
@@ -343,6 +380,19 @@ def read_properties(text: str) -> dict[str, str]:
     return props
 
 
+#: Kafka's security protocols (``SecurityProtocol``)
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+#: SASL mechanisms Kafka knows (the broker serves PLAIN and SCRAM-SHA-256/512)
+SASL_MECHANISM_NAMES = frozenset(
+    {"GSSAPI", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"}
+)
+LISTENER_PREFIX = "listener.name."
+#: broker keys a listener may override
+_PER_LISTENER_KEY_PREFIXES = ("ssl.", "sasl.", "connections.max.reauth.ms")
+#: keys that may also be given per SASL mechanism within a listener
+_PER_MECHANISM_KEYS = frozenset({"sasl.jaas.config", "connections.max.reauth.ms"})
+
+
 @dataclass(frozen=True)
 class Listener:
     name: str
@@ -376,6 +426,9 @@ class BrokerConfig:
     #: broker's own (see :meth:`apply_dynamic`)
     dynamic_default: dict[str, str] = field(default_factory=dict)
     dynamic_broker: dict[str, str] = field(default_factory=dict)
+    #: ``listener.name.<listener>.<key>`` settings: listener (upper case) -> key -> parsed value;
+    #: the key may be mechanism-prefixed (``scram-sha-256.sasl.jaas.config``)
+    listener_values: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
     def load(
@@ -399,6 +452,9 @@ class BrokerConfig:
         values = {name: key.default for name, key in BROKER_CONFIGS.items()}
         config = cls(values=values)
         for name, text in raw.items():
+            if name.startswith(LISTENER_PREFIX):
+                config._set_listener_value(name, text)
+                continue
             key = BROKER_CONFIGS.get(name)
             if key is None:
                 config.unknown[name] = text
@@ -444,6 +500,53 @@ class BrokerConfig:
     def __getitem__(self, name: str) -> Any:
         return self.values[name]
 
+    def _set_listener_value(self, name: str, text: str) -> None:
+        """``listener.name.<listener>.<key>``: a per-listener ssl.*/sasl.* setting (Kafka's
+        listener prefix), with an optional SASL mechanism before ``sasl.jaas.config`` and
+        ``connections.max.reauth.ms``."""
+        listener, _, key = name[len(LISTENER_PREFIX) :].partition(".")
+        base = key
+        mechanism, _, rest = key.partition(".")
+        if mechanism.upper() in SASL_MECHANISM_NAMES and rest in _PER_MECHANISM_KEYS:
+            base = rest
+            key = f"{mechanism.lower()}.{rest}"
+        spec = BROKER_CONFIGS.get(base)
+        if not listener or spec is None or not base.startswith(_PER_LISTENER_KEY_PREFIXES):
+            self.unknown[name] = text
+            log.warning("unknown configuration key %s (ignored)", name)
+            return
+        value = parse_value(name, spec.kind, text)
+        self.listener_values.setdefault(listener.upper(), {})[key] = value
+        self.explicit.add(name)
+
+    def for_listener(self, listener: str, key: str, *, mechanism: str | None = None) -> Any:
+        """The value of ``key`` for ``listener``: ``listener.name.<listener>.<mechanism>.<key>``
+        (when a mechanism is given), then ``listener.name.<listener>.<key>``, then the broker
+        key (Kafka's order)."""
+        overrides = self.listener_values.get(listener.upper(), {})
+        if mechanism is not None:
+            scoped = f"{mechanism.lower()}.{key}"
+            if scoped in overrides:
+                return overrides[scoped]
+        if key in overrides:
+            return overrides[key]
+        return self.values[key]
+
+    def listener_keys(self) -> list[tuple[str, Any, ConfigKey]]:
+        """Every ``listener.name.*`` setting given: (full key, value, the key it overrides)."""
+        out = []
+        for listener, settings in sorted(self.listener_values.items()):
+            for key, value in sorted(settings.items()):
+                base = (
+                    key.partition(".")[2]
+                    if key.split(".", 1)[0].upper() in SASL_MECHANISM_NAMES
+                    else key
+                )
+                out.append(
+                    (f"{LISTENER_PREFIX}{listener.lower()}.{key}", value, BROKER_CONFIGS[base])
+                )
+        return out
+
     # -- derived values ----------------------------------------------------------------------
 
     def _validate(self) -> None:
@@ -463,9 +566,61 @@ class BrokerConfig:
                 raise ConfigError(
                     f"listener {lst} has no security protocol in listener.security.protocol.map"
                 )
-        for adv in self.advertised_listeners:
+        for lst in listeners:
+            protocol = protocols[lst.name]
+            if protocol not in SECURITY_PROTOCOLS:
+                raise ConfigError(
+                    f"listener {lst} has security protocol {protocol!r}: expected one of "
+                    f"{', '.join(SECURITY_PROTOCOLS)}"
+                )
+        advertised = self.advertised_listeners
+        for adv in advertised:
             if adv.host in ("0.0.0.0", "::"):  # noqa: S104 - checking, not binding
                 raise ConfigError(f"advertised listener {adv} must not be a wildcard address")
+            if adv.name not in protocols:
+                raise ConfigError(
+                    f"advertised listener {adv} has no security protocol in "
+                    "listener.security.protocol.map"
+                )
+        if "inter.broker.listener.name" in self.explicit and (
+            "security.inter.broker.protocol" in self.explicit
+        ):
+            raise ConfigError(
+                "only one of inter.broker.listener.name and security.inter.broker.protocol "
+                "may be set"
+            )
+        inter = self.inter_broker_listener_name
+        if inter not in {a.name for a in advertised}:
+            raise ConfigError(
+                f"inter.broker.listener.name must be a listener name in advertised.listeners "
+                f"(the inter-broker listener is {inter}; advertised: "
+                f"{', '.join(a.name for a in advertised)})"
+            )
+        for listener in self.listener_values:
+            if listener not in {lst.name for lst in listeners}:
+                log.warning(
+                    "listener.name.%s.* settings name no listener in listeners", listener.lower()
+                )
+
+    @property
+    def inter_broker_listener_name(self) -> str:
+        """The listener brokers use with each other (Kafka's rule: inter.broker.listener.name,
+        else the listener named after security.inter.broker.protocol, else the first advertised
+        listener whose protocol is that one)."""
+        named = self["inter.broker.listener.name"]
+        if named:
+            return str(named).upper()
+        protocol = str(self["security.inter.broker.protocol"] or "PLAINTEXT").upper()
+        advertised = self.advertised_listeners
+        protocols = self.security_protocol_map
+        if any(a.name == protocol for a in advertised):
+            return protocol
+        for adv in advertised:
+            if protocols.get(adv.name) == protocol:
+                return adv.name
+        if "security.inter.broker.protocol" not in self.explicit and advertised:
+            return advertised[0].name  # our default: the first listener, whatever it is
+        return protocol
 
     @property
     def broker_id(self) -> int:

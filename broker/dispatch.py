@@ -8,10 +8,16 @@ The rules (Kafka's, and what real clients rely on):
 * A malformed request closes the connection, with the reason logged.
 * **The gate**, before any handler runs: a session that has not authenticated yet (a SASL
   listener before the SASL exchange completes) may only use the APIs registered with
-  ``before_authentication``; anything else closes the connection, as Kafka's
-  ``SaslServerAuthenticator`` does. A handler's declared ACL requirement on the CLUSTER resource
-  is checked here (CLUSTER_AUTHORIZATION_FAILED); per-topic and per-group requirements are
-  checked by the handler for each resource it names, through :meth:`RequestContext.authorize`.
+  ``before_authentication``, and after SaslHandshake only SaslAuthenticate (after a v0
+  handshake, frames are raw SASL tokens); anything else closes the connection, as Kafka's
+  ``SaslServerAuthenticator`` does. A SASL session past its lifetime (KIP-368) may only
+  re-authenticate; any other request closes the connection. A handler's declared ACL
+  requirement on the CLUSTER resource is checked here (CLUSTER_AUTHORIZATION_FAILED); per-topic
+  and per-group requirements are checked by the handler for each resource it names, through
+  :meth:`RequestContext.authorize`, and denials are logged and counted.
+* **Quotas** (KIP-219): a handler's throttle (produce and fetch bytes, set on
+  :attr:`RequestContext.throttle_ms`) and the request-time quota (measured here) set the
+  response's ``throttle_time_ms``, and the connection is muted for that long.
 * A handler raising :class:`~coordination.errors.KafkaApiError` gets the API's error response
   with that code; any other exception is logged with its traceback and answered with
   UNKNOWN_SERVER_ERROR (or the connection is closed when the API has no error response).
@@ -21,8 +27,9 @@ The rules (Kafka's, and what real clients rely on):
 from __future__ import annotations
 
 import logging
+import struct
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,9 +37,17 @@ from broker.metrics import RequestMetrics
 from broker.net.connection import CloseConnection, Connection, Deferred, HandleResult, Response
 from broker.net.session import Session
 from broker.registry import Handler, HandlerRegistry
+from broker.security.authorizer import SUPPORTED_OPERATIONS
+from broker.security.quotas import QuotaManagers
+from broker.security.sasl import (
+    SaslFailure,
+    SaslState,
+    complete_authentication,
+    fail_authentication,
+)
 from broker.services import BrokerServices
 from coordination.errors import KafkaApiError
-from protocol.acl import CLUSTER_NAME, AclOperation, ResourceType
+from protocol.acl import CLUSTER_NAME, AclOperation, ResourceType, operations_bits
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.errors import RemoteProtocolError
@@ -84,6 +99,10 @@ class RequestContext:
     session: Session
     header: RequestHeader
     received_ns: int
+    #: the connection (None in unit tests of handlers)
+    conn: Connection | None = None
+    #: the throttle a handler computed (produce/fetch byte quotas), ms
+    throttle_ms: int = 0
 
     @property
     def api_version(self) -> int:
@@ -102,17 +121,75 @@ class RequestContext:
         return time.time_ns() // 1_000_000
 
     def authorize(
-        self, operation: AclOperation, resource_type: ResourceType, resource_name: str
+        self,
+        operation: AclOperation,
+        resource_type: ResourceType,
+        resource_name: str,
+        *,
+        log_denied: bool = True,
     ) -> bool:
         """Whether this request's principal may do ``operation`` on the resource (always, with
-        no authorizer configured)."""
+        no authorizer configured). A denial of something the request asked for is logged and
+        counted (``log_denied=False`` for filters: listing, authorized operations)."""
         authorizer = self.services.authorizer
         if authorizer is None:
             return True
         session = self.session
-        return authorizer.authorize(
+        allowed = authorizer.authorize(
             session.principal, session.client_host, operation, resource_type, resource_name
         )
+        if not allowed and log_denied:
+            security = self.services.security
+            if security is not None:
+                security.audit.denied(
+                    session.principal,
+                    session.client_host,
+                    operation.name,
+                    resource_type.name,
+                    resource_name,
+                    _api_name(self.header.api_key),
+                )
+        return allowed
+
+    def authorize_any(self, operation: AclOperation, resource_type: ResourceType) -> bool:
+        """Whether the principal may do ``operation`` on some resource of the type."""
+        authorizer = self.services.authorizer
+        if authorizer is None:
+            return True
+        session = self.session
+        return authorizer.authorize_any(
+            session.principal, session.client_host, operation, resource_type
+        )
+
+    def authorized_operations(self, resource_type: ResourceType, resource_name: str) -> int:
+        """The ``*_authorized_operations`` bit field of the resource for this principal."""
+        authorizer = self.services.authorizer
+        ops: Iterable[AclOperation]
+        if authorizer is None:
+            ops = SUPPORTED_OPERATIONS.get(resource_type, ())
+        else:
+            session = self.session
+            ops = authorizer.authorized_operations(
+                session.principal, session.client_host, resource_type, resource_name
+            )
+        return operations_bits(ops)
+
+    def throttle(self, ms: int) -> None:
+        """Adds a quota throttle to this request's response (the larger one wins)."""
+        if ms > self.throttle_ms:
+            self.throttle_ms = ms
+
+    @property
+    def quota_user(self) -> str:
+        """The user name quotas are keyed by (``ANONYMOUS`` without authentication)."""
+        return self.session.principal.name
+
+
+def _api_name(key: int) -> str:
+    return ApiKey(key).name if key in ApiKey._value2member_map_ else str(key)
+
+
+_SASL_APIS = frozenset({ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
 
 
 class Dispatcher:
@@ -122,10 +199,19 @@ class Dispatcher:
         self.services = services
         self.registry = registry
         self._authorizer = services.authorizer
+        security = services.security
+        self._quotas: QuotaManagers | None = security.quotas if security is not None else None
         self._api_versions_schema = SCHEMAS[ApiKey.API_VERSIONS]
 
     def handle(self, conn: Connection, frame: memoryview) -> HandleResult:
         received = time.perf_counter_ns()
+        session = conn.session
+        if (
+            not session.authenticated
+            and session.authenticator is not None
+            and session.authenticator.raw_tokens
+        ):
+            return self._raw_sasl_token(conn, frame)
         try:
             header, pos = decode_request_header(frame)
         except RemoteProtocolError as e:
@@ -142,10 +228,29 @@ class Dispatcher:
             raise CloseConnection(
                 f"unsupported request {name} v{header.api_version} from client {header.client_id!r}"
             )
-        session = conn.session
-        if not session.authenticated and not handler.before_authentication:
+        if not session.authenticated:
+            if not handler.before_authentication:
+                raise CloseConnection(
+                    f"{handler.api_key.name} before authentication from client {header.client_id!r}"
+                )
+            auth = session.authenticator
+            if (
+                auth is not None
+                and auth.state is SaslState.AUTHENTICATE
+                and header.api_key != ApiKey.SASL_AUTHENTICATE
+            ):
+                raise CloseConnection(
+                    f"unexpected Kafka request of type {handler.api_key.name} during SASL "
+                    "authentication"
+                )
+        elif (
+            session.reauth_deadline_ns
+            and header.api_key not in _SASL_APIS
+            and time.monotonic_ns() > session.reauth_deadline_ns
+        ):
             raise CloseConnection(
-                f"{handler.api_key.name} before authentication from client {header.client_id!r}"
+                f"the SASL session of {session.principal} expired: the client did not "
+                "re-authenticate in time (connections.max.reauth.ms)"
             )
         try:
             body, _ = handler.schema.request_decoder(header.api_version)(frame, pos)
@@ -153,7 +258,7 @@ class Dispatcher:
             raise CloseConnection(
                 f"malformed {handler.api_key.name} v{header.api_version} request: {e}"
             ) from None
-        ctx = RequestContext(self.services, session, header, received)
+        ctx = RequestContext(self.services, session, header, received, conn)
         metrics = conn.request_metrics
         if handler.is_async:
             return self._run_async(handler, ctx, body, metrics)
@@ -224,11 +329,30 @@ class Dispatcher:
                 f"{ctx.session.principal} may not {acl[0].name} the cluster"
             )
 
+    def _throttle(self, ctx: RequestContext, result: Any) -> None:
+        """The request-time quota, then the response's throttle_time_ms and the mute."""
+        quotas = self._quotas
+        if quotas is not None and quotas.request.enabled:
+            elapsed_ns = time.perf_counter_ns() - ctx.received_ns
+            ctx.throttle(
+                quotas.request.record(
+                    ctx.quota_user, ctx.client_id, elapsed_ns * 1e-7, ctx.now_ms()
+                )
+            )
+        ms = ctx.throttle_ms
+        if ms > 0:
+            if result is not None and hasattr(result, "throttle_time_ms"):
+                result.throttle_time_ms = max(ms, result.throttle_time_ms or 0)
+            if ctx.conn is not None:
+                ctx.conn.mute(ms)
+
     def _frame(self, handler: Handler, ctx: RequestContext, body: Any, result: Any) -> Response:
         """The response frame. A response that cannot be encoded (a bug) is answered with the
         API's error response instead, so every request gets exactly one answer, in order; if
         even that fails, the connection is closed."""
         header = ctx.header
+        if ctx.throttle_ms or self._quotas is not None:
+            self._throttle(ctx, result)
         try:
             if isinstance(result, EncodedBody):
                 return frame_response(
@@ -277,6 +401,20 @@ class Dispatcher:
         if handler.error_response is None:
             raise CloseConnection(f"{handler.api_key.name} failed: {exc}") from exc
         return handler.error_response(body, code, message)
+
+    def _raw_sasl_token(self, conn: Connection, frame: memoryview) -> Response:
+        """A SASL token after a v0 SaslHandshake: a raw size-prefixed frame each way."""
+        auth = conn.session.authenticator
+        security = self.services.security
+        assert security is not None
+        try:
+            token = auth.authenticate(bytes(frame))
+        except SaslFailure as e:
+            fail_authentication(conn, auth, security.audit, str(e))
+            raise CloseConnection(f"SASL authentication failed: {e}") from None
+        if auth.complete:
+            complete_authentication(conn, auth, security.audit)
+        return [struct.pack(">i", len(token)), token]
 
     def _unsupported_api_versions(self, header: RequestHeader) -> Response:
         supported = self.registry.get(ApiKey.API_VERSIONS)

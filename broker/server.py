@@ -8,9 +8,11 @@ the clean-shutdown marker.
 
 Start-up order (Kafka's ``KafkaServer.startup`` has the same shape):
 
-1. bind every listener (port 0 resolves now, before anything is advertised); a listener whose
-   security protocol this broker cannot serve stops the start-up;
-2. the metadata store (embedded file, or ZooKeeper: registration, controller election);
+1. the security settings (TLS contexts, SASL mechanisms and JAAS configs: a listener that
+   cannot be served as configured stops the start-up, never falls back to plaintext), then bind
+   every listener (port 0 resolves now, before anything is advertised);
+2. the metadata store (embedded file, or ZooKeeper: registration, controller election), then
+   the security store beside it (ACLs, SCRAM credentials, quotas) and the authorizer;
 3. the logs and the replica manager (recovery, then the partitions of the current view);
 4. the coordinators (``__consumer_offsets`` leadership, loading);
 5. the dispatcher over the handler registry, the processor loops, then accepting connections.
@@ -23,7 +25,7 @@ import logging
 import time
 
 from broker.admin import TopicAdmin
-from broker.config import BrokerConfig, Listener, NetworkConfig, ZooKeeperConfig
+from broker.config import BrokerConfig, ConfigError, Listener, NetworkConfig, ZooKeeperConfig
 from broker.coordinators.groups import GroupService, group_config, offsets_topic_spec
 from broker.coordinators.internal_topic import InternalTopicCoordinator
 from broker.coordinators.markers import TransactionMarkerChannel
@@ -36,13 +38,21 @@ from broker.handlers import load_handlers
 from broker.metrics import MetricsRegistry, network_samples, serve_metrics
 from broker.net.acceptor import Acceptor
 from broker.net.limits import ConnectionQuotas, RequestMemoryPool
-from broker.net.processor import Processor, TransportFactory
-from broker.net.transport import PlaintextTransport
+from broker.net.processor import Processor, TransportFactory, plaintext
 from broker.replication.replica_manager import ReplicaManager
+from broker.security.audit import SecurityAudit
+from broker.security.authorizer import ACL_AUTHORIZER_CLASSES, AclAuthorizer
+from broker.security.quotas import QuotaManagers
+from broker.security.sasl import ListenerSasl, ScramCredentialCache
+from broker.security.services import SecurityServices
+from broker.security.tls import tls_transport_factory
 from broker.services import BrokerServices
 from coordination.group.coordinator import GroupCoordinator
 from coordination.metadata.embedded import FILE_NAME as EMBEDDED_METADATA_FILE
 from coordination.metadata.embedded import EmbeddedMetadataStore
+from coordination.metadata.embedded_security import FILE_NAME as EMBEDDED_SECURITY_FILE
+from coordination.metadata.embedded_security import EmbeddedSecurityStore
+from coordination.metadata.security import SecurityStore
 from coordination.metadata.store import MetadataStore
 from coordination.metadata.view import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, BrokerInfo, Endpoint
 from coordination.producer_id_manager import ProducerIdManager
@@ -55,10 +65,9 @@ from storage.manager import LogManager
 
 log = logging.getLogger(__name__)
 
-#: The transports of the security protocols this broker serves. SSL, SASL_PLAINTEXT and
-#: SASL_SSL come with the security work; until then a listener using them stops the start-up
+#: The security protocols this broker serves; a listener with another one stops the start-up
 #: rather than being served as plaintext.
-TRANSPORTS: dict[str, TransportFactory] = {"PLAINTEXT": PlaintextTransport}
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 
 #: Broker keys that feed the log defaults or the produce rules built from them.
@@ -97,6 +106,15 @@ class Broker:
             overrides=network.max_connections_per_ip_overrides,
         )
         self.memory_pool = RequestMemoryPool(network.queued_max_request_bytes)
+        self.audit = SecurityAudit()
+        self.scram = ScramCredentialCache()
+        self.quota_managers = QuotaManagers(
+            samples=int(config["quota.window.num"]),
+            window_seconds=int(config["quota.window.size.seconds"]),
+        )
+        self.sasl: dict[str, ListenerSasl] = {}
+        self.security_store: SecurityStore | None = None
+        self.authorizer: AclAuthorizer | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.acceptor: Acceptor | None = None
         self.processors: list[Processor] = []
@@ -135,6 +153,7 @@ class Broker:
         # dynamic broker configs stored in the cluster apply before the logs load, as in Kafka
         self.dynamic_config = dynamic = DynamicBrokerConfig(config, self.broker_id)
         dynamic.apply(metadata.view)
+        security = self._start_security(metadata)
         log_manager = LogManager(
             config.log_dirs,
             log_config_from_broker(config.values),
@@ -178,6 +197,8 @@ class Broker:
                 groups=groups,
                 producer_ids=producer_ids,
                 transactions=transactions,
+                authorizer=security.authorizer,
+                security=security,
             ),
             load_handlers(),
         )
@@ -192,6 +213,7 @@ class Broker:
                 receive_timeout_ms=network.request_receive_timeout_ms,
                 memory_pool=self.memory_pool,
                 quotas=self.quotas,
+                max_unauthenticated_request_bytes=int(config["sasl.server.max.receive.size"]),
             )
             for i in range(network.num_network_threads)
         ]
@@ -199,6 +221,8 @@ class Broker:
         self.metrics.add(
             lambda: network_samples(processors, acceptor, self.quotas, self.memory_pool)
         )
+        self.metrics.add(self.audit.samples)
+        self.metrics.add(self.quota_managers.samples)
         for p in processors:
             p.start_and_wait()
         self.acceptor.start(processors)
@@ -282,16 +306,10 @@ class Broker:
             send_buffer=network.socket_send_buffer_bytes,
             receive_buffer=network.socket_receive_buffer_bytes,
         )
+        factories = self._transports()
         for lst in self.config.listeners:
             protocol = self.config.security_protocol(lst.name)
-            make_transport = TRANSPORTS.get(protocol)
-            if make_transport is None:
-                acceptor.close()
-                raise StartupError(
-                    f"listener {lst} uses security protocol {protocol}, which this broker does "
-                    f"not support yet (supported: {', '.join(sorted(TRANSPORTS))}); refusing to "
-                    "serve it as plaintext"
-                )
+            make_transport = factories[lst.name]
             try:
                 host, port = acceptor.bind(
                     lst.name, lst.host, lst.port, security_protocol=protocol,
@@ -310,6 +328,85 @@ class Broker:
             for a in self.config.advertised_listeners
         ]
         return acceptor
+
+    def _transports(self) -> dict[str, TransportFactory]:
+        """Each listener's transport factory, and each SASL listener's settings; raises
+        StartupError when a listener cannot be served as configured."""
+        config = self.config
+        factories: dict[str, TransportFactory] = {}
+        for lst in config.listeners:
+            protocol = config.security_protocol(lst.name)
+            try:
+                if protocol not in SECURITY_PROTOCOLS:
+                    raise ConfigError(
+                        f"security protocol {protocol} is not supported (supported: "
+                        f"{', '.join(SECURITY_PROTOCOLS)}); refusing to serve it as plaintext"
+                    )
+                if protocol.startswith("SASL_"):
+                    self.sasl[lst.name] = ListenerSasl.from_config(config, lst.name, self.scram)
+                if protocol in ("SSL", "SASL_SSL"):
+                    factories[lst.name] = tls_transport_factory(
+                        config,
+                        lst.name,
+                        set_principal=protocol == "SSL",
+                        on_handshake_failure=self.audit.tls_handshake_failed,
+                    )
+                else:
+                    factories[lst.name] = plaintext
+            except (ConfigError, ValueError) as e:
+                raise StartupError(f"listener {lst} ({protocol}): {e}") from None
+        return factories
+
+    def _start_security(self, metadata: MetadataStore) -> SecurityServices:
+        """The security store beside the metadata store, the credential cache and quotas that
+        follow it, and the authorizer (authorizer.class.name)."""
+        config = self.config
+        if isinstance(metadata, EmbeddedMetadataStore):
+            store: SecurityStore = EmbeddedSecurityStore(
+                config.log_dirs[0] / EMBEDDED_SECURITY_FILE
+            )
+        else:
+            from coordination.zk.security import ZkSecurityStore
+            from coordination.zk.store import ZkMetadataStore
+
+            assert isinstance(metadata, ZkMetadataStore)
+            store = ZkSecurityStore(metadata.zk)
+        store.add_entity_listener(self.scram.update)
+        store.add_entity_listener(self.quota_managers.update)
+        store.start()
+        self.security_store = store
+        self.scram.update(store.entity_configs)
+        self.quota_managers.update(store.entity_configs)
+        name = str(config["authorizer.class.name"] or "").strip()
+        if name:
+            if name not in ACL_AUTHORIZER_CLASSES:
+                raise StartupError(
+                    f"authorizer.class.name={name} is not available: Odradek's built-in ACL "
+                    f"authorizer answers to {', '.join(sorted(ACL_AUTHORIZER_CLASSES))}"
+                )
+            try:
+                super_users = AclAuthorizer.parse_super_users(config["super.users"])
+            except ValueError as e:
+                raise StartupError(f"super.users: {e}") from None
+            self.authorizer = AclAuthorizer(
+                store,
+                super_users=super_users,
+                allow_everyone_if_no_acl_found=bool(config["allow.everyone.if.no.acl.found"]),
+                audit=self.audit,
+            )
+            log.info(
+                "ACL authorizer on: %d resource patterns with ACLs, super users %s",
+                len(store.acls),
+                ", ".join(str(p) for p in super_users) or "none",
+            )
+        return SecurityServices(
+            store=store,
+            audit=self.audit,
+            scram=self.scram,
+            quotas=self.quota_managers,
+            sasl=dict(self.sasl),
+            authorizer=self.authorizer,
+        )
 
     def _make_group_service(
         self,
@@ -446,6 +543,8 @@ class Broker:
             p.stop()
         if self.replica_manager is not None:
             self.replica_manager.shutdown()
+        if self.security_store is not None:
+            self.security_store.stop()
         if self.metadata is not None:
             self.metadata.stop()
         if self.started.is_set():

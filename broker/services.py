@@ -14,6 +14,7 @@ from broker.coordinators.groups import GroupService
 from broker.coordinators.transactions import TransactionService
 from broker.replication.replica_manager import ReplicaManager
 from broker.security.authorizer import Authorizer
+from broker.security.services import SecurityServices
 from coordination.metadata.store import MetadataStore
 from coordination.producer_id_manager import ProducerIdManager
 
@@ -31,3 +32,5 @@ class BrokerServices:
     transactions: TransactionService | None = None
     #: None: no ``authorizer.class.name``, every operation is allowed (Kafka's default)
     authorizer: Authorizer | None = None
+    #: SASL, credentials, ACL management, quotas, audit (None: none configured, e.g. in tests)
+    security: SecurityServices | None = None

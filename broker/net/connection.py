@@ -146,6 +146,7 @@ class Connection:
         self.session = session
         self.channel = channel
         self.decoder = FrameDecoder(max_request_bytes)
+        self.max_request_bytes = max_request_bytes
         self.queued_max_requests = queued_max_requests
         self.metrics = metrics
         self.request_metrics = request_metrics
@@ -167,6 +168,12 @@ class Connection:
         #: an answer, or the future that gives them
         self._answers: deque[list[Any] | asyncio.Future[Response]] = deque()
         self._deferred = 0  # Deferred answers awaited
+        #: TLS: the transport holds bytes and handshake writes of its own
+        self._buffered = transport.buffered
+        #: why the connection closes once its queued responses are sent (None: it stays open)
+        self._closing: str | None = None
+        #: a throttled client's channel is muted until then (KIP-219), monotonic seconds
+        self._muted_until = 0.0
         self._start_reading()
 
     def __repr__(self) -> str:
@@ -195,6 +202,13 @@ class Connection:
             if self.partial_since:
                 # the time we did not read is not the client's: its clock starts again
                 self.partial_since = time.monotonic()
+            if self._buffered and self.transport.has_pending():
+                self.loop.call_soon(self._read_pending)
+
+    def _read_pending(self) -> None:
+        """Reads bytes a TLS transport holds (the socket will not signal them)."""
+        if self._reading and not self.closed:
+            self._on_readable()
 
     def _stop_reading(self) -> None:
         if self._reading:
@@ -208,6 +222,8 @@ class Connection:
             n = self.transport.recv_into(buf)
             del buf
         except (BlockingIOError, InterruptedError):
+            if self._buffered and self.transport.want_write:
+                self._want_write()  # a TLS handshake step waits to be written
             return
         except OSError as e:
             self.close(f"receive failed: {e}")
@@ -229,6 +245,8 @@ class Connection:
             self.partial_since = 0.0
         self._pump()
         self._flush()
+        if self._buffered and self._reading and self.transport.has_pending():
+            self.loop.call_soon(self._read_pending)
 
     # -- requests ----------------------------------------------------------------------------
 
@@ -240,6 +258,7 @@ class Connection:
         while (
             not self._busy
             and not self.closed
+            and self._closing is None
             and self._out_bytes <= HIGH_WATER_BYTES
             and self._deferred < self.queued_max_requests
         ):
@@ -339,6 +358,9 @@ class Connection:
         """Sends what it can now; waits for writability when the socket is full."""
         out = self._out
         transport = self.transport
+        if self._buffered and not transport.flush():
+            self._want_write()
+            return
         while out:
             head = out[0]
             if isinstance(head, FileRegion):
@@ -389,6 +411,10 @@ class Connection:
         if self._writing:
             self.loop.remove_writer(self.fd)
             self._writing = False
+        if self._closing is not None:
+            if not self._busy and not self._answers:
+                self.close(self._closing)
+            return
         if (
             self.decoder.pending_frames
             and not self._busy
@@ -425,7 +451,12 @@ class Connection:
         if self.closed:
             return
         waiting = self.decoder.pending_frames
-        if self._out_bytes > HIGH_WATER_BYTES or waiting >= self.queued_max_requests:
+        if (
+            self._out_bytes > HIGH_WATER_BYTES
+            or waiting >= self.queued_max_requests
+            or self._closing is not None
+            or (self._muted_until and self._still_muted())
+        ):
             self._stop_reading()
         elif self._out_bytes <= LOW_WATER_BYTES and waiting < self.queued_max_requests:
             if self._pool.bounded and not self._pool.may_read(self._held):
@@ -435,6 +466,36 @@ class Connection:
                     self.loop.call_later(MEMORY_RETRY_S, self._retry_memory)
             else:
                 self._start_reading()
+
+    # -- throttling and closing after a response --------------------------------------------
+
+    def mute(self, throttle_ms: int) -> None:
+        """Stops reading requests for ``throttle_ms`` (a client over its quota, KIP-219): the
+        response already queued still leaves."""
+        if throttle_ms <= 0 or self.closed:
+            return
+        until = time.monotonic() + throttle_ms / 1000
+        if until > self._muted_until:
+            self._muted_until = until
+            self.loop.call_later(throttle_ms / 1000, self._apply_backpressure)
+        self._apply_backpressure()
+
+    def _still_muted(self) -> bool:
+        if time.monotonic() < self._muted_until:
+            return True
+        self._muted_until = 0.0
+        return False
+
+    @property
+    def muted(self) -> bool:
+        return bool(self._muted_until) and time.monotonic() < self._muted_until
+
+    def close_after_responses(self, reason: str) -> None:
+        """Reads nothing more and closes once the responses queued now are sent (a failed SASL
+        authentication is answered, then the connection closes, as Kafka does)."""
+        if self._closing is None and not self.closed:
+            self._closing = reason
+            self._stop_reading()
 
     def _retry_memory(self) -> None:
         self._memory_retry = False

@@ -30,8 +30,14 @@ from broker.net.transport import PlaintextTransport, Transport
 
 log = logging.getLogger(__name__)
 
-#: Makes a transport for an accepted socket (one per security protocol).
-TransportFactory = Callable[[socket.socket], Transport]
+#: Makes a transport for an accepted socket and its session (one per listener: plaintext, or
+#: TLS with the listener's context; a TLS transport sets the session's principal from the
+#: client certificate once its handshake completes).
+TransportFactory = Callable[[socket.socket, Session], Transport]
+
+
+def plaintext(sock: socket.socket, session: Session) -> Transport:
+    return PlaintextTransport(sock)
 
 
 class Processor(threading.Thread):
@@ -48,6 +54,7 @@ class Processor(threading.Thread):
         receive_timeout_ms: int,
         memory_pool: RequestMemoryPool,
         quotas: ConnectionQuotas,
+        max_unauthenticated_request_bytes: int = 524288,
     ) -> None:
         super().__init__(name=f"processor-{index}", daemon=True)
         self.index = index
@@ -57,6 +64,8 @@ class Processor(threading.Thread):
         self.metrics = ConnectionMetrics()
         self.request_metrics = RequestMetrics()
         self.max_request_bytes = max_request_bytes
+        #: frames a client may send before it authenticated (sasl.server.max.receive.size)
+        self.max_unauthenticated_request_bytes = max_unauthenticated_request_bytes
         self.queued_max_requests = queued_max_requests
         self.idle_timeout_s = idle_timeout_ms / 1000
         self.receive_timeout_s = receive_timeout_ms / 1000
@@ -86,7 +95,7 @@ class Processor(threading.Thread):
         peer: Any,
         listener: str,
         security_protocol: str,
-        make_transport: TransportFactory = PlaintextTransport,
+        make_transport: TransportFactory = plaintext,
     ) -> None:
         """Called on this processor's loop with a freshly accepted socket."""
         sock.setblocking(False)
@@ -95,11 +104,12 @@ class Processor(threading.Thread):
         except OSError:
             pass
         address = (str(peer[0]), int(peer[1])) if isinstance(peer, tuple) else (str(peer), 0)
+        session = Session.accepted(listener, security_protocol, address)
         try:
             conn = Connection(
                 self.loop,
-                make_transport(sock),
-                Session.accepted(listener, security_protocol, address),
+                make_transport(sock, session),
+                session,
                 self.channel,
                 self.metrics,
                 self.request_metrics,
@@ -113,6 +123,12 @@ class Processor(threading.Thread):
             sock.close()
             self.quotas.closed(address[0])
             return
+        if not session.authenticated:
+            # until the SASL exchange completes, frames are small (Kafka's
+            # sasl.server.max.receive.size); the SASL handlers restore the limit
+            conn.decoder.max_frame_bytes = min(
+                self.max_request_bytes, self.max_unauthenticated_request_bytes
+            )
         self.connections.add(conn)
         self.metrics.connections_opened += 1
 

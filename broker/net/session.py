@@ -15,6 +15,7 @@ Thread-safety: owned by one connection, on one processor loop.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,8 +48,13 @@ class Session:
     #: what the client announced in ApiVersions v3+ (KIP-511), for metrics and logs
     client_software_name: str = ""
     client_software_version: str = ""
-    #: SASL mechanism chosen in SaslHandshake (None until then)
+    #: SASL mechanism the session authenticated with (None: none, or not yet)
     sasl_mechanism: str | None = field(default=None)
+    #: the SASL exchange in progress (broker.security.sasl.SaslServerAuthenticator), or None
+    authenticator: Any = None
+    #: when the SASL session expires (time.monotonic_ns; 0: never): a client must
+    #: re-authenticate before then (KIP-368, connections.max.reauth.ms)
+    reauth_deadline_ns: int = 0
 
     @classmethod
     def accepted(cls, listener: str, security_protocol: str, peer: tuple[str, int]) -> Session:

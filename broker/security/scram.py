@@ -1,0 +1,258 @@
+"""SCRAM-SHA-256 and SCRAM-SHA-512 (RFC 5802, RFC 7677) as Kafka uses them (KIP-84).
+
+* Credentials are stored as Kafka stores them (``ScramCredentialUtils``), under the mechanism's
+  name in the user's entity config: ``salt=<b64>,stored_key=<b64>,server_key=<b64>,
+  iterations=<n>``. No password is ever stored: AlterUserScramCredentials carries the salted
+  password, from which :func:`credential_from_salted_password` derives the keys.
+* :class:`ScramServer` is the server side of one exchange (Kafka's ``ScramSaslServer``):
+  client-first (``n,,n=<user>,r=<nonce>``) -> server-first (``r=<nonce>,s=<salt>,i=<n>``) ->
+  client-final (``c=biws,r=<nonce>,p=<proof>``) -> server-final (``v=<signature>``). An unknown
+  user and a wrong password fail the same way (the reason is logged, the client learns only
+  that authentication failed).
+* :class:`ScramClient` is the client side (inter-broker connections, tests).
+
+Sans-IO: tokens in, tokens out.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import re
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+
+#: mechanism -> (hash name, Kafka's minimum iterations)
+MECHANISMS = {"SCRAM-SHA-256": ("sha256", 4096), "SCRAM-SHA-512": ("sha512", 4096)}
+#: the mechanism's code in DescribeUserScramCredentials/AlterUserScramCredentials
+MECHANISM_TYPES = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
+MECHANISM_BY_TYPE = {v: k for k, v in MECHANISM_TYPES.items()}
+#: Kafka refuses more iterations than this in AlterUserScramCredentials
+MAX_ITERATIONS = 16384
+
+
+class ScramError(Exception):
+    """The exchange failed; ``str()`` is for the log, :attr:`client_message` for the client."""
+
+    def __init__(self, log_message: str, client_message: str | None = None) -> None:
+        super().__init__(log_message)
+        self.client_message = client_message
+
+
+@dataclass(frozen=True)
+class ScramCredential:
+    salt: bytes
+    stored_key: bytes
+    server_key: bytes
+    iterations: int
+
+
+#: (mechanism, username) -> the stored credential, or None for an unknown user
+CredentialLookup = Callable[[str, str], ScramCredential | None]
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def credential_to_string(c: ScramCredential) -> str:
+    return (
+        f"salt={_b64(c.salt)},stored_key={_b64(c.stored_key)},"
+        f"server_key={_b64(c.server_key)},iterations={c.iterations}"
+    )
+
+
+def credential_from_string(text: str) -> ScramCredential:
+    """Raises ValueError for anything but Kafka's four fields."""
+    props = {}
+    for token in text.split(","):
+        key, sep, value = token.partition("=")
+        if not sep or not key:
+            raise ValueError("credentials not valid")
+        props[key] = value
+    if set(props) != {"salt", "stored_key", "server_key", "iterations"}:
+        raise ValueError("credentials not valid")
+    try:
+        return ScramCredential(
+            base64.b64decode(props["salt"], validate=True),
+            base64.b64decode(props["stored_key"], validate=True),
+            base64.b64decode(props["server_key"], validate=True),
+            int(props["iterations"]),
+        )
+    except ValueError:
+        raise ValueError("credentials not valid") from None
+
+
+def _hmac(hash_name: str, key: bytes, data: bytes) -> bytes:
+    return hmac.new(key, data, hash_name).digest()
+
+
+def salted_password(mechanism: str, password: str, salt: bytes, iterations: int) -> bytes:
+    return hashlib.pbkdf2_hmac(MECHANISMS[mechanism][0], password.encode(), salt, iterations)
+
+
+def credential_from_salted_password(
+    mechanism: str, salt: bytes, salted: bytes, iterations: int
+) -> ScramCredential:
+    h = MECHANISMS[mechanism][0]
+    client_key = _hmac(h, salted, b"Client Key")
+    stored_key = hashlib.new(h, client_key).digest()
+    server_key = _hmac(h, salted, b"Server Key")
+    return ScramCredential(salt, stored_key, server_key, iterations)
+
+
+def new_credential(mechanism: str, password: str, iterations: int = 4096) -> ScramCredential:
+    salt = secrets.token_bytes(32)
+    return credential_from_salted_password(
+        mechanism, salt, salted_password(mechanism, password, salt, iterations), iterations
+    )
+
+
+def _saslname_to_username(name: str) -> str:
+    if re.search(r"=(?!2C|3D)", name):
+        raise ScramError("invalid username encoding in client-first message")
+    return name.replace("=2C", ",").replace("=3D", "=")
+
+
+def _username_to_saslname(name: str) -> str:
+    return name.replace("=", "=3D").replace(",", "=2C")
+
+
+_CLIENT_FIRST = re.compile(
+    r"n,(?:a=(?P<authzid>[^,]*))?,(?P<bare>n=(?P<saslname>[^,]*),r=(?P<nonce>[^,]+)(?P<ext>(?:,[^,]*)*))"
+)
+_CLIENT_FINAL = re.compile(
+    r"(?P<without>c=(?P<channel>[^,]*),r=(?P<nonce>[^,]*)(?:,[^,]*)*?),p=(?P<proof>[^,]*)"
+)
+
+
+class ScramServer:
+    """One server-side SCRAM exchange. ``lookup(username)`` gives the stored credential (or
+    None for an unknown user)."""
+
+    def __init__(self, mechanism: str, lookup: CredentialLookup) -> None:
+        self.mechanism = mechanism
+        self.hash_name, self.min_iterations = MECHANISMS[mechanism]
+        self._lookup = lookup
+        self.complete = False
+        self.username: str | None = None
+        self._client_first_bare = ""
+        self._server_first = ""
+        self._nonce = ""
+        self._credential: ScramCredential | None = None
+
+    def evaluate(self, token: bytes) -> bytes:
+        """The answer to the client's next token; raises ScramError."""
+        try:
+            text = token.decode()
+        except UnicodeDecodeError:
+            raise ScramError("SCRAM message is not UTF-8") from None
+        if self._credential is None and not self.complete:
+            return self._first(text)
+        if not self.complete:
+            return self._final(text)
+        raise ScramError("unexpected SCRAM message after the exchange completed")
+
+    def _first(self, text: str) -> bytes:
+        m = _CLIENT_FIRST.fullmatch(text)
+        if m is None:
+            raise ScramError(
+                "invalid SCRAM client-first message (channel binding is not supported)"
+            )
+        username = _saslname_to_username(m.group("saslname"))
+        extensions = [e for e in m.group("ext").split(",") if e]
+        if any(e.split("=", 1)[0] == "tokenauth" and e.endswith("=true") for e in extensions):
+            raise ScramError("delegation token authentication is not supported")
+        credential = self._lookup(self.mechanism, username)
+        if credential is None:
+            raise ScramError(f"unknown user {username!r} for {self.mechanism}")
+        authzid = m.group("authzid") or ""
+        if authzid and authzid != username:
+            raise ScramError(
+                "authorization id differs from the username",
+                "Authentication failed: Client requested an authorization id that is different "
+                "from username",
+            )
+        if credential.iterations < self.min_iterations:
+            raise ScramError(
+                f"stored credential of {username!r} has {credential.iterations} iterations, "
+                f"fewer than {self.min_iterations}"
+            )
+        self.username = username
+        self._credential = credential
+        self._nonce = m.group("nonce") + secrets.token_urlsafe(24)
+        self._client_first_bare = m.group("bare")
+        self._server_first = f"r={self._nonce},s={_b64(credential.salt)},i={credential.iterations}"
+        return self._server_first.encode()
+
+    def _final(self, text: str) -> bytes:
+        credential = self._credential
+        assert credential is not None
+        m = _CLIENT_FINAL.fullmatch(text)
+        if m is None:
+            raise ScramError("invalid SCRAM client-final message")
+        if m.group("nonce") != self._nonce:
+            raise ScramError("invalid client nonce in the final client message")
+        try:
+            proof = base64.b64decode(m.group("proof"), validate=True)
+        except ValueError:
+            raise ScramError("invalid SCRAM client proof encoding") from None
+        auth_message = (
+            f"{self._client_first_bare},{self._server_first},{m.group('without')}".encode()
+        )
+        client_signature = _hmac(self.hash_name, credential.stored_key, auth_message)
+        if len(proof) != len(client_signature):
+            raise ScramError(f"invalid client credentials for {self.username!r}")
+        client_key = bytes(a ^ b for a, b in zip(proof, client_signature, strict=True))
+        computed = hashlib.new(self.hash_name, client_key).digest()
+        if not hmac.compare_digest(computed, credential.stored_key):
+            raise ScramError(f"invalid password for user {self.username!r}")
+        server_signature = _hmac(self.hash_name, credential.server_key, auth_message)
+        self.complete = True
+        self._credential = None
+        return f"v={_b64(server_signature)}".encode()
+
+
+class ScramClient:
+    """The client side of one exchange: :meth:`first`, then :meth:`final` with the server's
+    first message, then :meth:`verify` with its final message."""
+
+    def __init__(self, mechanism: str, username: str, password: str) -> None:
+        self.mechanism = mechanism
+        self.hash_name = MECHANISMS[mechanism][0]
+        self.username = username
+        self.password = password
+        self.nonce = secrets.token_urlsafe(24)
+        self._bare = f"n={_username_to_saslname(username)},r={self.nonce}"
+        self._server_signature = b""
+
+    def first(self) -> bytes:
+        return f"n,,{self._bare}".encode()
+
+    def final(self, server_first: bytes) -> bytes:
+        text = server_first.decode()
+        fields = dict(item.split("=", 1) for item in text.split(",") if "=" in item)
+        nonce, salt, iterations = fields["r"], base64.b64decode(fields["s"]), int(fields["i"])
+        if not nonce.startswith(self.nonce):
+            raise ScramError("server nonce does not extend the client nonce")
+        salted = salted_password(self.mechanism, self.password, salt, iterations)
+        client_key = _hmac(self.hash_name, salted, b"Client Key")
+        stored_key = hashlib.new(self.hash_name, client_key).digest()
+        without_proof = f"c=biws,r={nonce}"
+        auth_message = f"{self._bare},{text},{without_proof}".encode()
+        signature = _hmac(self.hash_name, stored_key, auth_message)
+        proof = bytes(a ^ b for a, b in zip(client_key, signature, strict=True))
+        server_key = _hmac(self.hash_name, salted, b"Server Key")
+        self._server_signature = _hmac(self.hash_name, server_key, auth_message)
+        return f"{without_proof},p={_b64(proof)}".encode()
+
+    def verify(self, server_final: bytes) -> None:
+        text = server_final.decode()
+        if text.startswith("e="):
+            raise ScramError(f"server refused: {text[2:]}")
+        if not text.startswith("v=") or not hmac.compare_digest(
+            base64.b64decode(text[2:]), self._server_signature
+        ):
+            raise ScramError("invalid server signature")
