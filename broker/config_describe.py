@@ -140,14 +140,34 @@ def _broker_synonyms(config: BrokerConfig, name: str) -> list[tuple[str, str | N
 
 
 def describe_broker(config: BrokerConfig, keys: Iterable[str] | None = None) -> list[ConfigEntry]:
-    """This broker's configs: the value in force, its source, and every synonym."""
+    """This broker's configs: the value in force, its source, and every synonym; then the
+    ``listener.name.*`` keys given. The values of sensitive keys (passwords, JAAS configs,
+    private keys) are never returned, as Kafka hides them."""
     wanted = set(keys) if keys is not None else None
     entries = []
+    for name, value, key in config.listener_keys():
+        if wanted is not None and name not in wanted:
+            continue
+        shown = None if key.sensitive else format_value(key.kind, value)
+        entries.append(
+            ConfigEntry(
+                name=name,
+                value=shown,
+                source=ConfigSource.STATIC_BROKER_CONFIG,
+                read_only=True,
+                sensitive=key.sensitive,
+                type=_TYPE_OF[key.kind],
+                documentation=key.doc or None,
+                synonyms=[(name, shown, ConfigSource.STATIC_BROKER_CONFIG)],
+            )
+        )
     for name, key in sorted(BROKER_CONFIGS.items()):
         if wanted is not None and name not in wanted:
             continue
         value = None if key.sensitive else format_value(key.kind, config.values.get(name))
         synonyms = _broker_synonyms(config, name)
+        if key.sensitive:
+            synonyms = [(n, None, src) for n, _, src in synonyms]
         own = [s for s in synonyms if s[0] == name]
         source = own[0][2] if own else ConfigSource.DEFAULT_CONFIG
         if source == ConfigSource.DEFAULT_CONFIG and synonyms and synonyms[0][2] != source:
@@ -189,7 +209,7 @@ def describe_broker_default(
                 sensitive=key.sensitive,
                 type=_TYPE_OF[key.kind],
                 documentation=key.doc or None,
-                synonyms=[(name, raw, source)],
+                synonyms=[(name, None if key.sensitive else raw, source)],
             )
         )
     return entries

@@ -90,6 +90,16 @@ class ClusterAuthorizationFailed(KafkaApiError):
     error_code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 
 
+#: the error of a denied operation on each resource type (Kafka's AclEntry.authorizationError)
+AUTHORIZATION_ERRORS = {
+    ResourceType.TOPIC: ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+    ResourceType.GROUP: ErrorCode.GROUP_AUTHORIZATION_FAILED,
+    ResourceType.CLUSTER: ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+    ResourceType.TRANSACTIONAL_ID: ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+    ResourceType.DELEGATION_TOKEN: ErrorCode.DELEGATION_TOKEN_AUTHORIZATION_FAILED,
+}
+
+
 @dataclass(slots=True)
 class RequestContext:
     """Per-request state: who asked (the connection's session), what, and the broker's services
@@ -150,6 +160,18 @@ class RequestContext:
                     _api_name(self.header.api_key),
                 )
         return allowed
+
+    def require(
+        self, operation: AclOperation, resource_type: ResourceType, resource_name: str
+    ) -> None:
+        """Raises the resource type's authorization error (the whole request is answered with
+        it) unless the principal may do ``operation`` on the resource."""
+        if not self.authorize(operation, resource_type, resource_name):
+            raise KafkaApiError(
+                f"{self.session.principal} may not {operation.name} "
+                f"{resource_type.name} {resource_name}",
+                AUTHORIZATION_ERRORS.get(resource_type, ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+            )
 
     def authorize_any(self, operation: AclOperation, resource_type: ResourceType) -> bool:
         """Whether the principal may do ``operation`` on some resource of the type."""

@@ -26,7 +26,7 @@ from broker.dispatch import RequestContext
 from broker.registry import error_response, handler
 from coordination.errors import InvalidConfig, InvalidRequest, KafkaApiError, UnknownTopic
 from coordination.metadata.view import DEFAULT_BROKER_ENTITY
-from protocol.acl import AclOperation, ResourceType
+from protocol.acl import CLUSTER_NAME, AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages import alter_configs as ac
@@ -50,6 +50,7 @@ def _alter(
     broker = ctx.services
     try:
         if resource.resource_type == ConfigResourceType.TOPIC:
+            ctx.require(AclOperation.ALTER_CONFIGS, ResourceType.TOPIC, resource.resource_name)
             topic = broker.metadata.view.topics.get(resource.resource_name)
             if topic is None:
                 raise UnknownTopic(f"Topic {resource.resource_name} does not exist.")
@@ -58,6 +59,7 @@ def _alter(
             if not validate_only:
                 broker.admin.set_topic_configs(topic.name, configs)
         elif resource.resource_type == ConfigResourceType.BROKER:
+            ctx.require(AclOperation.ALTER_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME)
             entity = broker_entity(ctx, resource.resource_name)
             current = dict(broker.metadata.view.broker_configs.get(entity, {}))
             configs = new_configs(current)
@@ -68,6 +70,7 @@ def _alter(
             if not validate_only:
                 broker.metadata.set_broker_configs(entity, configs)
         elif resource.resource_type == ConfigResourceType.BROKER_LOGGER:
+            ctx.require(AclOperation.ALTER_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME)
             broker_entity(ctx, resource.resource_name, allow_default=False)
             alter_loggers(new_configs, validate_only)
         else:

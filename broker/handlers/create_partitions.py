@@ -39,6 +39,10 @@ def handle_create_partitions(
             result.error_code = ErrorCode.INVALID_REQUEST
             result.error_message = "Duplicate topic in request."
             continue
+        if not ctx.authorize(AclOperation.ALTER, ResourceType.TOPIC, t.name):
+            result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            result.error_message = "The topic authorization is failed."
+            continue
         assignment = [list(a.broker_ids) for a in t.assignments] if t.assignments else None
         try:
             ctx.services.admin.create_partitions(

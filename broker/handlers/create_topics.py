@@ -9,7 +9,7 @@ from broker.config_describe import describe_topic
 from broker.dispatch import RequestContext
 from broker.registry import error_response, handler
 from coordination.errors import KafkaApiError
-from protocol.acl import AclOperation, ResourceType
+from protocol.acl import CLUSTER_NAME, AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.create_topics import (
@@ -34,12 +34,22 @@ def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> C
         return _every_topic_failed(request, e.error_code, str(e))
     counts = Counter(t.name for t in request.topics)
     results = []
+    # CREATE on the cluster allows every topic; otherwise CREATE on each topic (Kafka's rule)
+    cluster_create = ctx.authorize(
+        AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME, log_denied=False
+    )
     for t in request.topics:
         result = CreatableTopicResult(name=t.name, error_code=ErrorCode.NONE, configs=[])
         results.append(result)
         if counts[t.name] > 1:
             result.error_code = ErrorCode.INVALID_REQUEST
             result.error_message = "Found multiple entries for this topic in the request."
+            continue
+        if not cluster_create and not ctx.authorize(
+            AclOperation.CREATE, ResourceType.TOPIC, t.name
+        ):
+            result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            result.error_message = "Authorization failed."
             continue
         assignment = None
         if t.assignments:
@@ -66,6 +76,11 @@ def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> C
         result.topic_id = topic.topic_id
         result.num_partitions = len(topic.partitions)
         result.replication_factor = len(topic.partitions[0].replicas) if topic.partitions else -1
+        if not ctx.authorize(
+            AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, t.name, log_denied=False
+        ):
+            result.topic_config_error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            continue
         result.configs = [
             CreatableTopicConfigs(
                 name=e.name,

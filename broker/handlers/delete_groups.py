@@ -23,9 +23,16 @@ from protocol.messages.delete_groups import (
 async def handle_delete_groups(
     ctx: RequestContext, request: DeleteGroupsRequest
 ) -> DeleteGroupsResponse:
-    future, callback = future_callback(asyncio.get_running_loop(), dict)
-    coordinator(ctx).delete_groups(list(request.groups_names), callback)
-    results = await future
+    allowed = [
+        g for g in request.groups_names if ctx.authorize(AclOperation.DELETE, ResourceType.GROUP, g)
+    ]
+    results: dict[str, ErrorCode] = {}
+    if allowed:
+        future, callback = future_callback(asyncio.get_running_loop(), dict)
+        coordinator(ctx).delete_groups(allowed, callback)
+        results = dict(await future)
+    for g in request.groups_names:
+        results.setdefault(g, ErrorCode.GROUP_AUTHORIZATION_FAILED)
     return DeleteGroupsResponse(
         throttle_time_ms=0,
         results=[

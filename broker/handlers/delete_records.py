@@ -22,6 +22,9 @@ def _partition(ctx: RequestContext, topic: str, p: Struct) -> DeleteRecordsParti
     result = DeleteRecordsPartitionResult(
         partition_index=p.partition_index, low_watermark=-1, error_code=ErrorCode.NONE
     )
+    if not ctx.authorize(AclOperation.DELETE, ResourceType.TOPIC, topic):
+        result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        return result
     try:
         part = ctx.services.replica_manager.partition_or_raise(topic, p.partition_index)
         result.low_watermark = part.delete_records_on_leader(p.offset)

@@ -39,7 +39,26 @@ def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest) -> D
                     )
                 )
                 continue
+            if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC, topic.name):
+                results.append(
+                    DeletableTopicResult(
+                        name=None,
+                        topic_id=topic_id,
+                        error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                    )
+                )
+                continue
             name = topic.name
+        if not ctx.authorize(AclOperation.DELETE, ResourceType.TOPIC, name):
+            results.append(
+                DeletableTopicResult(
+                    name=name,
+                    topic_id=topic_id,
+                    error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                    error_message="Authorization failed.",
+                )
+            )
+            continue
         result = DeletableTopicResult(name=name, topic_id=topic_id, error_code=ErrorCode.NONE)
         try:
             topic = broker.admin.delete_topic(name)

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from broker.dispatch import RequestContext
-from broker.handlers.metadata import CLUSTER_OPERATIONS
+from broker.handlers.metadata import cluster_operations
 from broker.registry import error_response, handler
 from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
-from protocol.messages.common import AUTHORIZED_OPERATIONS_OMITTED
 from protocol.messages.describe_cluster import (
     ENDPOINT_TYPE_BROKER,
     DescribeClusterBroker,
@@ -30,6 +29,8 @@ def handle_describe_cluster(
     view = ctx.services.metadata.view
     brokers = []
     for b in sorted(view.brokers.values(), key=lambda b: b.broker_id):
+        if not any(ep.listener == ctx.listener for ep in b.endpoints):
+            continue
         ep = b.endpoint(ctx.listener)
         brokers.append(
             DescribeClusterBroker(broker_id=b.broker_id, host=ep.host, port=ep.port, rack=b.rack)
@@ -41,9 +42,9 @@ def handle_describe_cluster(
         cluster_id=view.cluster_id,
         controller_id=view.controller_id,
         brokers=brokers,
-        cluster_authorized_operations=CLUSTER_OPERATIONS
-        if request.include_cluster_authorized_operations
-        else AUTHORIZED_OPERATIONS_OMITTED,
+        cluster_authorized_operations=cluster_operations(
+            ctx, bool(request.include_cluster_authorized_operations)
+        ),
     )
 
 

@@ -13,7 +13,7 @@ from broker.config_describe import (
 )
 from broker.dispatch import RequestContext
 from broker.registry import error_response, handler
-from protocol.acl import AclOperation, ResourceType
+from protocol.acl import CLUSTER_NAME, AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.describe_configs import (
@@ -53,13 +53,22 @@ def handle_describe_configs(
         code, message, entries = ErrorCode.NONE, None, []
         if res.resource_type == ConfigResourceType.TOPIC:
             topic = view.topics.get(res.resource_name)
-            if topic is None:
+            if not ctx.authorize(
+                AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, res.resource_name
+            ):
+                code, message = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."
+            elif topic is None:
                 code, message = (
                     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                     f"Topic {res.resource_name} does not exist.",
                 )
             else:
                 entries = describe_topic(broker.config, topic.configs, keys)
+        elif res.resource_type in (
+            ConfigResourceType.BROKER,
+            ConfigResourceType.BROKER_LOGGER,
+        ) and not ctx.authorize(AclOperation.DESCRIBE_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME):
+            code, message = ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Authorization failed."
         elif res.resource_type == ConfigResourceType.BROKER:
             if res.resource_name not in ("", str(broker.broker_id)):
                 code, message = (

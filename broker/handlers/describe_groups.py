@@ -1,6 +1,8 @@
 """DescribeGroups: state, protocol, members (metadata and assignments once Stable).
 
 An unknown group is "Dead" with no error before v6, GROUP_ID_NOT_FOUND from v6 (KIP-1043).
+Each group needs DESCRIBE (GROUP_AUTHORIZATION_FAILED otherwise); ``authorized_operations``
+is what the authorizer allows this principal on the group.
 """
 
 from __future__ import annotations
@@ -20,11 +22,17 @@ from protocol.messages.describe_groups import (
     DescribeGroupsResponse,
 )
 
-# AclOperation codes READ 3, DELETE 6, DESCRIBE 8: what a group allows (no authorizer)
-GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
-
 
 def _describe(ctx: RequestContext, group_id: str, include_ops: bool) -> DescribedGroup:
+    if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+        return DescribedGroup(
+            error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED,
+            group_id=group_id,
+            group_state="",
+            protocol_type="",
+            protocol_data="",
+            members=[],
+        )
     code, summary = coordinator(ctx).describe_group(group_id)
     missing = summary is DEAD_GROUP and ctx.api_version >= 6
     return DescribedGroup(
@@ -45,7 +53,9 @@ def _describe(ctx: RequestContext, group_id: str, include_ops: bool) -> Describe
             )
             for m in summary.members
         ],
-        authorized_operations=GROUP_OPERATIONS if include_ops else AUTHORIZED_OPERATIONS_OMITTED,
+        authorized_operations=ctx.authorized_operations(ResourceType.GROUP, group_id)
+        if include_ops
+        else AUTHORIZED_OPERATIONS_OMITTED,
     )
 
 

@@ -14,6 +14,12 @@
   whose log diverged (its ``last_fetched_epoch``) with ``diverging_epoch`` and no records.
 * v0-3 consumers get magic 0/1 message sets, down-converted from the log's batches; consumers
   older than v10 never get zstd batches (KIP-110).
+* Authorization (Kafka's KafkaApis): a consumer needs READ on each topic (the others answer
+  TOPIC_AUTHORIZATION_FAILED and are not read); a follower (replica id >= 0) needs
+  CLUSTER_ACTION on the cluster.
+* Quotas: the response's bytes count against the client's ``consumer_byte_rate``; over it, the
+  response carries ``throttle_time_ms`` and no data (the bytes are not counted) and the
+  connection is muted for that long (KIP-219).
 """
 
 from __future__ import annotations
@@ -24,10 +30,10 @@ from broker.dispatch import EncodedBody, RequestContext
 from broker.net.connection import FileRegion
 from broker.registry import error_response, handler
 from broker.replication.log_validator import ZSTD, ZSTD_MIN_FETCH_VERSION
-from broker.replication.partition import DivergingEpoch, FetchIsolation
+from broker.replication.partition import DivergingEpoch, FetchIsolation, LogReadResult
 from broker.replication.replica_manager import FetchParams, FetchRead
 from protocol import fast_fetch
-from protocol.acl import AclOperation, ResourceType
+from protocol.acl import CLUSTER_NAME, AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.errors import RemoteProtocolError
@@ -138,12 +144,16 @@ def _partition_tuple(read: FetchRead, version: int, read_committed: bool) -> Par
 
 
 def _response(
-    ctx: RequestContext, topics: list[list[FetchRead]], code: ErrorCode, read_committed: bool
+    ctx: RequestContext,
+    topics: list[list[FetchRead]],
+    code: ErrorCode,
+    read_committed: bool,
+    throttle_ms: int = 0,
 ) -> Any:
     """The response: encoded at once by protocol.fast_fetch for v12+ (the common case), else as
     value objects for the generated codec."""
     version = ctx.api_version
-    if code != ErrorCode.NONE:
+    if code != ErrorCode.NONE or throttle_ms:
         topics = []
     results = [[_partition_tuple(r, version, read_committed) for r in reads] for reads in topics]
     diverged = any(r.result.diverging_epoch is not None for reads in topics for r in reads)
@@ -151,7 +161,7 @@ def _response(
         by_id = version >= 13
         encoded = fast_fetch.encode(
             version,
-            0,
+            throttle_ms,
             code,
             0,
             [
@@ -162,7 +172,7 @@ def _response(
         if encoded is not None:
             return EncodedBody(encoded)
     return FetchResponse(
-        throttle_time_ms=0,
+        throttle_time_ms=throttle_ms,
         error_code=code,
         session_id=0,
         responses=[
@@ -208,8 +218,16 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> Any:
         if request.session_epoch not in (0, FINAL_EPOCH):
             return _response(ctx, [], ErrorCode.INVALID_FETCH_SESSION_EPOCH, read_committed)
     topics = _reads(ctx, request)
-    broker_cap = int(ctx.services.config["fetch.max.bytes"])
     replica_id = _replica_id(request, version)
+    if replica_id >= 0:
+        if not ctx.authorize(AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME):
+            _deny(topics, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+    elif ctx.services.authorizer is not None:
+        for reads in topics:
+            name = reads[0].name if reads else None
+            if name is not None and not ctx.authorize(AclOperation.READ, ResourceType.TOPIC, name):
+                _deny([reads], ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+    broker_cap = int(ctx.services.config["fetch.max.bytes"])
     if replica_id >= 0:
         isolation = FetchIsolation.LOG_END
         read_committed = False
@@ -224,10 +242,27 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> Any:
         isolation=isolation,
         replica_id=replica_id,
     )
-    await ctx.services.replica_manager.fetch_messages(
-        params, [r for reads in topics for r in reads]
-    )
+    wanted = [r for reads in topics for r in reads if r.result.error == ErrorCode.NONE]
+    if wanted:
+        await ctx.services.replica_manager.fetch_messages(params, wanted)
+    security = ctx.services.security
+    if security is not None and security.quotas.fetch.enabled and replica_id < 0:
+        quota = security.quotas.fetch
+        size = sum(r.result.region.length for r in wanted if r.result.region is not None)
+        now_ms = ctx.now_ms()
+        throttle_ms = quota.record(ctx.quota_user, ctx.client_id, size, now_ms)
+        if throttle_ms:
+            quota.unrecord(ctx.quota_user, ctx.client_id, size, now_ms)
+            quota.throttled(throttle_ms)
+            ctx.throttle(throttle_ms)
+            return _response(ctx, topics, ErrorCode.NONE, read_committed, throttle_ms)
     return _response(ctx, topics, ErrorCode.NONE, read_committed)
+
+
+def _deny(topics: list[list[FetchRead]], code: ErrorCode) -> None:
+    for reads in topics:
+        for r in reads:
+            r.result = LogReadResult(code)
 
 
 @error_response(ApiKey.FETCH)

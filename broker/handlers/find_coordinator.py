@@ -24,6 +24,15 @@ from protocol.messages.find_coordinator import (
 
 
 def _find(ctx: RequestContext, key_type: int, key: str) -> CoordinatorNode:
+    """The coordinator of ``key``; DESCRIBE on the group (or transactional id) is needed."""
+    if key_type == KEY_TYPE_GROUP and not ctx.authorize(
+        AclOperation.DESCRIBE, ResourceType.GROUP, key
+    ):
+        return CoordinatorNode(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    if key_type == KEY_TYPE_TRANSACTION and not ctx.authorize(
+        AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key
+    ):
+        return CoordinatorNode(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     if key_type == KEY_TYPE_GROUP:
         return ctx.services.groups.find(key, ctx.listener)
     if key_type == KEY_TYPE_TRANSACTION:

@@ -13,6 +13,7 @@ from protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
 
 @handler(ApiKey.HEARTBEAT, "0-4", acl=(AclOperation.READ, ResourceType.GROUP))
 def handle_heartbeat(ctx: RequestContext, request: HeartbeatRequest) -> HeartbeatResponse:
+    ctx.require(AclOperation.READ, ResourceType.GROUP, request.group_id)
     code = coordinator(ctx).heartbeat(
         group_id=request.group_id,
         member_id=request.member_id,

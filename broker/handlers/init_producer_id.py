@@ -19,8 +19,9 @@ from broker.coordinators.scheduler import Answer
 from broker.dispatch import RequestContext
 from broker.handlers._txn import fenced_for, respond, transactions
 from broker.registry import error_response, handler
+from coordination.errors import KafkaApiError
 from coordination.txn.shard import TxnResult
-from protocol.acl import AclOperation, ResourceType
+from protocol.acl import CLUSTER_NAME, AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
@@ -29,10 +30,21 @@ from protocol.messages.init_producer_id import InitProducerIdRequest, InitProduc
 @handler(ApiKey.INIT_PRODUCER_ID, "0-5", acl=(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID))
 def handle_init_producer_id(ctx: RequestContext, request: InitProducerIdRequest) -> Any:
     if request.transactional_id is None:
+        # an idempotent producer: IDEMPOTENT_WRITE on the cluster, or WRITE on some topic
+        # (KIP-679)
+        if not ctx.authorize(
+            AclOperation.IDEMPOTENT_WRITE, ResourceType.CLUSTER, CLUSTER_NAME, log_denied=False
+        ) and not ctx.authorize_any(AclOperation.WRITE, ResourceType.TOPIC):
+            raise KafkaApiError(
+                f"{ctx.session.principal} may not write (IDEMPOTENT_WRITE on the cluster or "
+                "WRITE on a topic)",
+                ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+            )
         producer_id = ctx.services.producer_ids.generate_producer_id()
         return InitProducerIdResponse(
             throttle_time_ms=0, error_code=ErrorCode.NONE, producer_id=producer_id, producer_epoch=0
         )
+    ctx.require(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id)
     version = ctx.api_version
     answer: Answer[TxnResult] = Answer()
     transactions(ctx).init_producer_id(

@@ -48,6 +48,7 @@ def _response(result: JoinResult, version: int) -> JoinGroupResponse:
 
 @handler(ApiKey.JOIN_GROUP, "0-9", acl=(AclOperation.READ, ResourceType.GROUP))
 async def handle_join_group(ctx: RequestContext, request: JoinGroupRequest) -> JoinGroupResponse:
+    ctx.require(AclOperation.READ, ResourceType.GROUP, request.group_id)
     version = ctx.api_version
     instance_id = request.group_instance_id if version >= 5 else None
     rebalance_timeout = request.rebalance_timeout_ms if version >= 1 else -1

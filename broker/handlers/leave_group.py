@@ -13,6 +13,7 @@ from protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse,
 
 @handler(ApiKey.LEAVE_GROUP, "0-5", acl=(AclOperation.READ, ResourceType.GROUP))
 def handle_leave_group(ctx: RequestContext, request: LeaveGroupRequest) -> LeaveGroupResponse:
+    ctx.require(AclOperation.READ, ResourceType.GROUP, request.group_id)
     version = ctx.api_version
     if version >= 3:
         leaving = [(m.member_id, m.group_instance_id) for m in request.members]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from broker.dispatch import RequestContext
 from broker.handlers._groups import coordinator
 from broker.registry import error_response, handler
-from protocol.acl import AclOperation, ResourceType
+from protocol.acl import CLUSTER_NAME, AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.list_groups import ListedGroup, ListGroupsRequest, ListGroupsResponse
@@ -22,6 +22,17 @@ def handle_list_groups(ctx: RequestContext, request: ListGroupsRequest) -> ListG
     code, groups = coordinator(ctx).list_groups(states)
     if types and GROUP_TYPE not in types:
         groups = []
+    # DESCRIBE on the cluster lists every group; otherwise only those the principal may describe
+    if not ctx.authorize(
+        AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME, log_denied=False
+    ):
+        groups = [
+            g
+            for g in groups
+            if ctx.authorize(
+                AclOperation.DESCRIBE, ResourceType.GROUP, g.group_id, log_denied=False
+            )
+        ]
     return ListGroupsResponse(
         throttle_time_ms=0,
         error_code=code,

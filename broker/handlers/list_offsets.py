@@ -1,5 +1,6 @@
 """ListOffsets: earliest (-2), latest (-1), max timestamp (-3), earliest local (-4), and the first
-offset whose timestamp is >= T. v0 answers with the old-style offsets array."""
+offset whose timestamp is >= T. v0 answers with the old-style offsets array. Each topic needs
+DESCRIBE (TOPIC_AUTHORIZATION_FAILED otherwise)."""
 
 from __future__ import annotations
 
@@ -67,7 +68,15 @@ def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequest) -> Lis
         topics=[
             ListOffsetsTopicResponse(
                 name=t.name,
-                partitions=[_partition(ctx, t.name, p, isolation) for p in t.partitions],
+                partitions=[_partition(ctx, t.name, p, isolation) for p in t.partitions]
+                if ctx.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC, t.name)
+                else [
+                    ListOffsetsPartitionResponse(
+                        partition_index=p.partition_index,
+                        error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                    )
+                    for p in t.partitions
+                ],
             )
             for t in request.topics
         ],

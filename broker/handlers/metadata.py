@@ -3,6 +3,13 @@
 v0: an empty topic list means all topics; v1+: null means all, empty means none. Topics may be
 asked for by id from v12. Unknown topics are created when auto.create.topics.enable is set and the
 request allows it (always, before v4).
+
+Brokers are advertised on the listener the client connected to (a broker without that listener
+is left out, as Kafka does). Authorization (Kafka's KafkaApis): topics the principal may not
+DESCRIBE are left out of an all-topics answer and answered TOPIC_AUTHORIZATION_FAILED when
+named (without revealing whether they exist); creating a missing topic needs CREATE on the
+cluster or on the topic; ``topic_authorized_operations`` and ``cluster_authorized_operations``
+are what the authorizer allows this principal.
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ from broker.dispatch import RequestContext
 from broker.registry import error_response, handler
 from coordination.errors import KafkaApiError
 from coordination.metadata.view import ClusterView, TopicMetadata
-from protocol.acl import AclOperation, ResourceType
+from protocol.acl import CLUSTER_NAME, AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.common import AUTHORIZED_OPERATIONS_OMITTED
@@ -26,16 +33,14 @@ from protocol.messages.metadata import (
 )
 from protocol.primitives import ZERO_UUID
 
-# AclOperation codes: READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9,
-# DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12, CREATE_TOKENS 13, DESCRIBE_TOKENS 14.
-# With no authorizer every operation is allowed.
-TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
-CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12, 13, 14))
-
 
 def brokers_for(view: ClusterView, listener: str) -> list[MetadataResponseBroker]:
+    """The live brokers with an endpoint on ``listener`` (others cannot be reached by this
+    client's security protocol)."""
     out = []
     for b in sorted(view.brokers.values(), key=lambda b: b.broker_id):
+        if not any(ep.listener == listener for ep in b.endpoints):
+            continue
         ep = b.endpoint(listener)
         out.append(
             MetadataResponseBroker(node_id=b.broker_id, host=ep.host, port=ep.port, rack=b.rack)
@@ -44,7 +49,7 @@ def brokers_for(view: ClusterView, listener: str) -> list[MetadataResponseBroker
 
 
 def topic_response(
-    topic: TopicMetadata, include_ops: bool, live: set[int]
+    topic: TopicMetadata, authorized_operations: int | None, live: set[int]
 ) -> MetadataResponseTopic:
     partitions = []
     for p in topic.partitions:
@@ -66,9 +71,9 @@ def topic_response(
         topic_id=topic.topic_id,
         is_internal=topic.internal,
         partitions=partitions,
-        topic_authorized_operations=TOPIC_OPERATIONS
-        if include_ops
-        else AUTHORIZED_OPERATIONS_OMITTED,
+        topic_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED
+        if authorized_operations is None
+        else authorized_operations,
     )
 
 
@@ -84,12 +89,23 @@ def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> MetadataRe
     version = ctx.api_version
     view = broker.metadata.view
     include_ops = bool(request.include_topic_authorized_operations)
+
+    def ops(name: str) -> int | None:
+        return ctx.authorized_operations(ResourceType.TOPIC, name) if include_ops else None
+
+    def may_describe(name: str, explicit: bool) -> bool:
+        return ctx.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC, name, log_denied=explicit)
+
     requested = request.topics
     all_topics = requested is None or (version == 0 and not requested)
     topics = []
     if requested is None or all_topics:
         live = set(view.brokers)
-        topics = [topic_response(t, include_ops, live) for _, t in sorted(view.topics.items())]
+        topics = [
+            topic_response(t, ops(name), live)
+            for name, t in sorted(view.topics.items())
+            if may_describe(name, False)
+        ]
     else:
         auto_create = broker.config["auto.create.topics.enable"] and (
             version < 4 or request.allow_auto_topic_creation
@@ -98,6 +114,16 @@ def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> MetadataRe
             name = wanted.name
             if name is None:
                 topic = view.topics_by_id.get(wanted.topic_id)
+                if topic is not None and not may_describe(topic.name, True):
+                    # topic ids are not secret; the name is
+                    topics.append(
+                        error_topic(
+                            None if version >= 12 else "",
+                            ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                            wanted.topic_id,
+                        )
+                    )
+                    continue
                 if topic is None:
                     # the name is nullable from v12; v10-11 could name topics by id but
                     # not answer with a null name
@@ -110,8 +136,22 @@ def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> MetadataRe
                     )
                     continue
             else:
+                if not may_describe(name, True):
+                    topics.append(error_topic(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                    continue
                 topic = view.topics.get(name)
                 if topic is None:
+                    if auto_create and not (
+                        ctx.authorize(
+                            AclOperation.CREATE,
+                            ResourceType.CLUSTER,
+                            CLUSTER_NAME,
+                            log_denied=False,
+                        )
+                        or ctx.authorize(AclOperation.CREATE, ResourceType.TOPIC, name)
+                    ):
+                        topics.append(error_topic(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                        continue
                     if not auto_create:
                         topics.append(error_topic(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                         continue
@@ -132,17 +172,27 @@ def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> MetadataRe
                             topics.append(error_topic(name, code))
                             continue
                     view = broker.metadata.view
-            topics.append(topic_response(topic, include_ops, set(view.brokers)))
+            topics.append(topic_response(topic, ops(topic.name), set(view.brokers)))
     return MetadataResponse(
         throttle_time_ms=0,
         brokers=brokers_for(view, ctx.listener),
         cluster_id=view.cluster_id,
         controller_id=view.controller_id,
         topics=topics,
-        cluster_authorized_operations=CLUSTER_OPERATIONS
-        if request.include_cluster_authorized_operations
-        else AUTHORIZED_OPERATIONS_OMITTED,
+        cluster_authorized_operations=cluster_operations(
+            ctx, bool(request.include_cluster_authorized_operations)
+        ),
     )
+
+
+def cluster_operations(ctx: RequestContext, include: bool) -> int:
+    """``cluster_authorized_operations``: omitted unless asked for and the principal may
+    DESCRIBE the cluster (Kafka's rule)."""
+    if not include or not ctx.authorize(
+        AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME, log_denied=False
+    ):
+        return AUTHORIZED_OPERATIONS_OMITTED
+    return ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME)
 
 
 @error_response(ApiKey.METADATA)

@@ -29,6 +29,7 @@ from protocol.schema import Struct
 def handle_offset_commit(
     ctx: RequestContext, request: OffsetCommitRequest
 ) -> OffsetCommitResponse | Later:
+    ctx.require(AclOperation.READ, ResourceType.GROUP, request.group_id)
     version = ctx.api_version
     now = ctx.now_ms()
     view = ctx.services.metadata.view
@@ -36,8 +37,12 @@ def handle_offset_commit(
     offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
     errors: dict[tuple[str, int], ErrorCode] = {}
     for t in request.topics:
+        denied = not ctx.authorize(AclOperation.READ, ResourceType.TOPIC, t.name)
         for p in t.partitions:
             tp = (t.name, p.partition_index)
+            if denied:
+                errors[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                continue
             if view.partition(*tp) is None:
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue

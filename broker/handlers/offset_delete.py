@@ -24,13 +24,18 @@ from protocol.messages.offset_delete import (
 async def handle_offset_delete(
     ctx: RequestContext, request: OffsetDeleteRequest
 ) -> OffsetDeleteResponse:
+    ctx.require(AclOperation.DELETE, ResourceType.GROUP, request.group_id)
     view = ctx.services.metadata.view
     known: list[tuple[str, int]] = []
     unknown: set[tuple[str, int]] = set()
+    denied: set[tuple[str, int]] = set()
     for t in request.topics:
+        may_read = ctx.authorize(AclOperation.READ, ResourceType.TOPIC, t.name)
         for p in t.partitions:
             tp = (t.name, p.partition_index)
-            if view.partition(*tp) is not None:
+            if not may_read:
+                denied.add(tp)
+            elif view.partition(*tp) is not None:
                 known.append(tp)
             else:
                 unknown.add(tp)
@@ -52,7 +57,9 @@ async def handle_offset_delete(
                 partitions=[
                     OffsetDeleteResponsePartition(
                         partition_index=p.partition_index,
-                        error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                        error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                        if (t.name, p.partition_index) in denied
+                        else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                         if (t.name, p.partition_index) in unknown
                         else results.get((t.name, p.partition_index), ErrorCode.NONE),
                     )

@@ -43,13 +43,39 @@ def _fetch(
     partitions: Sequence[TopicPartition] | None,
     require_stable: bool,
 ) -> tuple[ErrorCode, list[tuple[str, list[tuple[int, Found]]]]]:
+    """The group's offsets (DESCRIBE on the group: GROUP_AUTHORIZATION_FAILED otherwise); topics
+    the principal may not DESCRIBE are left out of an all-offsets answer and answered
+    TOPIC_AUTHORIZATION_FAILED when named (Kafka's KafkaApis)."""
+    if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED, [
+            (t, [(p, None)]) for t, p in (partitions or [])
+        ]
+    allowed: dict[str, bool] = {}
+
+    def may(topic: str, explicit: bool) -> bool:
+        if topic not in allowed:
+            allowed[topic] = ctx.authorize(
+                AclOperation.DESCRIBE, ResourceType.TOPIC, topic, log_denied=explicit
+            )
+        return allowed[topic]
+
+    wanted = partitions
+    if partitions is not None:
+        wanted = [tp for tp in partitions if may(tp[0], True)]
     code, found = coordinator(ctx).fetch_offsets(
-        group_id=group_id, partitions=partitions, require_stable=require_stable
+        group_id=group_id, partitions=wanted, require_stable=require_stable
     )
     order = list(partitions) if partitions is not None else sorted(found)
     topics: dict[str, list[tuple[int, Found]]] = {}
     for tp in order:
-        topics.setdefault(tp[0], []).append((tp[1], found.get(tp)))
+        if partitions is None and not may(tp[0], False):
+            continue
+        offset: Found = (
+            found.get(tp)
+            if may(tp[0], partitions is not None)
+            else ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        )
+        topics.setdefault(tp[0], []).append((tp[1], offset))
     return code, list(topics.items())
 
 

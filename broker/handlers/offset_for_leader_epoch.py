@@ -6,7 +6,7 @@ from __future__ import annotations
 from broker.dispatch import RequestContext
 from broker.registry import error_response, handler
 from coordination.errors import KafkaApiError
-from protocol.acl import AclOperation, ResourceType
+from protocol.acl import CLUSTER_NAME, AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.offset_for_leader_epoch import (
@@ -20,6 +20,9 @@ from protocol.schema import Struct
 
 def _partition(ctx: RequestContext, topic: str, p: Struct) -> EpochEndOffset:
     result = EpochEndOffset(partition=p.partition, error_code=ErrorCode.NONE)
+    if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC, topic):
+        result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        return result
     try:
         part = ctx.services.replica_manager.partition_or_raise(topic, p.partition)
         result.leader_epoch, result.end_offset = part.last_offset_for_leader_epoch(
@@ -34,6 +37,9 @@ def _partition(ctx: RequestContext, topic: str, p: Struct) -> EpochEndOffset:
 def handle_offset_for_leader_epoch(
     ctx: RequestContext, request: OffsetForLeaderEpochRequest
 ) -> OffsetForLeaderEpochResponse:
+    if ctx.api_version >= 3 and request.replica_id >= 0:
+        # a follower's request (Kafka's rule: CLUSTER_ACTION on the cluster)
+        ctx.require(AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME)
     return OffsetForLeaderEpochResponse(
         throttle_time_ms=0,
         topics=[

@@ -12,6 +12,12 @@ that producer there yet) is verified with the transaction coordinator when this 
 (``transaction.partition.verification.enable``): a partition not added to the producer's
 transaction answers INVALID_TXN_STATE, a fenced producer INVALID_PRODUCER_EPOCH, instead of
 starting a transaction no coordinator knows (a hanging transaction).
+
+Authorization (Kafka's KafkaApis): a transactional produce needs WRITE on its transactional id
+(otherwise every partition answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED), and each topic needs
+WRITE (TOPIC_AUTHORIZATION_FAILED). Quotas: the request's record bytes count against the
+client's ``producer_byte_rate``; over it, the response carries ``throttle_time_ms`` and the
+connection is muted (KIP-219).
 """
 
 from __future__ import annotations
@@ -141,14 +147,31 @@ def handle_produce(ctx: RequestContext, request: ProduceRequest) -> ProduceRespo
     responses = []
     waiting: Waiting = []
     failed = False
+    txn_denied = bool(txn_id) and not ctx.authorize(
+        AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, txn_id or ""
+    )
+    size = 0
     for topic in request.topic_data:
         name: str | None = topic.name
         if by_id is not None:
             meta = by_id.get(topic.topic_id)
             name = meta.name if meta is not None else None
+        denied = txn_denied or (
+            name is not None and not ctx.authorize(AclOperation.WRITE, ResourceType.TOPIC, name)
+        )
         partitions = []
         for p in topic.partition_data:
-            if acks not in (-1, 0, 1):
+            if p.records is not None:
+                size += len(p.records)
+            if denied:
+                result = PartitionProduceResponse(
+                    index=p.index,
+                    base_offset=-1,
+                    error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+                    if txn_denied
+                    else ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                )
+            elif acks not in (-1, 0, 1):
                 result = PartitionProduceResponse(
                     index=p.index, base_offset=-1, error_code=ErrorCode.INVALID_REQUIRED_ACKS
                 )
@@ -165,6 +188,14 @@ def handle_produce(ctx: RequestContext, request: ProduceRequest) -> ProduceRespo
                 name=topic.name, topic_id=topic.topic_id, partition_responses=partitions
             )
         )
+    quotas = ctx.services.security.quotas if ctx.services.security is not None else None
+    if quotas is not None and quotas.produce.enabled:
+        throttle_ms = quotas.produce.record(ctx.quota_user, ctx.client_id, size, now_ms)
+        if throttle_ms:
+            quotas.produce.throttled(throttle_ms)
+            ctx.throttle(throttle_ms)
+            if acks == 0 and ctx.conn is not None:
+                ctx.conn.mute(throttle_ms)
     if acks == 0:
         if failed:
             errors = [

@@ -17,6 +17,7 @@ from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 
 @handler(ApiKey.SYNC_GROUP, "0-5", acl=(AclOperation.READ, ResourceType.GROUP))
 async def handle_sync_group(ctx: RequestContext, request: SyncGroupRequest) -> SyncGroupResponse:
+    ctx.require(AclOperation.READ, ResourceType.GROUP, request.group_id)
     version = ctx.api_version
     future, callback = future_callback(asyncio.get_running_loop(), SyncResult)
     coordinator(ctx).sync_group(
