@@ -358,6 +358,33 @@ def validate_topic_configs(configs: Mapping[str, str | None]) -> dict[str, Any]:
 # --- loading ---------------------------------------------------------------------------------
 
 
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "f": "\f"}
+
+
+def _unescape(value: str) -> str:
+    """Java's .properties escapes in a value: ``\\n`` ``\\t`` ``\\r`` ``\\f``, ``\\uXXXX``,
+    and a backslash before any other character is that character (so inline PEM values can be
+    written with ``\\n``, as Kafka users do)."""
+    if "\\" not in value:
+        return value
+    out = []
+    i = 0
+    while i < len(value):
+        ch = value[i]
+        if ch != "\\" or i + 1 == len(value):
+            out.append(ch)
+            i += 1
+            continue
+        nxt = value[i + 1]
+        if nxt == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", value[i + 2 : i + 6]):
+            out.append(chr(int(value[i + 2 : i + 6], 16)))
+            i += 6
+            continue
+        out.append(_ESCAPES.get(nxt, nxt))
+        i += 2
+    return "".join(out)
+
+
 def read_properties(text: str) -> dict[str, str]:
     """Java .properties: key=value or key:value or key value; # and ! comments; \\ continues."""
     props: dict[str, str] = {}
@@ -373,7 +400,7 @@ def read_properties(text: str) -> dict[str, str]:
         match = re.match(r"((?:[^\\=:\s]|\\.)+)\s*[=:\s]\s*(.*)$", logical)
         if match:
             key = match.group(1).replace("\\", "")
-            props[key] = match.group(2).strip()
+            props[key] = _unescape(match.group(2).strip())
         elif logical.strip():
             props[logical.strip()] = ""
         logical = ""

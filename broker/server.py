@@ -42,6 +42,7 @@ from broker.net.processor import Processor, TransportFactory, plaintext
 from broker.replication.replica_manager import ReplicaManager
 from broker.security.audit import SecurityAudit
 from broker.security.authorizer import ACL_AUTHORIZER_CLASSES, AclAuthorizer
+from broker.security.inter_broker import InterBrokerSecurity
 from broker.security.quotas import QuotaManagers
 from broker.security.sasl import ListenerSasl, ScramCredentialCache
 from broker.security.services import SecurityServices
@@ -115,6 +116,9 @@ class Broker:
         self.sasl: dict[str, ListenerSasl] = {}
         self.security_store: SecurityStore | None = None
         self.authorizer: AclAuthorizer | None = None
+        #: how this broker connects to the others (replica fetchers, marker senders): the
+        #: inter-broker listener, its TLS context and SASL credentials
+        self.inter_broker: InterBrokerSecurity | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.acceptor: Acceptor | None = None
         self.processors: list[Processor] = []
@@ -307,6 +311,13 @@ class Broker:
             receive_buffer=network.socket_receive_buffer_bytes,
         )
         factories = self._transports()
+        try:
+            self.inter_broker = InterBrokerSecurity.from_config(self.config)
+        except (ConfigError, ValueError) as e:
+            if ZooKeeperConfig.from_broker(self.config).connect:
+                raise StartupError(f"inter-broker security: {e}") from None
+            # a standalone broker never connects to another one
+            log.warning("inter-broker security is not usable (standalone, unused): %s", e)
         for lst in self.config.listeners:
             protocol = self.config.security_protocol(lst.name)
             make_transport = factories[lst.name]
@@ -350,6 +361,7 @@ class Broker:
                         lst.name,
                         set_principal=protocol == "SSL",
                         on_handshake_failure=self.audit.tls_handshake_failed,
+                        on_client_certificate=self.audit.tls_authenticated,
                     )
                 else:
                     factories[lst.name] = plaintext

@@ -99,6 +99,14 @@ class PlaintextTransport:
         return True
 
 
+def tls_error_reason(e: BaseException) -> str:
+    """What went wrong, as OpenSSL says it (``certificate has expired`` for a refused client
+    certificate)."""
+    reason = str(getattr(e, "reason", None) or getattr(e, "strerror", None) or e)
+    detail = getattr(e, "verify_message", None)
+    return f"{reason} ({detail})" if detail else reason
+
+
 class TlsHandshakeFailed(OSError):
     """The TLS handshake failed (a plaintext client, a refused or expired certificate, garbage):
     the connection is closed and the reason logged."""
@@ -143,8 +151,7 @@ class TlsTransport:
         except (ssl.SSLError, OSError) as e:
             if self._on_failure is not None:
                 self._on_failure(e)
-            reason = getattr(e, "reason", None) or e.strerror or str(e)
-            raise TlsHandshakeFailed(f"TLS handshake failed: {reason}") from None
+            raise TlsHandshakeFailed(f"TLS handshake failed: {tls_error_reason(e)}") from None
         self.handshake_done = True
         self.want_write = False
         if self._on_handshake is not None:

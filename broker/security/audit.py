@@ -23,6 +23,7 @@ from collections.abc import Iterable
 
 from broker.metrics import MetricSamples
 from broker.net.session import KafkaPrincipal, Session
+from broker.net.transport import tls_error_reason
 
 log = logging.getLogger("broker.security.audit")
 
@@ -80,7 +81,7 @@ class SecurityAudit:
     def tls_handshake_failed(self, session: Session, error: Exception) -> None:
         with self._lock:
             self._tls[session.listener] = self._tls.get(session.listener, 0) + 1
-        reason = getattr(error, "reason", None) or getattr(error, "strerror", None) or str(error)
+        reason = tls_error_reason(error)
         log.warning(
             "TLS handshake failed: client %s:%d on listener %s: %s",
             session.client_host,

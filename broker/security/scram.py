@@ -193,7 +193,9 @@ class ScramServer:
         m = _CLIENT_FINAL.fullmatch(text)
         if m is None:
             raise ScramError("invalid SCRAM client-final message")
-        if m.group("nonce") != self._nonce:
+        # Kafka checks that the nonce ends with the server's (librdkafka before 2.1 sends its
+        # own nonce again in front of it)
+        if not m.group("nonce").endswith(self._nonce):
             raise ScramError("invalid client nonce in the final client message")
         try:
             proof = base64.b64decode(m.group("proof"), validate=True)

@@ -232,6 +232,7 @@ def tls_transport_factory(
     *,
     set_principal: bool,
     on_handshake_failure: Callable[[Session, Exception], None],
+    on_client_certificate: Callable[[Session], None] | None = None,
 ) -> Callable[[Any, Session], Transport]:
     """The transports of a TLS listener: on an ``SSL`` listener (``set_principal``) the
     session's principal becomes the client certificate's mapped name (``User:ANONYMOUS``
@@ -247,6 +248,8 @@ def tls_transport_factory(
                     session.principal = KafkaPrincipal(
                         "User", mapper.name(distinguished_name(cert))
                     )
+                    if on_client_certificate is not None:
+                        on_client_certificate(session)
 
         return TlsTransport(
             sock,

@@ -13,6 +13,7 @@ import uuid
 from pathlib import Path
 
 _LISTENING = re.compile(r"started, listening on (\S+?)://([\d.]+):(\d+)")
+_LISTENER = re.compile(r"([A-Z0-9_]+)://([\d.]+):(\d+)")
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -34,6 +35,8 @@ class BrokerProcess:
         self.log_path = log_path or data_dir.parent / f"broker-{uuid.uuid4().hex[:8]}.log"
         self.proc: subprocess.Popen[bytes] | None = None
         self.port: int | None = None
+        #: every bound listener's port, by listener name
+        self.ports: dict[str, int] = {}
         self.host = "127.0.0.1"
         self._reader: threading.Thread | None = None
 
@@ -41,6 +44,10 @@ class BrokerProcess:
     def bootstrap(self) -> str:
         assert self.port is not None, "broker not started"
         return f"{self.host}:{self.port}"
+
+    def address(self, listener: str) -> str:
+        """``host:port`` of one listener."""
+        return f"{self.host}:{self.ports[listener]}"
 
     @property
     def pid(self) -> int:
@@ -66,9 +73,12 @@ class BrokerProcess:
             for line in self.proc.stderr:
                 log_file.write(line)
                 log_file.flush()
-                m = _LISTENING.search(line.decode(errors="replace"))
+                text = line.decode(errors="replace")
+                m = _LISTENING.search(text)
                 if m and not found.is_set():
                     self.port = int(m.group(3))
+                    bound = text[m.start() :].split("(advertised", 1)[0]
+                    self.ports = {n: int(p) for n, _, p in _LISTENER.findall(bound)}
                     found.set()
             log_file.close()
 
