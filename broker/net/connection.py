@@ -261,6 +261,7 @@ class Connection:
             and self._closing is None
             and self._out_bytes <= HIGH_WATER_BYTES
             and self._deferred < self.queued_max_requests
+            and not self._muted_until
         ):
             # the check runs before every request: the rest waits until the client reads
             frame = decoder.next_frame()
@@ -426,7 +427,7 @@ class Connection:
         self._apply_backpressure()
 
     def _resume(self) -> None:
-        if not self.closed and not self._busy:
+        if not self.closed and not self._busy and not self._muted_until:
             self._pump()
             self._flush()
 
@@ -455,7 +456,7 @@ class Connection:
             self._out_bytes > HIGH_WATER_BYTES
             or waiting >= self.queued_max_requests
             or self._closing is not None
-            or (self._muted_until and self._still_muted())
+            or self._muted_until
         ):
             self._stop_reading()
         elif self._out_bytes <= LOW_WATER_BYTES and waiting < self.queued_max_requests:
@@ -477,14 +478,23 @@ class Connection:
         until = time.monotonic() + throttle_ms / 1000
         if until > self._muted_until:
             self._muted_until = until
-            self.loop.call_later(throttle_ms / 1000, self._apply_backpressure)
+            self.loop.call_later(throttle_ms / 1000, self._unmute)
+        self._apply_backpressure()
+
+    def _unmute(self) -> None:
+        if self.closed or not self._muted_until:
+            return
+        remaining = self._muted_until - time.monotonic()
+        if remaining > 0.0005:  # a later mute, or the timer fired early
+            self.loop.call_later(remaining, self._unmute)
+            return
+        self._muted_until = 0.0
+        # requests that arrived meanwhile are handled now, one at a time as usual
+        self._resume()
         self._apply_backpressure()
 
     def _still_muted(self) -> bool:
-        if time.monotonic() < self._muted_until:
-            return True
-        self._muted_until = 0.0
-        return False
+        return time.monotonic() < self._muted_until
 
     @property
     def muted(self) -> bool:

@@ -86,6 +86,35 @@ class _Rate:
         self._purge(now_ms)
         return sum(s[1] for s in self.samples) / (self.window_size_ms(now_ms) / 1000)
 
+    def _rate_at(self, t_ms: float) -> float:
+        """The rate :meth:`measure` would give at ``t_ms`` if nothing more were recorded."""
+        horizon = t_ms - self.slots * self.window_ms
+        kept = [s for s in self.samples if s[0] >= horizon]
+        if not kept:
+            return 0.0
+        elapsed = t_ms - kept[0][0]
+        full = int(elapsed // self.window_ms)
+        if full < self.slots - 1:
+            elapsed += (self.slots - 1 - full) * self.window_ms
+        return sum(s[1] for s in kept) / (max(elapsed, 1.0) / 1000)
+
+    def time_to_quota_ms(self, now_ms: int, limit: float) -> float:
+        """How long until the rate is back within ``limit`` if nothing more is recorded:
+        the first time, in steps of a twentieth of a window, at which :meth:`measure` would
+        be within the quota (the samples that made the excess expire, the window grows).
+        Kafka's ``QuotaUtils.throttleTime`` estimates the same time as
+        ``(rate - limit) / limit * window``, which assumes the window keeps growing; it does
+        not once it is full, and a client throttled that way goes on at more than its quota
+        for as long as an early burst stays in the window."""
+        step = self.window_ms / 20
+        t = float(now_ms)
+        end = now_ms + (self.slots + 1) * self.window_ms
+        while t < end:
+            if self._rate_at(t) <= limit:
+                return t - now_ms
+            t += step
+        return float(self.slots * self.window_ms)
+
 
 @dataclass(frozen=True)
 class _Match:
@@ -187,10 +216,7 @@ class ClientQuotaManager:
             rate = sensor.measure(now_ms)
             if rate <= match.limit:
                 return 0
-            if match.limit <= 0:
-                throttle = float(self.cap_ms or self.window_ms)
-            else:
-                throttle = (rate - match.limit) / match.limit * sensor.window_size_ms(now_ms)
+            throttle = sensor.time_to_quota_ms(now_ms, match.limit)
         ms = round(throttle)
         if self.cap_ms is not None:
             ms = min(ms, self.cap_ms)

@@ -1,0 +1,186 @@
+"""Security across a cluster (issue 18): two broker processes on one real ZooKeeper. SCRAM users
+created with AlterUserScramCredentials on one broker log in on the other; ACLs created with
+confluent-kafka's admin client on one broker apply on every broker without a restart, and stop
+applying once deleted on another; everything is stored where Kafka's ZooKeeper mode stores it
+(``/config/users/<user>``, ``/kafka-acl/...``, with change notifications)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from confluent_kafka import KafkaError, Producer
+from confluent_kafka.admin import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    NewTopic,
+    ResourcePatternType,
+    ResourceType,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialUpsertion,
+)
+from kazoo.client import KazooClient
+
+from tests.integration.broker_process import BrokerProcess
+from tests.support.kafka_clients import consume_from_start
+from tests.support.waiting import wait_for
+from tests.support.zookeeper import ZooKeeperServer
+
+pytestmark = pytest.mark.zookeeper
+
+
+@pytest.fixture(scope="module")
+def cluster(zookeeper: ZooKeeperServer, tmp_path_factory: pytest.TempPathFactory):
+    connect = zookeeper.chroot_connect()
+    tmp = tmp_path_factory.mktemp("secure-cluster")
+    brokers = []
+    for broker_id in (1, 2):
+        home = tmp / f"broker-{broker_id}"
+        home.mkdir()
+        brokers.append(
+            BrokerProcess(
+                home / "data",
+                {
+                    "broker.id": str(broker_id),
+                    "zookeeper.connect": connect,
+                    "zookeeper.session.timeout.ms": "4000",
+                    "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+                    "inter.broker.listener.name": "PLAINTEXT",
+                    "sasl.enabled.mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512",
+                    "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+                    "super.users": "User:ANONYMOUS",
+                    "offsets.topic.replication.factor": "1",
+                },
+                log_path=home / "broker.log",
+            ).start()
+        )
+    zk = KazooClient(hosts=connect)
+    zk.start(timeout=10)
+    yield brokers, zk
+    zk.stop()
+    zk.close()
+    for b in brokers:
+        b.stop()
+
+
+def scram(broker: BrokerProcess, user: str, password: str, **extra: object) -> dict[str, object]:
+    return {
+        "bootstrap.servers": broker.address("SASL_PLAINTEXT"),
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "SCRAM-SHA-256",
+        "sasl.username": user,
+        "sasl.password": password,
+        **extra,
+    }
+
+
+def logs_in(broker: BrokerProcess, user: str, password: str) -> bool:
+    errors: list[str] = []
+    admin = AdminClient(
+        {**scram(broker, user, password), "error_cb": lambda e: errors.append(str(e))}
+    )
+    try:
+        admin.list_topics(timeout=5)
+    except Exception:  # noqa: BLE001 - librdkafka's errors vary; the callback says why
+        return False
+    finally:
+        admin.poll(0)
+    return not any("uthentication" in e for e in errors)
+
+
+def test_scram_users_created_on_one_broker_log_in_on_another(cluster):
+    (b1, b2), zk = cluster
+    admin1 = AdminClient({"bootstrap.servers": b1.address("PLAINTEXT")})
+    info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 8192)
+    upsert = UserScramCredentialUpsertion("carol", info, b"carol-secret")
+    for f in admin1.alter_user_scram_credentials([upsert]).values():
+        f.result(30)
+    # stored as Kafka stores it, with a change notification
+    doc = json.loads(zk.get("/config/users/carol")[0])
+    assert doc["version"] == 1
+    assert doc["config"]["SCRAM-SHA-256"].startswith("salt=")
+    assert doc["config"]["SCRAM-SHA-256"].endswith(",iterations=8192")
+    changes = [
+        json.loads(zk.get(f"/config/changes/{c}")[0]) for c in zk.get_children("/config/changes")
+    ]
+    assert {"version": 2, "entity_path": "users/carol"} in changes
+    wait_for(lambda: logs_in(b2, "carol", "carol-secret"), timeout=30, what="carol on broker 2")
+    assert logs_in(b1, "carol", "carol-secret")
+    assert not logs_in(b2, "carol", "wrong")
+
+
+def test_acls_apply_on_every_broker_without_restart(cluster):
+    (b1, b2), zk = cluster
+    admin1 = AdminClient({"bootstrap.servers": b1.address("PLAINTEXT")})
+    admin2 = AdminClient({"bootstrap.servers": b2.address("PLAINTEXT")})
+    info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096)
+    for f in admin1.alter_user_scram_credentials(
+        [UserScramCredentialUpsertion("dave", info, b"dave-secret")]
+    ).values():
+        f.result(30)
+    topic = "shared-ledger"
+    admin1.create_topics([NewTopic(topic, 2, 1)])[topic].result(30)
+    # both brokers lead a partition
+    wait_for(
+        lambda: {p.leader for p in admin1.list_topics(topic, timeout=10).topics[topic].partitions.values()} == {1, 2},
+        timeout=30,
+        what="a leader on each broker",
+    )  # fmt: skip
+
+    def produce_all() -> list[KafkaError | None]:
+        results: list[KafkaError | None] = []
+        producer = Producer(scram(b2, "dave", "dave-secret", **{"message.timeout.ms": 8000}))
+        for p in (0, 1):
+            producer.produce(topic, b"x", partition=p, callback=lambda e, m: results.append(e))
+        producer.flush(30)
+        return results
+
+    denied = produce_all()
+    assert [e.code() for e in denied if e is not None] == [
+        KafkaError.TOPIC_AUTHORIZATION_FAILED
+    ] * 2
+    binding = AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, "User:dave", "*",
+                         AclOperation.WRITE, AclPermissionType.ALLOW)  # fmt: skip
+    for f in admin1.create_acls([binding]).values():
+        f.result(30)
+    doc = json.loads(zk.get(f"/kafka-acl/Topic/{topic}")[0])
+    assert doc == {"version": 1, "acls": [{"principal": "User:dave", "permissionType": "Allow",
+                                           "operation": "Write", "host": "*"}]}  # fmt: skip
+    notes = [zk.get(f"/kafka-acl-changes/{c}")[0] for c in zk.get_children("/kafka-acl-changes")]
+    assert f"TOPIC:{topic}".encode() in notes
+    # both brokers (the partition leaders) now let dave write, without a restart
+    wait_for(lambda: produce_all() == [None, None], timeout=30, what="the ACL on both brokers")
+    got = consume_from_start(b1.address("PLAINTEXT"), topic, 2, 2)
+    assert len(got) >= 2
+    # deleted on the other broker: it stops applying everywhere
+    flt = AclBindingFilter(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, "User:dave",
+                           None, AclOperation.ANY, AclPermissionType.ANY)  # fmt: skip
+    deleted = next(iter(admin2.delete_acls([flt]).values())).result(30)
+    assert len(deleted) == 1
+    assert zk.exists(f"/kafka-acl/Topic/{topic}") is None
+
+    def all_denied() -> bool:
+        results = produce_all()
+        return all(
+            e is not None and e.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED for e in results
+        )
+
+    wait_for(all_denied, timeout=30, what="the deleted ACL to stop applying on both brokers")
+    # prefixed ACLs go to /kafka-acl-extended, and their notifications are JSON
+    prefixed = AclBinding(ResourceType.GROUP, "dave-", ResourcePatternType.PREFIXED, "User:dave",
+                          "*", AclOperation.READ, AclPermissionType.ALLOW)  # fmt: skip
+    for f in admin2.create_acls([prefixed]).values():
+        f.result(30)
+    assert zk.exists("/kafka-acl-extended/prefixed/Group/dave-") is not None
+    events = [json.loads(zk.get(f"/kafka-acl-extended-changes/{c}")[0])
+              for c in zk.get_children("/kafka-acl-extended-changes")]  # fmt: skip
+    assert {
+        "version": 1,
+        "resourceType": "GROUP",
+        "name": "dave-",
+        "patternType": "PREFIXED",
+    } in events
