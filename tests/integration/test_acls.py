@@ -26,7 +26,6 @@ from confluent_kafka.admin import (
 )
 
 from tests.integration.broker_process import BrokerProcess
-from tests.support.kafka_clients import consume_from_start
 from tests.support.secure_broker import PASSWORDS, plain_jaas
 from tests.support.waiting import wait_for
 
@@ -141,7 +140,7 @@ def test_acl_matrix(acl_broker):
             None,
             AclOperation.ANY,
             AclPermissionType.ANY,
-        )  # fmt: skip
+        )
     ).result(30)
     assert {(b.restype, b.name, b.resource_pattern_type) for b in described} == {
         (ResourceType.TOPIC, "orders-", ResourcePatternType.PREFIXED),
@@ -201,7 +200,7 @@ def test_acl_matrix(acl_broker):
                 AclOperation.ANY,
                 AclPermissionType.ANY,
             )
-        ]  # fmt: skip
+        ]
     )
     assert len(next(iter(deleted.values())).result(30)) == 1
     wait_for(
@@ -231,7 +230,7 @@ def test_deny_wins_and_acl_errors(acl_broker):
                 "*",
                 AclOperation.READ,
                 AclPermissionType.DENY,
-            ),  # fmt: skip
+            ),
         ],
     )
     bob = admin_of(acl_broker, "bob")
@@ -241,8 +240,15 @@ def test_deny_wins_and_acl_errors(acl_broker):
     with pytest.raises(KafkaException):
         group_consume(acl_broker, "bob", "ledger-1", "bob-group", 1)
     # an ACL on the CLUSTER resource must name kafka-cluster
-    bad = AclBinding(ResourceType.BROKER, "not-the-cluster", ResourcePatternType.LITERAL,
-                     "User:bob", "*", AclOperation.ALTER, AclPermissionType.ALLOW)  # fmt: skip
+    bad = AclBinding(
+        ResourceType.BROKER,
+        "not-the-cluster",
+        ResourcePatternType.LITERAL,
+        "User:bob",
+        "*",
+        AclOperation.ALTER,
+        AclPermissionType.ALLOW,
+    )
     with pytest.raises(KafkaException) as e:
         create_acls(root, [bad])
     assert "kafka-cluster" in str(e.value)

@@ -133,9 +133,18 @@ def test_busy_port_is_a_clear_startup_error(tmp_path):
     assert "Traceback" not in out.stderr
 
 
-@pytest.mark.parametrize("protocol", ["SSL", "SASL_PLAINTEXT", "SASL_SSL"])
-def test_a_listener_we_cannot_secure_stops_the_start_up(tmp_path, protocol):
-    """Never served as plaintext: TLS handshakes or SASL clients would be read as frames."""
+@pytest.mark.parametrize(
+    ("protocol", "reason"),
+    [
+        ("SSL", "uses TLS but has no key"),
+        ("SASL_PLAINTEXT", "GSSAPI are not supported"),
+        ("SASL_SSL", "GSSAPI are not supported"),
+        ("KERBEROS_PLAINTEXT", "expected one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL"),
+    ],
+)
+def test_a_listener_we_cannot_secure_stops_the_start_up(tmp_path, protocol, reason):
+    """Never served as plaintext: a TLS listener without a key, a SASL listener whose mechanisms
+    are not available (Kafka's default is GSSAPI), an unknown protocol."""
     import subprocess
     import sys
 
@@ -150,8 +159,7 @@ def test_a_listener_we_cannot_secure_stops_the_start_up(tmp_path, protocol):
         ],
         cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
-    assert out.returncode == 1
-    assert f"uses security protocol {protocol}" in out.stderr
-    assert "refusing to serve it as plaintext" in out.stderr
+    assert out.returncode != 0
+    assert reason in out.stderr
     assert "Traceback" not in out.stderr
     assert not list(tmp_path.glob("*/"))  # no log was opened

@@ -78,7 +78,7 @@ class MeteredProducer:
         for b in json.loads(text).get("brokers", {}).values():
             self.throttle_max = max(self.throttle_max, int(b.get("throttle", {}).get("max", 0)))
 
-    def _delivered(self, err, msg) -> None:  # noqa: ANN001 - confluent's callback
+    def _delivered(self, err, msg) -> None:
         if err is None:
             self.acked.append((time.monotonic(), len(msg.value())))
 
@@ -127,8 +127,9 @@ def test_a_producer_over_its_quota_is_throttled_and_others_are_not(quota_broker,
         1,
     )
     sock.close()
-    assert [(e.entity[0].entity_name, e.values[0].key, e.values[0].value)
-            for e in described.entries] == [("throttled", "producer_byte_rate", QUOTA)]  # fmt: skip
+    assert [
+        (e.entity[0].entity_name, e.values[0].key, e.values[0].value) for e in described.entries
+    ] == [("throttled", "producer_byte_rate", QUOTA)]
 
     throttled = MeteredProducer(bootstrap, topic_name, "throttled").start()
     t0 = throttled.started

@@ -85,7 +85,7 @@ def logs_in(broker: BrokerProcess, user: str, password: str) -> bool:
     )
     try:
         admin.list_topics(timeout=5)
-    except Exception:  # noqa: BLE001 - librdkafka's errors vary; the callback says why
+    except Exception:
         return False
     finally:
         admin.poll(0)
@@ -124,12 +124,13 @@ def test_acls_apply_on_every_broker_without_restart(cluster):
         f.result(30)
     topic = "shared-ledger"
     admin1.create_topics([NewTopic(topic, 2, 1)])[topic].result(30)
+
     # both brokers lead a partition
-    wait_for(
-        lambda: {p.leader for p in admin1.list_topics(topic, timeout=10).topics[topic].partitions.values()} == {1, 2},
-        timeout=30,
-        what="a leader on each broker",
-    )  # fmt: skip
+    def leaders() -> set[int]:
+        meta = admin1.list_topics(topic, timeout=10).topics[topic]
+        return {p.leader for p in meta.partitions.values()}
+
+    wait_for(lambda: leaders() == {1, 2}, timeout=30, what="a leader on each broker")
 
     def produce_all() -> list[KafkaError | None]:
         results: list[KafkaError | None] = []
@@ -143,13 +144,24 @@ def test_acls_apply_on_every_broker_without_restart(cluster):
     assert [e.code() for e in denied if e is not None] == [
         KafkaError.TOPIC_AUTHORIZATION_FAILED
     ] * 2
-    binding = AclBinding(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, "User:dave", "*",
-                         AclOperation.WRITE, AclPermissionType.ALLOW)  # fmt: skip
+    binding = AclBinding(
+        ResourceType.TOPIC,
+        topic,
+        ResourcePatternType.LITERAL,
+        "User:dave",
+        "*",
+        AclOperation.WRITE,
+        AclPermissionType.ALLOW,
+    )
     for f in admin1.create_acls([binding]).values():
         f.result(30)
     doc = json.loads(zk.get(f"/kafka-acl/Topic/{topic}")[0])
-    assert doc == {"version": 1, "acls": [{"principal": "User:dave", "permissionType": "Allow",
-                                           "operation": "Write", "host": "*"}]}  # fmt: skip
+    assert doc == {
+        "version": 1,
+        "acls": [
+            {"principal": "User:dave", "permissionType": "Allow", "operation": "Write", "host": "*"}
+        ],
+    }
     notes = [zk.get(f"/kafka-acl-changes/{c}")[0] for c in zk.get_children("/kafka-acl-changes")]
     assert f"TOPIC:{topic}".encode() in notes
     # both brokers (the partition leaders) now let dave write, without a restart
@@ -157,8 +169,15 @@ def test_acls_apply_on_every_broker_without_restart(cluster):
     got = consume_from_start(b1.address("PLAINTEXT"), topic, 2, 2)
     assert len(got) >= 2
     # deleted on the other broker: it stops applying everywhere
-    flt = AclBindingFilter(ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, "User:dave",
-                           None, AclOperation.ANY, AclPermissionType.ANY)  # fmt: skip
+    flt = AclBindingFilter(
+        ResourceType.TOPIC,
+        topic,
+        ResourcePatternType.LITERAL,
+        "User:dave",
+        None,
+        AclOperation.ANY,
+        AclPermissionType.ANY,
+    )
     deleted = next(iter(admin2.delete_acls([flt]).values())).result(30)
     assert len(deleted) == 1
     assert zk.exists(f"/kafka-acl/Topic/{topic}") is None
@@ -171,13 +190,22 @@ def test_acls_apply_on_every_broker_without_restart(cluster):
 
     wait_for(all_denied, timeout=30, what="the deleted ACL to stop applying on both brokers")
     # prefixed ACLs go to /kafka-acl-extended, and their notifications are JSON
-    prefixed = AclBinding(ResourceType.GROUP, "dave-", ResourcePatternType.PREFIXED, "User:dave",
-                          "*", AclOperation.READ, AclPermissionType.ALLOW)  # fmt: skip
+    prefixed = AclBinding(
+        ResourceType.GROUP,
+        "dave-",
+        ResourcePatternType.PREFIXED,
+        "User:dave",
+        "*",
+        AclOperation.READ,
+        AclPermissionType.ALLOW,
+    )
     for f in admin2.create_acls([prefixed]).values():
         f.result(30)
     assert zk.exists("/kafka-acl-extended/prefixed/Group/dave-") is not None
-    events = [json.loads(zk.get(f"/kafka-acl-extended-changes/{c}")[0])
-              for c in zk.get_children("/kafka-acl-extended-changes")]  # fmt: skip
+    events = [
+        json.loads(zk.get(f"/kafka-acl-extended-changes/{c}")[0])
+        for c in zk.get_children("/kafka-acl-extended-changes")
+    ]
     assert {
         "version": 1,
         "resourceType": "GROUP",

@@ -1,0 +1,422 @@
+"""The security pieces on their own: JAAS parsing, SCRAM (RFC 7677's test vector and Kafka's
+credential strings), SASL state, principals from certificates and mapping rules, the ACL
+authorizer's rules and cache, quota rates and throttle times, per-listener configuration."""
+
+from __future__ import annotations
+
+import pytest
+
+from broker.config import BrokerConfig, ConfigError
+from broker.net.session import KafkaPrincipal
+from broker.security.authorizer import AclAuthorizer, AclBindingFilter
+from broker.security.jaas import JaasConfigError, parse_jaas_config, plain_users
+from broker.security.principal import SslPrincipalMapper, distinguished_name
+from broker.security.quotas import ClientQuotaManager
+from broker.security.sasl import (
+    ListenerSasl,
+    SaslFailure,
+    SaslServerAuthenticator,
+    SaslState,
+    ScramCredentialCache,
+    _PlainUsersFile,
+)
+from broker.security.scram import (
+    ScramClient,
+    ScramError,
+    ScramServer,
+    credential_from_string,
+    credential_to_string,
+    new_credential,
+)
+from coordination.metadata.embedded_security import EmbeddedSecurityStore
+from coordination.metadata.security import (
+    AccessControlEntry,
+    AclBinding,
+    ResourcePattern,
+    decode_acls,
+    encode_acls,
+    entity_path,
+    parse_entity_path,
+    sanitize,
+)
+from protocol.acl import AclOperation, AclPermissionType, PatternType, ResourceType
+
+ALICE = KafkaPrincipal("User", "alice")
+BOB = KafkaPrincipal("User", "bob")
+ADMIN = KafkaPrincipal("User", "admin")
+
+
+# -- JAAS ---------------------------------------------------------------------------------------
+
+
+def test_jaas_as_kafka_users_write_it():
+    modules = parse_jaas_config(
+        "org.apache.kafka.common.security.plain.PlainLoginModule required\n"
+        '  username="admin" password="admin-secret"\n'
+        '  user_admin="admin-secret" user_alice="al\\"ice" user_bob=bare;'
+    )
+    assert modules[0].flag == "required"
+    assert plain_users(modules[0].options) == {
+        "admin": "admin-secret",
+        "alice": 'al"ice',
+        "bob": "bare",
+    }
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "org.Module required username=x",  # no ;
+        "org.Module mandatory;",  # bad flag
+        'org.Module required username="x" =;',
+    ],
+)
+def test_bad_jaas_is_refused_without_quoting_values(text):
+    with pytest.raises(JaasConfigError) as e:
+        parse_jaas_config(text + ' password="s3cr3t"' if text else text)
+    assert "s3cr3t" not in str(e.value)
+
+
+# -- SCRAM --------------------------------------------------------------------------------------
+
+
+def test_rfc7677_test_vector():
+    """RFC 7677 section 3: user "user", password "pencil"."""
+    client = ScramClient("SCRAM-SHA-256", "user", "pencil")
+    client.nonce = "rOprNGfwEbeRWgbNEkqO"
+    client._bare = f"n=user,r={client.nonce}"
+    server_first = (
+        b"r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096"
+    )
+    final = client.final(server_first)
+    assert final == (
+        b"c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,"
+        b"p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ="
+    )
+    client.verify(b"v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=")
+
+
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
+def test_scram_exchange_and_kafkas_credential_string(mechanism):
+    cred = new_credential(mechanism, "secret", 4096)
+    text = credential_to_string(cred)
+    assert text.startswith("salt=") and text.endswith(",iterations=4096")
+    assert credential_from_string(text) == cred
+    server = ScramServer(mechanism, lambda m, u: cred if u == "alice" else None)
+    client = ScramClient(mechanism, "alice", "secret")
+    first = server.evaluate(client.first())
+    client.verify(server.evaluate(client.final(first)))
+    assert server.complete and server.username == "alice"
+    # wrong password: refused at the proof
+    server = ScramServer(mechanism, lambda m, u: cred)
+    bad = ScramClient(mechanism, "alice", "nope")
+    with pytest.raises(ScramError, match="invalid password"):
+        server.evaluate(bad.final(server.evaluate(bad.first())))
+    # unknown user: refused at once, the client is told only that it failed
+    with pytest.raises(ScramError) as e:
+        ScramServer(mechanism, lambda m, u: None).evaluate(client.first())
+    assert e.value.client_message is None
+
+
+def test_scram_refuses_what_kafka_refuses():
+    cred = new_credential("SCRAM-SHA-256", "x", 4096)
+    lookup = lambda m, u: cred  # noqa: E731
+    with pytest.raises(ScramError, match="channel binding"):
+        ScramServer("SCRAM-SHA-256", lookup).evaluate(b"p=tls-unique,,n=a,r=abc")
+    with pytest.raises(ScramError) as e:
+        ScramServer("SCRAM-SHA-256", lookup).evaluate(b"n,a=bob,n=alice,r=abc")
+    assert "authorization id" in (e.value.client_message or "")
+    weak = new_credential("SCRAM-SHA-256", "x", 1000)
+    with pytest.raises(ScramError, match="fewer than 4096"):
+        ScramServer("SCRAM-SHA-256", lambda m, u: weak).evaluate(b"n,,n=a,r=abc")
+    with pytest.raises(ValueError):
+        credential_from_string("salt=AAAA,stored_key=AAAA,iterations=4096")
+
+
+def test_saslname_escapes():
+    cred = new_credential("SCRAM-SHA-256", "pw", 4096)
+    seen = []
+    server = ScramServer("SCRAM-SHA-256", lambda m, u: seen.append(u) or cred)
+    client = ScramClient("SCRAM-SHA-256", "a,b=c", "pw")
+    server.evaluate(client.first())
+    assert seen == ["a,b=c"]
+
+
+# -- the SASL exchange ----------------------------------------------------------------------------
+
+
+def listener_sasl(tmp_path, reauth_ms: int = 0) -> ListenerSasl:
+    users = tmp_path / "users.properties"
+    users.write_text("carol=carol-secret\n")
+    scram = ScramCredentialCache()
+    scram.update(
+        {
+            "users/alice": {
+                "SCRAM-SHA-512": credential_to_string(new_credential("SCRAM-SHA-512", "pw"))
+            }
+        }
+    )
+    return ListenerSasl(
+        "SASL_PLAINTEXT",
+        ["PLAIN", "SCRAM-SHA-512"],
+        {"alice": "alice-secret"},
+        _PlainUsersFile(str(users)),
+        scram,
+        {"PLAIN": reauth_ms},
+    )
+
+
+def test_plain_users_from_jaas_and_file(tmp_path):
+    sasl = listener_sasl(tmp_path, reauth_ms=5000)
+    for user, password in (("alice", "alice-secret"), ("carol", "carol-secret")):
+        auth = SaslServerAuthenticator(sasl)
+        assert auth.handshake(1, "PLAIN")
+        assert auth.authenticate(f"\0{user}\0{password}".encode()) == b""
+        assert auth.complete and auth.principal == KafkaPrincipal("User", user)
+        assert auth.session_lifetime_ms() == 5000
+    auth = SaslServerAuthenticator(sasl)
+    auth.handshake(1, "PLAIN")
+    with pytest.raises(SaslFailure) as e:
+        auth.authenticate(b"\0alice\0wrong")
+    assert e.value.client_message == "Authentication failed: Invalid username or password"
+    assert auth.state is SaslState.FAILED
+    assert not SaslServerAuthenticator(sasl).handshake(1, "GSSAPI")
+
+
+def test_reauthentication_keeps_mechanism_and_principal(tmp_path):
+    sasl = listener_sasl(tmp_path)
+    assert not SaslServerAuthenticator(sasl, reauth_of=("PLAIN", ALICE)).handshake(
+        1, "SCRAM-SHA-512"
+    )
+    auth = SaslServerAuthenticator(sasl, reauth_of=("PLAIN", ALICE))
+    auth.handshake(1, "PLAIN")
+    with pytest.raises(SaslFailure) as e:
+        auth.authenticate(b"\0carol\0carol-secret")
+    assert "Cannot change principals during re-authentication" in e.value.client_message
+
+
+def test_config_refuses_unsupported_mechanisms():
+    config = BrokerConfig.from_dict(
+        {
+            "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+            "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "PLAIN,GSSAPI",
+        }
+    )
+    with pytest.raises(ConfigError, match="GSSAPI"):
+        ListenerSasl.from_config(config, "SASL_PLAINTEXT", ScramCredentialCache())
+
+
+# -- principals ---------------------------------------------------------------------------------
+
+
+def test_distinguished_name_as_java_prints_it():
+    cert = {
+        "subject": (
+            (("countryName", "DE"),),
+            (("organizationName", "Acme, Inc."),),
+            (("organizationalUnitName", "eng"),),
+            (("commonName", "alice"),),
+        )
+    }
+    assert distinguished_name(cert) == "CN=alice,OU=eng,O=Acme\\, Inc.,C=DE"
+
+
+def test_ssl_principal_mapping_rules():
+    mapper = SslPrincipalMapper(
+        "RULE:^CN=(.*?),OU=ServiceUsers.*$/$1/,RULE:^CN=(.*?),OU=(.*?),O=.*$/$1@$2/L,DEFAULT"
+    )
+    assert mapper.name("CN=kafka1,OU=ServiceUsers,O=Acme,C=DE") == "kafka1"
+    assert mapper.name("CN=Alice,OU=ENG,O=Acme,C=DE") == "alice@eng"
+    assert mapper.name("CN=bob,O=Acme") == "CN=bob,O=Acme"
+    assert SslPrincipalMapper("RULE:^CN=(.*)$/$1/U").name("CN=x") == "X"
+    with pytest.raises(ValueError):
+        SslPrincipalMapper("RULE:nope")
+
+
+# -- the ACL authorizer -------------------------------------------------------------------------
+
+
+def allow(principal: str, op: AclOperation, host: str = "*") -> AccessControlEntry:
+    return AccessControlEntry(principal, host, op, AclPermissionType.ALLOW)
+
+
+def deny(principal: str, op: AclOperation, host: str = "*") -> AccessControlEntry:
+    return AccessControlEntry(principal, host, op, AclPermissionType.DENY)
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = EmbeddedSecurityStore(tmp_path / "security.json")
+    s.start()
+    return s
+
+
+def topic(name: str, pattern: PatternType = PatternType.LITERAL) -> ResourcePattern:
+    return ResourcePattern(ResourceType.TOPIC, name, pattern)
+
+
+def test_acl_rules(store):
+    authz = AclAuthorizer(store, super_users=[ADMIN])
+    authz.create_acls(
+        [
+            AclBinding(
+                topic("orders-", PatternType.PREFIXED), allow("User:alice", AclOperation.READ)
+            ),
+            AclBinding(
+                topic("orders-secret", PatternType.PREFIXED), deny("User:alice", AclOperation.ALL)
+            ),
+            AclBinding(topic("*"), allow("User:bob", AclOperation.WRITE, host="10.0.0.1")),
+            AclBinding(topic("audit"), allow("User:*", AclOperation.ALTER_CONFIGS)),
+        ]
+    )
+
+    def can(who, op, name, host="127.0.0.1"):
+        return authz.authorize(who, host, op, ResourceType.TOPIC, name)
+
+    assert can(ALICE, AclOperation.READ, "orders-eu")
+    assert can(ALICE, AclOperation.DESCRIBE, "orders-eu")  # implied by READ
+    assert not can(ALICE, AclOperation.WRITE, "orders-eu")
+    assert not can(ALICE, AclOperation.READ, "orders-secret-1")  # DENY wins
+    assert not can(ALICE, AclOperation.READ, "payroll")  # no ACL: denied
+    assert can(BOB, AclOperation.WRITE, "anything", host="10.0.0.1")  # wildcard resource
+    assert not can(BOB, AclOperation.WRITE, "anything", host="10.0.0.2")  # other host
+    assert can(BOB, AclOperation.DESCRIBE_CONFIGS, "audit")  # User:*, implied by ALTER_CONFIGS
+    assert can(ADMIN, AclOperation.DELETE, "payroll")  # super user
+    assert authz.authorized_operations(ALICE, "h", ResourceType.TOPIC, "orders-x") == [
+        AclOperation.READ,
+        AclOperation.DESCRIBE,
+    ]
+    assert authz.authorize_any(ALICE, "h", AclOperation.READ, ResourceType.TOPIC)
+    assert not authz.authorize_any(ALICE, "h", AclOperation.WRITE, ResourceType.TOPIC)
+    # the cache follows changes
+    assert can(ALICE, AclOperation.READ, "orders-eu")
+    deleted = authz.delete_acls(
+        [
+            AclBindingFilter(
+                ResourceType.TOPIC,
+                "orders-eu",
+                PatternType.MATCH,
+                None,
+                None,
+                AclOperation.ANY,
+                AclPermissionType.ALLOW,
+            )
+        ]
+    )
+    # MATCH reaches every pattern that applies to the name: the wildcard too
+    assert [b.pattern.name for b in deleted[0][0]] == ["*", "orders-"]
+    assert not can(ALICE, AclOperation.READ, "orders-eu")
+
+
+def test_allow_everyone_if_no_acl_found(store):
+    authz = AclAuthorizer(store, allow_everyone_if_no_acl_found=True)
+    assert authz.authorize(ALICE, "h", AclOperation.WRITE, ResourceType.TOPIC, "t")
+    authz.create_acls([AclBinding(topic("t"), allow("User:bob", AclOperation.WRITE))])
+    assert not authz.authorize(ALICE, "h", AclOperation.WRITE, ResourceType.TOPIC, "t")
+
+
+def test_acls_persist_in_kafkas_json(store, tmp_path):
+    entries = {allow("User:alice", AclOperation.READ), deny("User:*", AclOperation.ALL, "1.2.3.4")}
+    data = encode_acls(entries)
+    assert (
+        b'{"principal":"User:alice","permissionType":"Allow","operation":"Read","host":"*"}' in data
+    )
+    assert decode_acls(data) == entries
+    AclAuthorizer(store).create_acls([AclBinding(topic("x"), e) for e in entries])
+    reloaded = EmbeddedSecurityStore(tmp_path / "security.json")
+    reloaded.start()
+    assert reloaded.acls[topic("x")] == entries
+
+
+def test_sanitized_entity_paths():
+    assert sanitize("user@example.com") == "user%40example.com"
+    assert sanitize("a b*c") == "a%20b%2Ac"
+    path = entity_path(user="CN=alice,O=x", client_id="c 1")
+    assert path == "users/CN%3Dalice%2CO%3Dx/clients/c%201"
+    assert parse_entity_path(path) == ("CN=alice,O=x", "c 1", False, False)
+    assert entity_path(default_user=True) == "users/<default>"
+    assert parse_entity_path("users/<default>/clients/x") == (None, "x", True, False)
+
+
+# -- quotas -------------------------------------------------------------------------------------
+
+
+def test_quota_resolution_order_and_throttle():
+    m = ClientQuotaManager("producer_byte_rate", samples=11, window_seconds=1)
+    m.update(
+        {
+            "users/alice": {"producer_byte_rate": "1000"},
+            "users/<default>": {"producer_byte_rate": "5000"},
+            "clients/app": {"producer_byte_rate": "100"},
+        }
+    )
+    assert m._match("alice", "app").limit == 1000  # user before client-id
+    assert m._match("bob", "app").limit == 5000  # default user before client-id
+    assert m._match("bob", "app").key == ("bob", "")  # each user its own budget
+    # 10 s worth at once is within the quota (Kafka's rate spans at least 10 windows)
+    assert m.record("alice", "x", 10_000, 0) == 0
+    throttle = m.record("alice", "x", 5_000, 100)
+    # back within 1000 B/s once enough of the window has passed
+    assert 4_000 <= throttle <= 12_000
+    assert m.record("alice", "x", 0, 100 + throttle) == 0
+    unlimited = ClientQuotaManager("consumer_byte_rate", samples=11, window_seconds=1)
+    unlimited.update({})
+    assert not unlimited.enabled and unlimited.record("a", "b", 10**9, 0) == 0
+
+
+# -- configuration ------------------------------------------------------------------------------
+
+
+def test_listener_and_mechanism_prefixes():
+    config = BrokerConfig.from_dict(
+        {
+            "listeners": "INTERNAL://127.0.0.1:0,EXTERNAL://127.0.0.1:0",
+            "listener.security.protocol.map": "INTERNAL:PLAINTEXT,EXTERNAL:SASL_SSL",
+            "inter.broker.listener.name": "INTERNAL",
+            "sasl.jaas.config": "broker-wide",
+            "listener.name.external.sasl.jaas.config": "listener-wide",
+            "listener.name.external.scram-sha-256.sasl.jaas.config": "scram only",
+            "listener.name.external.ssl.client.auth": "required",
+            "listener.name.external.no.such.key": "x",
+        }
+    )
+    assert (
+        config.for_listener("EXTERNAL", "sasl.jaas.config", mechanism="SCRAM-SHA-256")
+        == "scram only"
+    )
+    assert config.for_listener("EXTERNAL", "sasl.jaas.config", mechanism="PLAIN") == "listener-wide"
+    assert config.for_listener("INTERNAL", "sasl.jaas.config") == "broker-wide"
+    assert config.for_listener("EXTERNAL", "ssl.client.auth") == "required"
+    assert config.for_listener("INTERNAL", "ssl.client.auth") == "none"
+    assert "listener.name.external.no.such.key" in config.unknown
+    assert config.inter_broker_listener_name == "INTERNAL"
+
+
+def test_inter_broker_listener_rules():
+    with pytest.raises(ConfigError, match="only one of"):
+        BrokerConfig.from_dict(
+            {"inter.broker.listener.name": "PLAINTEXT", "security.inter.broker.protocol": "SSL"}
+        )
+    with pytest.raises(ConfigError, match=r"advertised\.listeners"):
+        BrokerConfig.from_dict({"inter.broker.listener.name": "NOPE"})
+    config = BrokerConfig.from_dict(
+        {
+            "listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
+            "security.inter.broker.protocol": "SSL",
+        }
+    )
+    assert config.inter_broker_listener_name == "SSL"
+
+
+def test_properties_escapes_for_inline_pem():
+    from broker.config import read_properties
+
+    props = read_properties(
+        "ssl.keystore.key=-----BEGIN PRIVATE KEY-----\\nAAAA\\n-----END PRIVATE KEY-----\n"
+        "x=a\\\\b\\u0041\n"
+    )
+    assert (
+        props["ssl.keystore.key"] == "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----"
+    )
+    assert props["x"] == "a\\bA"
