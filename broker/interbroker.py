@@ -14,8 +14,10 @@ Thread-safety: one thread at a time (each fetcher owns its connections).
 from __future__ import annotations
 
 import socket
+import ssl
 from typing import Any
 
+from broker.security.inter_broker import InterBrokerAuthenticationError, InterBrokerSecurity
 from coordination.metadata.view import BrokerInfo, Endpoint
 from protocol.api_keys import ApiKey
 from protocol.client import ClientConnection, UnsupportedApi, api_versions_request
@@ -61,7 +63,10 @@ class InterBrokerConnection:
         client_id: str,
         timeout_s: float,
         max_response_bytes: int,
+        security: InterBrokerSecurity | None = None,
     ) -> None:
+        #: TLS and SASL of the inter-broker listener (None: plaintext)
+        self.security = security
         self.node_id = node_id
         self.host = host
         self.port = port
@@ -93,6 +98,12 @@ class InterBrokerConnection:
         except OSError as e:
             raise InterBrokerUnavailable(f"cannot connect to {self}: {e}") from e
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self.security is not None:
+            try:
+                sock = self.security.wrap_socket(sock, self.host)
+            except (ssl.SSLError, OSError) as e:
+                sock.close()
+                raise InterBrokerUnavailable(f"TLS handshake with {self} failed: {e}") from e
         self._sock = sock
         self._protocol = self._new_protocol()
         try:
@@ -104,6 +115,11 @@ class InterBrokerConnection:
             if body.error_code != ErrorCode.NONE:
                 raise InterBrokerUnavailable(f"ApiVersions from {self}: error {body.error_code}")
             self._protocol.apply_api_versions(body)
+            if self.security is not None:
+                self.security.authenticate(lambda b, v: self.request(b, v))
+        except InterBrokerAuthenticationError as e:
+            self.close()
+            raise InterBrokerUnavailable(f"{self} refused this broker's credentials: {e}") from e
         except BaseException:
             self.close()
             raise

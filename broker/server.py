@@ -175,6 +175,7 @@ class Broker:
             metadata=metadata,
             log_manager=log_manager,
             metrics=self.metrics,
+            inter_broker=self.inter_broker,
         )
         # log recovery may take long: off the main loop, which answers /health and /ready
         await asyncio.to_thread(replica_manager.startup)
@@ -465,7 +466,8 @@ class Broker:
             broker_id=self.broker_id,
             metadata=metadata,
             replica_manager=replica_manager,
-            listener=self.advertised[0].name if self.advertised else None,
+            listener=config.inter_broker_listener_name,
+            security=self.inter_broker,
             clock=lambda: time.time_ns() // 1_000_000,
         )
         markers.groups = groups.coordinator

@@ -30,6 +30,7 @@ from typing import Any
 
 from broker.replication.errors import error_of
 from broker.replication.replica_manager import ReplicaManager
+from broker.security.inter_broker import InterBrokerSecurity
 from coordination.errors import KafkaApiError
 from coordination.group.coordinator import GroupCoordinator
 from coordination.metadata.store import MetadataStore
@@ -118,10 +119,13 @@ class _Job:
 class _BrokerLink:
     """A connection to another broker for WriteTxnMarkers, one request at a time."""
 
-    def __init__(self, host: str, port: int, client_id: str) -> None:
+    def __init__(
+        self, host: str, port: int, client_id: str, security: InterBrokerSecurity | None = None
+    ) -> None:
         self.host = host
         self.port = port
         self.client_id = client_id
+        self.security = security
         self._lock = asyncio.Lock()
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
@@ -141,11 +145,17 @@ class _BrokerLink:
                 return responses[0].body
 
     async def _connect(self) -> None:
-        self._reader, self._writer = await asyncio.open_connection(self.host, self.port)
         self._conn = ClientConnection(
             {ApiKey.API_VERSIONS: (0, 3), ApiKey.WRITE_TXN_MARKERS: (1, 1)},
             client_id=self.client_id,
         )
+        if self.security is not None:
+            # TLS and SASL of the inter-broker listener; ApiVersions negotiated there
+            self._reader, self._writer = await self.security.connect(
+                self.host, self.port, self._conn
+            )
+            return
+        self._reader, self._writer = await asyncio.open_connection(self.host, self.port)
         body, version = api_versions_request("odradek-txn-markers", "1")
         answer = await self._exchange(body, version)
         self._conn.apply_api_versions(answer)
@@ -179,7 +189,9 @@ class TransactionMarkerChannel:
         replica_manager: ReplicaManager,
         listener: str | None,
         clock: Callable[[], int],
+        security: InterBrokerSecurity | None = None,
     ) -> None:
+        self.security = security
         self.loop = loop
         self.broker_id = broker_id
         self.metadata = metadata
@@ -353,6 +365,8 @@ class TransactionMarkerChannel:
         if link is None or (link.host, link.port) != (ep.host, ep.port):
             if link is not None:
                 link.close()
-            link = _BrokerLink(ep.host, ep.port, f"broker-{self.broker_id}-txn-markers")
+            link = _BrokerLink(
+                ep.host, ep.port, f"broker-{self.broker_id}-txn-markers", self.security
+            )
             self._links[broker] = link
         return link

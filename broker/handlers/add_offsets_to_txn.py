@@ -19,6 +19,9 @@ from protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffs
 
 @handler(ApiKey.ADD_OFFSETS_TO_TXN, "0-4", acl=(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID))
 def handle_add_offsets_to_txn(ctx: RequestContext, request: AddOffsetsToTxnRequest) -> Any:
+    # Kafka's checks: WRITE on the transactional id, READ on the group
+    ctx.require(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id)
+    ctx.require(AclOperation.READ, ResourceType.GROUP, request.group_id)
     version = ctx.api_version
     partition = ctx.services.groups.coordinator.partition_for(request.group_id)
     answer: Answer[ErrorCode] = Answer()

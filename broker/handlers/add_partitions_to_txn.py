@@ -17,7 +17,7 @@ from broker.coordinators.scheduler import Answer
 from broker.dispatch import Later, RequestContext
 from broker.handlers._txn import fenced_for, transactions
 from broker.registry import error_response, handler
-from protocol.acl import AclOperation, ResourceType
+from protocol.acl import CLUSTER_NAME, AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.add_partitions_to_txn import (
@@ -61,6 +61,25 @@ def _one(
     """One transaction's partitions: an answer with one error per partition."""
     version = ctx.api_version
     answer: Answer[dict[TopicPartition, ErrorCode]] = Answer()
+    # Kafka's checks: a client (v3 and below) needs WRITE on the transactional id and on each
+    # topic; a broker (v4+, KIP-890) CLUSTER_ACTION on the cluster
+    if version <= 3:
+        if not ctx.authorize(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+            answer(dict.fromkeys(tps, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
+            return answer
+        denied = {
+            tp for tp in tps if not ctx.authorize(AclOperation.WRITE, ResourceType.TOPIC, tp[0])
+        }
+        if denied:
+            answer(
+                {
+                    tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                    if tp in denied
+                    else ErrorCode.OPERATION_NOT_ATTEMPTED
+                    for tp in tps
+                }
+            )
+            return answer
     view = ctx.services.metadata.view
     unknown = {tp for tp in tps if view.partition(*tp) is None}
     if unknown:
@@ -91,6 +110,8 @@ def _one(
     ApiKey.ADD_PARTITIONS_TO_TXN, "0-5", acl=(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID)
 )
 def handle_add_partitions_to_txn(ctx: RequestContext, request: AddPartitionsToTxnRequest) -> Any:
+    if ctx.api_version >= 4:
+        ctx.require(AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME)
     if ctx.api_version <= 3:
         tps = _partitions(request.v3_and_below_topics)
         answer = _one(

@@ -20,6 +20,12 @@ from protocol.messages.describe_producers import (
 
 
 def _partition(ctx: RequestContext, topic: str, index: int) -> PartitionResponse:
+    if not ctx.authorize(AclOperation.READ, ResourceType.TOPIC, topic):
+        return PartitionResponse(
+            partition_index=index,
+            error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+            active_producers=[],
+        )
     part = ctx.services.replica_manager.get_partition(topic, index)
     if part is None:
         code = (

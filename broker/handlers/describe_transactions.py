@@ -20,7 +20,10 @@ from protocol.messages.describe_transactions import (
 
 
 def _state(ctx: RequestContext, transactional_id: str) -> TransactionState:
-    code, txn = transactions(ctx).describe(transactional_id)
+    if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+        code, txn = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None
+    else:
+        code, txn = transactions(ctx).describe(transactional_id)
     if txn is None:
         return TransactionState(
             error_code=code,

@@ -22,6 +22,7 @@ from protocol.messages.end_txn import EndTxnRequest, EndTxnResponse
 
 @handler(ApiKey.END_TXN, "0-4", acl=(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID))
 def handle_end_txn(ctx: RequestContext, request: EndTxnRequest) -> Any:
+    ctx.require(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id)
     version = ctx.api_version
     answer: Answer[TxnResult] = Answer()
     transactions(ctx).end_txn(

@@ -49,6 +49,13 @@ def handle_list_transactions(
                 transaction_state=t.state.display_name,
             )
             for t in txns
+            # only the transactional ids the principal may describe (Kafka's rule)
+            if ctx.authorize(
+                AclOperation.DESCRIBE,
+                ResourceType.TRANSACTIONAL_ID,
+                t.transactional_id,
+                log_denied=False,
+            )
         ],
     )
 

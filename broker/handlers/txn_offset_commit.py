@@ -48,14 +48,21 @@ def _response(request: Any, errors: dict[TopicPartition, ErrorCode]) -> TxnOffse
 
 @handler(ApiKey.TXN_OFFSET_COMMIT, "0-5", acl=(AclOperation.READ, ResourceType.GROUP))
 def handle_txn_offset_commit(ctx: RequestContext, request: TxnOffsetCommitRequest) -> Any:
+    # Kafka's checks: WRITE on the transactional id, READ on the group, READ on each topic
+    ctx.require(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id)
+    ctx.require(AclOperation.READ, ResourceType.GROUP, request.group_id)
     version = ctx.api_version
     now = ctx.now_ms()
     view = ctx.services.metadata.view
     errors: dict[TopicPartition, ErrorCode] = {}
     offsets: dict[TopicPartition, OffsetAndMetadata] = {}
     for t in request.topics:
+        denied = not ctx.authorize(AclOperation.READ, ResourceType.TOPIC, t.name)
         for p in t.partitions:
             tp = (t.name, p.partition_index)
+            if denied:
+                errors[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                continue
             if view.partition(*tp) is None:
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue

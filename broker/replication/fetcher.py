@@ -39,6 +39,7 @@ from typing import Any
 
 from broker.interbroker import InterBrokerConnection, InterBrokerUnavailable, inter_broker_endpoint
 from broker.replication.partition import Partition, TopicPartition
+from broker.security.inter_broker import InterBrokerSecurity
 from coordination.errors import KafkaApiError
 from coordination.metadata.view import ClusterView
 from protocol.api_keys import ApiKey
@@ -73,6 +74,8 @@ class FetcherConfig:
     fetch_backoff_ms: int = 1000
     socket_timeout_ms: int = 30000
     inter_broker_listener: str | None = None
+    #: TLS/SASL of the inter-broker listener (None: plaintext)
+    security: InterBrokerSecurity | None = None
 
 
 def truncation_offset(plog: PartitionLog, leader_epoch: int, leader_end: int) -> tuple[int, bool]:
@@ -225,6 +228,7 @@ class ReplicaFetcherThread(threading.Thread):
             client_id=f"broker-{self.config.broker_id}-fetcher-{self.fetcher_id}",
             timeout_s=(self.config.socket_timeout_ms + self.config.fetch_wait_max_ms) / 1000,
             max_response_bytes=max(self.config.fetch_response_max_bytes * 2, 64 << 20),
+            security=self.config.security,
         )
         conn.connect()
         self._conn = conn

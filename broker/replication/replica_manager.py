@@ -47,6 +47,7 @@ from broker.replication.partition import (
     Partition,
     TopicPartition,
 )
+from broker.security.inter_broker import InterBrokerSecurity
 from coordination.errors import KafkaApiError
 from coordination.metadata.store import MetadataStore
 from coordination.metadata.view import ClusterView, PartitionState, TopicMetadata
@@ -165,6 +166,7 @@ class ReplicaManager:
         metadata: MetadataStore,
         log_manager: LogManager,
         metrics: MetricsRegistry,
+        inter_broker: InterBrokerSecurity | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.config = config
@@ -194,7 +196,10 @@ class ReplicaManager:
                 fetch_min_bytes=int(config["replica.fetch.min.bytes"]),
                 fetch_backoff_ms=int(config["replica.fetch.backoff.ms"]),
                 socket_timeout_ms=int(config["replica.socket.timeout.ms"]),
-                inter_broker_listener=config["inter.broker.listener.name"],
+                inter_broker_listener=inter_broker.listener
+                if inter_broker is not None
+                else config["inter.broker.listener.name"],
+                security=inter_broker,
             ),
             lambda: self.metadata.view,
         )

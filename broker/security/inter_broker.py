@@ -17,13 +17,18 @@ Use::
 
 ``connect`` returns asyncio streams with ApiVersions negotiated (``client`` knows the peer's
 versions) and, on a SASL listener, the SASL exchange done; raises
-:class:`InterBrokerAuthenticationError` when the peer refuses this broker.
+:class:`InterBrokerAuthenticationError` when the peer refuses this broker. Blocking callers
+(:class:`broker.interbroker.InterBrokerConnection`, the replica fetchers) use
+:meth:`InterBrokerSecurity.wrap_socket` after connecting and
+:meth:`InterBrokerSecurity.authenticate` after ApiVersions.
 """
 
 from __future__ import annotations
 
 import asyncio
+import socket
 import ssl
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -120,6 +125,46 @@ class InterBrokerSecurity:
             username, password = options["username"], options["password"]
         return cls(listener, protocol, ctx, mechanism, username, password)
 
+    def wrap_socket(self, sock: socket.socket, host: str) -> socket.socket:
+        """TLS over a connected blocking socket (the handshake done); the socket itself on a
+        plaintext listener. Raises ssl.SSLError / OSError."""
+        if self.ssl_context is None:
+            return sock
+        return self.ssl_context.wrap_socket(sock, server_hostname=host)
+
+    def authenticate(self, call: Callable[[Any, int], Any]) -> None:
+        """The SASL exchange over a blocking connection: ``call(body, version)`` sends a request
+        and returns the response body. Nothing on a listener without SASL."""
+        if self.sasl_mechanism is None:
+            return
+        assert self.username is not None and self.password is not None
+        answer = call(SaslHandshakeRequest(mechanism=self.sasl_mechanism), 1)
+        self._check_handshake(answer)
+        sasl = SaslClient(self.sasl_mechanism, self.username, self.password)
+        token: bytes | None = sasl.first()
+        while token is not None:
+            reply = call(SaslAuthenticateRequest(auth_bytes=token), 1)
+            token = self._step(sasl, reply)
+
+    def _check_handshake(self, answer: Any) -> None:
+        if answer.error_code != ErrorCode.NONE:
+            raise InterBrokerAuthenticationError(
+                f"the peer does not accept SASL/{self.sasl_mechanism} "
+                f"({ErrorCode.of(answer.error_code).name}, it offers "
+                f"{', '.join(answer.mechanisms)})"
+            )
+
+    @staticmethod
+    def _step(sasl: SaslClient, reply: Any) -> bytes | None:
+        if reply.error_code != ErrorCode.NONE:
+            raise InterBrokerAuthenticationError(
+                reply.error_message or ErrorCode.of(reply.error_code).name
+            )
+        try:
+            return sasl.step(bytes(reply.auth_bytes))
+        except ScramError as e:
+            raise InterBrokerAuthenticationError(f"SCRAM: {e}") from None
+
     def endpoint_of(self, broker: BrokerInfo) -> Endpoint | None:
         """The broker's address on the inter-broker listener (None: it has no such listener)."""
         for ep in broker.endpoints:
@@ -168,12 +213,7 @@ class InterBrokerSecurity:
         handshake = await _call(
             reader, writer, client, SaslHandshakeRequest(mechanism=self.sasl_mechanism), 1
         )
-        if handshake.body.error_code != ErrorCode.NONE:
-            raise InterBrokerAuthenticationError(
-                f"the peer does not accept SASL/{self.sasl_mechanism} "
-                f"({ErrorCode.of(handshake.body.error_code).name}, it offers "
-                f"{', '.join(handshake.body.mechanisms)})"
-            )
+        self._check_handshake(handshake.body)
         sasl = SaslClient(self.sasl_mechanism, self.username, self.password)
         token: bytes | None = sasl.first()
         auth_version = min(client.peer_versions.get(ApiKey.SASL_AUTHENTICATE, (0, 0))[1], 2)
@@ -181,14 +221,7 @@ class InterBrokerSecurity:
             reply = await _call(
                 reader, writer, client, SaslAuthenticateRequest(auth_bytes=token), auth_version
             )
-            if reply.body.error_code != ErrorCode.NONE:
-                raise InterBrokerAuthenticationError(
-                    reply.body.error_message or ErrorCode.of(reply.body.error_code).name
-                )
-            try:
-                token = sasl.step(bytes(reply.body.auth_bytes))
-            except ScramError as e:
-                raise InterBrokerAuthenticationError(f"SCRAM: {e}") from None
+            token = self._step(sasl, reply.body)
 
 
 async def _call(
