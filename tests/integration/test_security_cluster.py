@@ -212,3 +212,68 @@ def test_acls_apply_on_every_broker_without_restart(cluster):
         "name": "dave-",
         "patternType": "PREFIXED",
     } in events
+
+
+def test_brokers_replicate_over_a_sasl_ssl_inter_broker_listener(
+    zookeeper: ZooKeeperServer, tmp_path_factory: pytest.TempPathFactory
+):
+    """Replica fetchers connect with TLS and SASL/PLAIN on inter.broker.listener.name (and the
+    authorizer lets the brokers' principal, a super user, fetch as followers)."""
+    from tests.support.certs import make_tls_files
+    from tests.support.secure_broker import plain_jaas
+
+    tmp = tmp_path_factory.mktemp("sasl-ssl-cluster")
+    tls = make_tls_files(tmp / "certs")
+    connect = zookeeper.chroot_connect()
+    brokers = []
+    try:
+        for broker_id in (11, 12):
+            home = tmp / f"broker-{broker_id}"
+            home.mkdir()
+            brokers.append(
+                BrokerProcess(
+                    home / "data",
+                    {
+                        "broker.id": str(broker_id),
+                        "zookeeper.connect": connect,
+                        "listeners": "PLAINTEXT://127.0.0.1:0,INTERNAL://127.0.0.1:0",
+                        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_SSL",
+                        "inter.broker.listener.name": "INTERNAL",
+                        "sasl.enabled.mechanisms": "PLAIN",
+                        "sasl.mechanism.inter.broker.protocol": "PLAIN",
+                        "listener.name.internal.plain.sasl.jaas.config": plain_jaas(),
+                        "ssl.keystore.type": "PEM",
+                        "ssl.keystore.location": str(tls.server),
+                        "ssl.truststore.type": "PEM",
+                        "ssl.truststore.location": str(tls.ca),
+                        "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+                        "super.users": "User:admin;User:ANONYMOUS",
+                        "offsets.topic.replication.factor": "1",
+                    },
+                    log_path=home / "broker.log",
+                ).start()
+            )
+        admin = AdminClient({"bootstrap.servers": brokers[0].address("PLAINTEXT")})
+        topic = "replicated-securely"
+        admin.create_topics([NewTopic(topic, 1, 2)])[topic].result(30)
+        producer = Producer({"bootstrap.servers": brokers[0].address("PLAINTEXT"), "acks": "all"})
+        for i in range(50):
+            producer.produce(topic, b"r%d" % i)
+        assert producer.flush(30) == 0
+
+        def follower_has_everything() -> bool:
+            meta = admin.list_topics(topic, timeout=10).topics[topic].partitions[0]
+            follower = next(b for b in brokers if int(b.overrides["broker.id"]) != meta.leader)
+            directory = follower.data_dir / f"{topic}-0"
+            segment = directory / "00000000000000000000.log"
+            return len(meta.isrs) == 2 and segment.exists() and segment.stat().st_size > 0
+
+        wait_for(
+            follower_has_everything, timeout=60, what="the follower to replicate over TLS+SASL"
+        )
+        logs = "".join(b.log() for b in brokers)
+        assert "authentication succeeded: principal User:admin" in logs
+        assert "on listener INTERNAL (SASL PLAIN)" in logs
+    finally:
+        for b in brokers:
+            b.stop()
