@@ -282,6 +282,7 @@ class Dispatcher:
             ) from None
         ctx = RequestContext(self.services, session, header, received, conn)
         metrics = conn.request_metrics
+        metrics.received(header.api_key, len(frame))
         if handler.is_async:
             return self._run_async(handler, ctx, body, metrics)
         try:

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import threading
+import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from typing import Protocol
 
@@ -28,14 +30,19 @@ _BUCKETS_NS = tuple(int(b * 1e9) for b in BUCKETS)
 
 
 class RequestMetrics:
-    """Counts and latency histograms per API key, for one processor."""
+    """Counts, request sizes and latency histograms per API key, for one processor."""
 
-    __slots__ = ("buckets", "count", "total_ns")
+    __slots__ = ("buckets", "count", "request_bytes", "total_ns")
 
     def __init__(self) -> None:
         self.count: dict[int, int] = {}
         self.total_ns: dict[int, int] = {}
         self.buckets: dict[int, list[int]] = {}
+        #: bytes of the requests received (Kafka's RequestMetrics RequestBytes), by API key
+        self.request_bytes: dict[int, int] = {}
+
+    def received(self, api_key: int, size: int) -> None:
+        self.request_bytes[api_key] = self.request_bytes.get(api_key, 0) + size
 
     def record(self, api_key: int, elapsed_ns: int) -> None:
         self.count[api_key] = self.count.get(api_key, 0) + 1
@@ -132,11 +139,14 @@ def network_samples(
     failures, refused connections and request memory held."""
     counts: dict[int, int] = {}
     totals: dict[int, int] = {}
+    sizes: dict[int, int] = {}
     buckets: dict[int, list[int]] = {}
     for p in processors:
         rm = p.request_metrics
         for k, v in list(rm.count.items()):
             counts[k] = counts.get(k, 0) + v
+        for k, v in list(rm.request_bytes.items()):
+            sizes[k] = sizes.get(k, 0) + v
         for k, v in list(rm.total_ns.items()):
             totals[k] = totals.get(k, 0) + v
         for k, b in list(rm.buckets.items()):
@@ -163,6 +173,12 @@ def network_samples(
             "counter",
             "Requests handled, by API.",
             [(f'{{api="{_api_name(k)}"}}', v) for k, v in sorted(counts.items())],
+        ),
+        (
+            "odradek_request_bytes_total",
+            "counter",
+            "Bytes of requests received, by API (with odradek_requests_total: the average size).",
+            [(f'{{api="{_api_name(k)}"}}', float(v)) for k, v in sorted(sizes.items())],
         ),
         (
             "odradek_request_latency_seconds",
@@ -212,6 +228,31 @@ def network_samples(
             "Bytes of received requests held (queued.max.request.bytes is the budget).",
             [("", float(pool.used))],
         ),
+    ]
+
+
+def process_samples() -> list[MetricSamples]:
+    """Prometheus' standard process metrics: CPU seconds (user + system, every thread), open
+    file descriptors, resident memory."""
+    cpu = time.process_time()
+    try:
+        fds = float(len(os.listdir("/proc/self/fd")))
+    except OSError:
+        fds = -1.0
+    try:
+        with open("/proc/self/statm") as f:
+            rss = float(int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE"))
+    except (OSError, ValueError, IndexError):
+        rss = -1.0
+    return [
+        (
+            "process_cpu_seconds_total",
+            "counter",
+            "User and system CPU time of the broker process.",
+            [("", cpu)],
+        ),
+        ("process_open_fds", "gauge", "Open file descriptors.", [("", fds)]),
+        ("process_resident_memory_bytes", "gauge", "Resident memory.", [("", rss)]),
     ]
 
 

@@ -35,10 +35,11 @@ from broker.coordinators.transactions import TransactionService, txn_config, txn
 from broker.dispatch import Dispatcher
 from broker.dynamic_config import DynamicBrokerConfig
 from broker.handlers import load_handlers
-from broker.metrics import MetricsRegistry, network_samples, serve_metrics
+from broker.metrics import MetricsRegistry, network_samples, process_samples, serve_metrics
 from broker.net.acceptor import Acceptor
 from broker.net.limits import ConnectionQuotas, RequestMemoryPool
 from broker.net.processor import Processor, TransportFactory, plaintext
+from broker.replication.fetch_session import FetchSessionCache
 from broker.replication.replica_manager import ReplicaManager
 from broker.security.audit import SecurityAudit
 from broker.security.authorizer import ACL_AUTHORIZER_CLASSES, AclAuthorizer
@@ -192,6 +193,11 @@ class Broker:
         transactions.startup()
         self.metrics.add(transactions.metrics)
 
+        fetch_sessions = FetchSessionCache(
+            max_entries=int(config["max.incremental.fetch.session.cache.slots"]),
+            eviction_ms=int(config["min.incremental.fetch.session.eviction.ms"]),
+        )
+        self.metrics.add(fetch_sessions.metrics)
         dispatcher = Dispatcher(
             BrokerServices(
                 broker_id=self.broker_id,
@@ -204,6 +210,7 @@ class Broker:
                 transactions=transactions,
                 authorizer=security.authorizer,
                 security=security,
+                fetch_sessions=fetch_sessions,
             ),
             load_handlers(),
         )
@@ -227,6 +234,7 @@ class Broker:
             lambda: network_samples(processors, acceptor, self.quotas, self.memory_pool)
         )
         self.metrics.add(self.audit.samples)
+        self.metrics.add(process_samples)
         self.metrics.add(self.quota_managers.samples)
         for p in processors:
             p.start_and_wait()

@@ -12,6 +12,7 @@ from broker.admin import TopicAdmin
 from broker.config import BrokerConfig
 from broker.coordinators.groups import GroupService
 from broker.coordinators.transactions import TransactionService
+from broker.replication.fetch_session import FetchSessionCache
 from broker.replication.replica_manager import ReplicaManager
 from broker.security.authorizer import Authorizer
 from broker.security.services import SecurityServices
@@ -34,3 +35,5 @@ class BrokerServices:
     authorizer: Authorizer | None = None
     #: SASL, credentials, ACL management, quotas, audit (None: none configured, e.g. in tests)
     security: SecurityServices | None = None
+    #: incremental fetch sessions (KIP-227; None: every fetch is sessionless, e.g. in tests)
+    fetch_sessions: FetchSessionCache | None = None

@@ -5,8 +5,10 @@
   broker's ``fetch.max.bytes``) but always carries at least one whole batch.
 * When fewer than ``min_bytes`` are available, the fetch waits in the replica manager's fetch
   purgatory until appends bring enough or ``max_wait_ms`` passes.
-* Fetch sessions (KIP-227) are declined correctly: every response has session_id 0, so clients do
-  full fetches; a request naming a session we never created gets FETCH_SESSION_ID_NOT_FOUND.
+* Fetch sessions (KIP-227, :mod:`broker.replication.fetch_session`): a full fetch with epoch 0
+  creates a session (its id in the response); incremental fetches send only changed and
+  forgotten partitions, every partition of the session is read, and the response carries only
+  the partitions with something new. Epoch -1 (or no session, before v7) is sessionless.
 * read_committed reads up to the last stable offset and returns the aborted transactions that
   overlap the records sent (producer id and first offset), so the consumer drops their records.
 * A follower's fetch (``replica_id``, or ``replica_state`` from v15, is a broker id) reads up to
@@ -29,6 +31,16 @@ from typing import Any
 from broker.dispatch import EncodedBody, RequestContext
 from broker.net.connection import FileRegion
 from broker.registry import error_response, handler
+from broker.replication.fetch_session import (
+    FINAL_EPOCH,
+    INITIAL_EPOCH,
+    INVALID_SESSION_ID,
+    CachedPartition,
+    FetchSession,
+    FetchSessionCache,
+    PartitionKey,
+    SessionError,
+)
 from broker.replication.log_validator import ZSTD, ZSTD_MIN_FETCH_VERSION
 from broker.replication.partition import DivergingEpoch, FetchIsolation, LogReadResult
 from broker.replication.replica_manager import FetchParams, FetchRead
@@ -52,7 +64,6 @@ from protocol.records.convert import batches_to_legacy
 from protocol.schema import Struct
 
 READ_COMMITTED = 1
-FINAL_EPOCH = -1
 
 
 def _reads(ctx: RequestContext, request: Struct) -> list[list[FetchRead]]:
@@ -149,6 +160,7 @@ def _response(
     code: ErrorCode,
     read_committed: bool,
     throttle_ms: int = 0,
+    session_id: int = INVALID_SESSION_ID,
 ) -> Any:
     """The response: encoded at once by protocol.fast_fetch for v12+ (the common case), else as
     value objects for the generated codec."""
@@ -163,7 +175,7 @@ def _response(
             version,
             throttle_ms,
             code,
-            0,
+            session_id,
             [
                 ((reads[0].topic_id if by_id else reads[0].name or ""), tuples)
                 for reads, tuples in zip(topics, results, strict=True)
@@ -174,7 +186,7 @@ def _response(
     return FetchResponse(
         throttle_time_ms=throttle_ms,
         error_code=code,
-        session_id=0,
+        session_id=session_id,
         responses=[
             FetchableTopicResponse(
                 topic=reads[0].name if reads and reads[0].name else "",
@@ -187,6 +199,77 @@ def _response(
             for reads, tuples in zip(topics, results, strict=True)
         ],
     )
+
+
+def _runs(reads: list[CachedPartition], by_id: bool) -> list[list[FetchRead]]:
+    """A session's partitions as the response's topics: each run of consecutive partitions of
+    one topic is one topic entry (a topic may appear more than once, as in Kafka's responses)."""
+    runs: list[list[FetchRead]] = []
+    run: list[FetchRead] = []
+    key: Any = None
+    for cp in reads:
+        k = cp.topic_id if by_id else cp.name
+        if not run or (k is not key and k != key):
+            run = [cp]
+            runs.append(run)
+            key = k
+        else:
+            run.append(cp)
+    return runs
+
+
+def _changed_partitions(
+    ctx: RequestContext, request: FetchRequest, by_id: bool
+) -> list[CachedPartition]:
+    """An incremental request's partitions (those whose fetch parameters changed or that are
+    new to the session)."""
+    names = ctx.services.metadata.view.topics_by_id if by_id else None
+    out = []
+    for t in request.topics:
+        name: str | None = t.topic
+        if names is not None:
+            meta = names.get(t.topic_id)
+            name = meta.name if meta is not None else None
+        for p in t.partitions:
+            out.append(
+                CachedPartition(
+                    name,
+                    t.topic_id,
+                    p.partition,
+                    p.fetch_offset,
+                    p.partition_max_bytes,
+                    p.current_leader_epoch,
+                    p.last_fetched_epoch,
+                    p.log_start_offset,
+                )
+            )
+    return out
+
+
+def _forgotten(request: FetchRequest, by_id: bool) -> list[PartitionKey]:
+    return [
+        (t.topic_id if by_id else t.topic, index)
+        for t in request.forgotten_topics_data
+        for index in t.partitions
+    ]
+
+
+def _resolve(ctx: RequestContext, reads: list[CachedPartition], by_id: bool) -> None:
+    """A session's partitions for this request: their topic names (from the ids, which may have
+    appeared or gone since the session began) and hosted partitions."""
+    hosted = ctx.services.replica_manager.partitions
+    names = ctx.services.metadata.view.topics_by_id if by_id else None
+    last_id: Any = None
+    name: str | None = None
+    for cp in reads:
+        if names is not None:
+            tid = cp.topic_id
+            if tid is not last_id and tid != last_id:
+                last_id = tid
+                meta = names.get(last_id)
+                name = meta.name if meta is not None else None
+            cp.name = name
+        cp.partition = hosted.get((cp.name, cp.index)) if cp.name is not None else None
 
 
 def _partition_data(t: PartitionTuple, diverging: DivergingEpoch | None) -> PartitionData:
@@ -212,21 +295,57 @@ def _partition_data(t: PartitionTuple, diverging: DivergingEpoch | None) -> Part
 async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> Any:
     version = ctx.api_version
     read_committed = version >= 4 and request.isolation_level == READ_COMMITTED
+    by_id = version >= 13
+    sessions: FetchSessionCache | None = ctx.services.fetch_sessions
+    #: the incremental fetch's session (None: a full or sessionless fetch)
+    session: FetchSession | None = None
+    #: a full fetch with epoch 0: a session is created after the read
+    create = False
     if version >= 7:
-        if request.session_id != 0:
+        session_id, epoch = request.session_id, request.session_epoch
+        if epoch in (INITIAL_EPOCH, FINAL_EPOCH):
+            if session_id != INVALID_SESSION_ID and sessions is not None:
+                sessions.close(session_id)
+            create = epoch == INITIAL_EPOCH and sessions is not None
+        elif sessions is None:
             return _response(ctx, [], ErrorCode.FETCH_SESSION_ID_NOT_FOUND, read_committed)
-        if request.session_epoch not in (0, FINAL_EPOCH):
-            return _response(ctx, [], ErrorCode.INVALID_FETCH_SESSION_EPOCH, read_committed)
-    topics = _reads(ctx, request)
+        else:
+            try:
+                session = sessions.incremental(
+                    session_id,
+                    epoch,
+                    uses_topic_ids=by_id,
+                    changed=_changed_partitions(ctx, request, by_id),
+                    forgotten=_forgotten(request, by_id),
+                )
+            except SessionError as e:
+                return _response(ctx, [], e.error_code, read_committed)
+    session_reads: list[CachedPartition] = []
+    topics: list[list[FetchRead]] = []
+    flat: list[FetchRead]
+    if session is not None:
+        assert sessions is not None
+        session_reads = sessions.partitions_of(session)
+        _resolve(ctx, session_reads, by_id)
+        flat = list(session_reads)
+    else:
+        topics = _reads(ctx, request)
+        flat = [r for reads in topics for r in reads]
     replica_id = _replica_id(request, version)
     if replica_id >= 0:
         if not ctx.authorize(AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME):
-            _deny(topics, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+            _deny(flat, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     elif ctx.services.authorizer is not None:
-        for reads in topics:
-            name = reads[0].name if reads else None
-            if name is not None and not ctx.authorize(AclOperation.READ, ResourceType.TOPIC, name):
-                _deny([reads], ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+        allowed: dict[str, bool] = {}
+        for r in flat:
+            name = r.name
+            if name is None:
+                continue
+            ok = allowed.get(name)
+            if ok is None:
+                ok = allowed[name] = ctx.authorize(AclOperation.READ, ResourceType.TOPIC, name)
+            if not ok:
+                r.result = LogReadResult(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     broker_cap = int(ctx.services.config["fetch.max.bytes"])
     if replica_id >= 0:
         isolation = FetchIsolation.LOG_END
@@ -242,7 +361,7 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> Any:
         isolation=isolation,
         replica_id=replica_id,
     )
-    wanted = [r for reads in topics for r in reads if r.result.error == ErrorCode.NONE]
+    wanted = [r for r in flat if r.result.error == ErrorCode.NONE]
     if wanted:
         await ctx.services.replica_manager.fetch_messages(params, wanted)
     security = ctx.services.security
@@ -255,14 +374,38 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> Any:
             quota.unrecord(ctx.quota_user, ctx.client_id, size, now_ms)
             quota.throttled(throttle_ms)
             ctx.throttle(throttle_ms)
+            # no data; an incremental session keeps what it last told (the next fetch resends)
+            if session is not None:
+                assert sessions is not None
+                code = (
+                    ErrorCode.NONE
+                    if sessions.epoch_is_current(session, request.session_epoch)
+                    else ErrorCode.INVALID_FETCH_SESSION_EPOCH
+                )
+                return _response(ctx, [], code, read_committed, throttle_ms, session.id)
             return _response(ctx, topics, ErrorCode.NONE, read_committed, throttle_ms)
-    return _response(ctx, topics, ErrorCode.NONE, read_committed)
+    if session is not None:
+        assert sessions is not None
+        included = sessions.respond(session, request.session_epoch, session_reads)
+        if included is None:
+            return _response(
+                ctx, [], ErrorCode.INVALID_FETCH_SESSION_EPOCH, read_committed, 0, session.id
+            )
+        return _response(ctx, _runs(included, by_id), ErrorCode.NONE, read_committed, 0, session.id)
+    new_session = INVALID_SESSION_ID
+    if create:
+        assert sessions is not None
+        new_session = sessions.create(
+            (r for reads in topics for r in reads),
+            privileged=replica_id >= 0,
+            uses_topic_ids=by_id,
+        )
+    return _response(ctx, topics, ErrorCode.NONE, read_committed, 0, new_session)
 
 
-def _deny(topics: list[list[FetchRead]], code: ErrorCode) -> None:
-    for reads in topics:
-        for r in reads:
-            r.result = LogReadResult(code)
+def _deny(reads: list[FetchRead], code: ErrorCode) -> None:
+    for r in reads:
+        r.result = LogReadResult(code)
 
 
 @error_response(ApiKey.FETCH)

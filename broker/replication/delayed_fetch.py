@@ -44,6 +44,18 @@ class DelayedFetch(DelayedOperation):
             for p, start in zip(partitions, counted_from, strict=True)
         ]
 
+    def nothing_arrived(self) -> bool:
+        """Whether nothing a fetch could see changed while it waited: no byte readable, no
+        leadership or leader-epoch change (then a read before the wait that found nothing still
+        stands, and reading every partition again can be skipped)."""
+        follower = self.follower
+        for part, start, was_leader, epoch in self._watched:
+            if part.is_leader != was_leader or part.leader_epoch != epoch:
+                return False
+            if (part.bytes_appended if follower else part.bytes_visible) != start:
+                return False
+        return True
+
     def try_complete(self) -> bool:
         got = 0
         follower = self.follower

@@ -830,9 +830,10 @@ class Partition:
         leader): whole batches from the one holding ``fetch_offset``, up to ``max_bytes`` (at
         least one whole batch with ``min_one_batch``), never past what ``isolation`` allows.
         Errors are returned, not raised: a fetch answers them per partition."""
-        code = self.leader_error(current_leader_epoch)
-        if code != ErrorCode.NONE:
-            return LogReadResult(code)
+        if not self.is_leader:
+            return LogReadResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        if current_leader_epoch >= 0 and current_leader_epoch != self.leader_epoch:
+            return LogReadResult(epoch_error(current_leader_epoch, self.leader_epoch))
         plog = self.log
         hw = plog.high_watermark
         lso = plog.last_stable_offset
@@ -844,6 +845,11 @@ class Partition:
         else:
             upper = hw
         region = None
+        if fetch_offset == upper and fetch_offset >= log_start:
+            # caught up: nothing to read (the common case of a consumer's long poll)
+            if isolation == FetchIsolation.TXN_COMMITTED:
+                return LogReadResult(ErrorCode.NONE, hw, lso, log_start, aborted_transactions=[])
+            return LogReadResult(ErrorCode.NONE, hw, lso, log_start)
         try:
             if max_bytes > 0 or min_one_batch:
                 region = plog.read(

@@ -599,6 +599,10 @@ class ReplicaManager:
         )
         self.fetch_purgatory.try_complete_else_watch(op, partitions)
         await op.future
+        if total == 0 and op.expired and op.nothing_arrived():
+            # the deadline came and nothing changed: the first read (no region, only offsets)
+            # is the answer, as it would be again (a caught-up consumer's long poll)
+            return
         self.read_from_local_log(params, reads)
 
     # -- metrics -----------------------------------------------------------------------------
