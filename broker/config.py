@@ -207,6 +207,7 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in [
     _k("replica.lag.time.max.ms", "long", 30000, "A follower that has not caught up with the leader's log end for this long leaves the ISR."),
     _k("replica.fetch.max.bytes", "int", 1048576, "Bytes a follower asks per partition in one fetch."),
     _k("replica.fetch.response.max.bytes", "int", 10485760, "Bytes a follower asks for in one fetch, over all its partitions."),
+    _k("replica.fetch.session.enable", "boolean", True, "Ours (Kafka's followers always do): replica fetchers keep an incremental fetch session (KIP-227) with each leader, so a fetch carries only the partitions whose fetch offset or epochs changed and its answer only the partitions with news; false: every follower fetch is full."),
     _k("replica.fetch.wait.max.ms", "int", 500, "How long a follower's fetch waits at the leader for new data."),
     _k("replica.fetch.min.bytes", "int", 1, "Bytes a follower's fetch waits for at the leader."),
     _k("replica.fetch.backoff.ms", "int", 1000, "How long a follower waits after a fetch error."),

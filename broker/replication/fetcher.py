@@ -16,7 +16,11 @@ blocking connection to its leader (:mod:`broker.interbroker`) and loops:
    its log end, with its last fetched epoch (Fetch v12+): the leader answers a divergence with
    ``DivergingEpoch`` instead of records, handled like (1). Batches are appended as they are
    (:meth:`~broker.replication.partition.Partition.append_as_follower`), then the leader's high
-   watermark and log start offset are taken.
+   watermark and log start offset are taken. With ``replica.fetch.session.enable`` (as Kafka's
+   followers do) the thread keeps an incremental fetch session with its leader (KIP-227,
+   :class:`~protocol.fetch_session.FetchSessionHandler`): after one full fetch, requests carry
+   only the partitions whose fetch offset or epochs changed, and responses only the partitions
+   with news; a session error or a lost connection makes the next fetch full again.
 
 A partition whose leader answers an error (not the leader, a fenced or unknown epoch, a storage
 error) waits ``replica.fetch.backoff.ms`` and is tried again; a leadership change reaches the
@@ -44,7 +48,14 @@ from coordination.errors import KafkaApiError
 from coordination.metadata.view import ClusterView
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
-from protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic, ReplicaState
+from protocol.fetch_session import FetchRequestData, FetchSessionHandler
+from protocol.messages.fetch import (
+    FetchPartition,
+    FetchRequest,
+    FetchTopic,
+    ForgottenTopic,
+    ReplicaState,
+)
 from protocol.messages.offset_for_leader_epoch import (
     OffsetForLeaderEpochRequest,
     OffsetForLeaderPartition,
@@ -57,6 +68,9 @@ log = logging.getLogger(__name__)
 
 #: Fetch versions the fetchers use: v12 is the first with DivergingEpoch (and the last by name).
 FETCH_VERSION = 12
+#: a followed partition's fetch parameters: leader epoch, fetch offset, last fetched epoch, log
+#: start offset (what the session compares to decide whether to send the partition again)
+_FetchData = tuple[int, int, int, int]
 #: OffsetForLeaderEpoch v3+ carries the follower's replica id; v4 is flexible.
 OFFSET_FOR_LEADER_EPOCH_VERSION = 4
 
@@ -76,6 +90,8 @@ class FetcherConfig:
     inter_broker_listener: str | None = None
     #: TLS/SASL of the inter-broker listener (None: plaintext)
     security: InterBrokerSecurity | None = None
+    #: incremental fetch sessions with the leader (KIP-227)
+    sessions: bool = True
 
 
 def truncation_offset(plog: PartitionLog, leader_epoch: int, leader_end: int) -> tuple[int, bool]:
@@ -97,7 +113,7 @@ def truncation_offset(plog: PartitionLog, leader_epoch: int, leader_end: int) ->
 class PartitionFetchState:
     """A followed partition inside a fetcher thread (Kafka's ``PartitionFetchState``)."""
 
-    __slots__ = ("delayed_until", "leader_epoch", "partition", "truncating")
+    __slots__ = ("delayed_until", "lag", "leader_epoch", "partition", "truncating")
 
     def __init__(self, partition: Partition, leader_epoch: int) -> None:
         self.partition = partition
@@ -105,6 +121,8 @@ class PartitionFetchState:
         #: OffsetForLeaderEpoch first (a new leader epoch), then fetching
         self.truncating = True
         self.delayed_until = 0.0
+        #: records behind the leader's high watermark, as of the last answer about it
+        self.lag = 0
 
     def __repr__(self) -> str:
         p = self.partition
@@ -132,7 +150,11 @@ class ReplicaFetcherThread(threading.Thread):
         self._stopped = False
         self._conn: InterBrokerConnection | None = None
         self._last_failure_log = 0.0
-        #: the largest (leader high watermark - fetch offset) of the last response
+        #: the session with the leader (None: every fetch is full and sessionless)
+        self._session: FetchSessionHandler[TopicPartition, _FetchData] | None = (
+            FetchSessionHandler() if config.sessions else None
+        )
+        #: the largest (leader high watermark - fetch offset) of the fetched partitions
         self.max_lag = 0
 
     # -- membership (the manager's thread) ----------------------------------------------------
@@ -213,6 +235,8 @@ class ReplicaFetcherThread(threading.Thread):
         conn, self._conn = self._conn, None
         if conn is not None:
             conn.close()
+        if self._session is not None:
+            self._session.handle_error()
 
     def _connection(self) -> InterBrokerConnection:
         if self._conn is not None:
@@ -309,19 +333,36 @@ class ReplicaFetcherThread(threading.Thread):
         self, conn: InterBrokerConnection, states: dict[TopicPartition, PartitionFetchState]
     ) -> None:
         cfg = self.config
-        by_topic: dict[str, list[FetchPartition]] = {}
-        for (topic, index), state in states.items():
+        wanted: dict[TopicPartition, _FetchData] = {}
+        for key, state in states.items():
             part = state.partition
+            wanted[key] = (
+                state.leader_epoch,
+                part.log_end_offset,
+                part.latest_epoch(),
+                part.log_start_offset,
+            )
+        session = self._session
+        data: FetchRequestData[TopicPartition, _FetchData] = (
+            session.build(wanted)
+            if session is not None
+            else FetchRequestData(0, -1, dict(wanted), [])
+        )
+        by_topic: dict[str, list[FetchPartition]] = {}
+        for (topic, index), (epoch, offset, last_epoch, log_start) in data.to_send.items():
             by_topic.setdefault(topic, []).append(
                 FetchPartition(
                     partition=index,
-                    current_leader_epoch=state.leader_epoch,
-                    fetch_offset=part.log_end_offset,
-                    last_fetched_epoch=part.latest_epoch(),
-                    log_start_offset=part.log_start_offset,
+                    current_leader_epoch=epoch,
+                    fetch_offset=offset,
+                    last_fetched_epoch=last_epoch,
+                    log_start_offset=log_start,
                     partition_max_bytes=cfg.fetch_max_bytes,
                 )
             )
+        forgotten: dict[str, list[int]] = {}
+        for topic, index in data.to_forget:
+            forgotten.setdefault(topic, []).append(index)
         version = conn.version_for(ApiKey.FETCH, FETCH_VERSION)
         request = FetchRequest(
             replica_id=cfg.broker_id,
@@ -330,18 +371,29 @@ class ReplicaFetcherThread(threading.Thread):
             min_bytes=cfg.fetch_min_bytes,
             max_bytes=cfg.fetch_response_max_bytes,
             isolation_level=0,
-            session_id=0,
-            session_epoch=-1,
+            session_id=data.session_id,
+            session_epoch=data.epoch,
             topics=[FetchTopic(topic=t, partitions=ps) for t, ps in by_topic.items()],
-            forgotten_topics_data=[],
+            forgotten_topics_data=[
+                ForgottenTopic(topic=t, partitions=ps) for t, ps in forgotten.items()
+            ],
             rack_id="",
         )
         response = conn.request(request, version)
+        if session is not None and not session.handle_response(
+            response.error_code, response.session_id
+        ):
+            # a session error (unknown session, wrong epoch): the next fetch is full
+            log.info(
+                "fetch session with broker %d: %r; starting a new one",
+                self.leader_id,
+                ErrorCode.of(response.error_code),
+            )
+            return
         if response.error_code != ErrorCode.NONE:
             raise InterBrokerUnavailable(
                 f"Fetch from broker {self.leader_id}: {ErrorCode.of(response.error_code)!r}"
             )
-        max_lag = 0
         for topic in response.responses:
             for p in topic.partitions:
                 key = (topic.topic, p.partition_index)
@@ -352,9 +404,9 @@ class ReplicaFetcherThread(threading.Thread):
                 with self._cond:
                     if not self._current(key, state):
                         continue
-                lag = self._process(key, state, p)
-                max_lag = max(max_lag, lag)
-        self.max_lag = max_lag
+                state.lag = self._process(key, state, p)
+        # a partition an incremental response left out has nothing new: its lag stands
+        self.max_lag = max((s.lag for s in states.values()), default=0)
 
     def _process(self, key: TopicPartition, state: PartitionFetchState, p: Any) -> int:
         """One partition of a fetch response; returns its lag behind the leader's high

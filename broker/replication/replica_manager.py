@@ -200,6 +200,7 @@ class ReplicaManager:
                 if inter_broker is not None
                 else config["inter.broker.listener.name"],
                 security=inter_broker,
+                sessions=bool(config["replica.fetch.session.enable"]),
             ),
             lambda: self.metadata.view,
         )

@@ -19,6 +19,7 @@ from protocol.messages.produce import PartitionProduceData, ProduceRequest, Topi
 from protocol.records.record import SimpleRecord, build_batch
 from tests.integration.broker_process import BrokerProcess
 from tests.support.kafka_clients import create_topic
+from tests.support.metrics import scrape
 from tests.support.raw_client import call, connect
 
 ZERO = uuid.UUID(int=0)
@@ -207,20 +208,6 @@ def test_unknown_topic_id_in_a_session(setup: tuple[socket.socket, str, uuid.UUI
 
 PARTITIONS = 1000
 PER_PARTITION = 3
-
-
-def scrape(port: int) -> dict[str, float]:
-    """The broker's metrics endpoint: sample name with labels -> value."""
-    import urllib.request
-
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
-        text = r.read().decode()
-    out = {}
-    for line in text.splitlines():
-        if line and not line.startswith("#"):
-            name, _, value = line.rpartition(" ")
-            out[name] = float(value)
-    return out
 
 
 def fetch_figures(before: dict[str, float], after: dict[str, float]) -> tuple[float, float, float]:

@@ -36,9 +36,10 @@ from protocol.messages.produce import PartitionProduceData, ProduceRequest, Topi
 from protocol.records import batch as rb
 from protocol.records.record import RecordBatchBuilder
 from tests.support.cluster import ProcessCluster
+from tests.support.metrics import scrape
 from tests.support.raw_client import call, connect
 from tests.support.waiting import wait_for
-from tests.support.zookeeper import ZooKeeperServer, require_zookeeper
+from tests.support.zookeeper import ZooKeeperServer, free_port, require_zookeeper
 
 pytestmark = pytest.mark.zookeeper
 
@@ -555,3 +556,49 @@ def find_coordinator(boot: str, group: str) -> int:
                 return int(answer.node_id)
             time.sleep(0.2)
     raise AssertionError("no coordinator")
+
+
+@pytest.mark.parametrize("sessions", ["true", "false"])
+def test_followers_replicate_with_and_without_fetch_sessions(
+    cluster: ProcessCluster, sessions: str
+) -> None:
+    """replica.fetch.session.enable: with it (the default, as Kafka's followers) each fetcher
+    keeps one incremental session with its leader; without, every follower fetch is full. The
+    replicas end identical either way (the chaos test above runs with sessions)."""
+    ports = {}
+    for broker_id in BROKERS:
+        ports[broker_id] = free_port()
+        cluster.brokers[broker_id] = cluster.process(
+            broker_id,
+            **{
+                "offsets.topic.replication.factor": "3",
+                "replica.fetch.session.enable": sessions,
+                "replica.fetch.wait.max.ms": "100",
+                "metrics.port": str(ports[broker_id]),
+            },
+        )
+        cluster.brokers[broker_id].start()
+    wait_for(lambda: cluster.registered() == list(BROKERS), "all brokers registered")
+    boot = bootstrap(cluster)
+    create_topic(boot, "sessions", 12)
+    wait_full_isr(cluster, "sessions", 12)
+    producer = Producer({"bootstrap.servers": boot, "acks": "all", "linger.ms": 5})
+    for i in range(1200):
+        producer.produce("sessions", str(i).encode(), partition=i % 12)
+    assert producer.flush(60) == 0
+    wait_for(lambda: replicas_identical(cluster, "sessions", 12), "replicas identical")
+    time.sleep(1)  # a few idle rounds of follower fetches
+    figures = [scrape(port) for port in ports.values()]
+    cached = sum(f["kafka_server_fetchsessioncache_numincrementalfetchsessions"] for f in figures)
+    fetches = sum(f.get('odradek_requests_total{api="FETCH"}', 0) for f in figures)
+    size = sum(f.get('odradek_request_bytes_total{api="FETCH"}', 0) for f in figures)
+    print(
+        f"\nsessions={sessions}: {cached:.0f} sessions, {size / fetches:.0f} B per follower fetch"
+    )
+    if sessions == "true":
+        assert cached >= 1
+    else:
+        assert cached == 0
+    assert read_all(boot, "sessions", 12) == {
+        p: [(i // 12, i) for i in range(p, 1200, 12)] for p in range(12)
+    }
