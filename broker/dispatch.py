@@ -26,12 +26,13 @@ The rules (Kafka's, and what real clients rely on):
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import struct
 import time
-from collections.abc import Awaitable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from broker.metrics import RequestMetrics
 from broker.net.connection import CloseConnection, Connection, Deferred, HandleResult, Response
@@ -61,6 +62,8 @@ from protocol.messages import SCHEMAS
 from protocol.messages.api_versions import ApiVersion, ApiVersionsResponse
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 @dataclass(slots=True)
@@ -196,6 +199,17 @@ class RequestContext:
             )
         return operations_bits(ops)
 
+    async def run_blocking(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` off this request's processor loop (it waits on the metadata store:
+        ZooKeeper round trips, a view to come back), on the broker's
+        :class:`~broker.blocking.BlockingCalls` threads. A handler returns
+        ``Later(ctx.run_blocking(...))``; the processor serves its other connections
+        meanwhile."""
+        blocking = self.services.blocking
+        if blocking is None:
+            return await asyncio.to_thread(fn, *args)
+        return await blocking.call(fn, *args)
+
     def throttle(self, ms: int) -> None:
         """Adds a quota throttle to this request's response (the larger one wins)."""
         if ms > self.throttle_ms:
@@ -285,6 +299,8 @@ class Dispatcher:
         metrics.received(header.api_key, len(frame))
         if handler.is_async:
             return self._run_async(handler, ctx, body, metrics)
+        if handler.blocking:
+            return self._run_blocking(handler, ctx, body, metrics)
         try:
             if self._authorizer is not None:
                 self._authorize_cluster(handler, ctx)
@@ -336,6 +352,24 @@ class Dispatcher:
         except Exception as e:  # noqa: BLE001 - every failure becomes a response or a close
             result = self._error_result(handler, ctx, body, e)
         metrics.record(header.api_key, time.perf_counter_ns() - ctx.received_ns)
+        if result is None:
+            return None
+        return self._frame(handler, ctx, body, result)
+
+    async def _run_blocking(
+        self, handler: Handler, ctx: RequestContext, body: Any, metrics: RequestMetrics
+    ) -> Response:
+        """A handler registered ``blocking=True`` (it waits on the metadata store) runs on the
+        broker's blocking-call threads; this loop serves its other connections meanwhile."""
+        try:
+            if self._authorizer is not None:
+                self._authorize_cluster(handler, ctx)
+            result = await ctx.run_blocking(handler.fn, ctx, body)
+        except CloseConnection:
+            raise
+        except Exception as e:  # noqa: BLE001 - every failure becomes a response or a close
+            result = self._error_result(handler, ctx, body, e)
+        metrics.record(ctx.header.api_key, time.perf_counter_ns() - ctx.received_ns)
         if result is None:
             return None
         return self._frame(handler, ctx, body, result)

@@ -10,6 +10,9 @@ and may register an error-response builder for whole-request failures with
 :func:`error_response`. The broker advertises exactly the registered version ranges, so it never
 advertises an API it does not handle. ``before_authentication=True`` marks the APIs a client may
 use before its SASL exchange completes (ApiVersions, SaslHandshake, SaslAuthenticate).
+``blocking=True`` marks a synchronous handler that waits on the metadata store (admin writes:
+ZooKeeper round trips): the dispatcher runs it off the processor loop
+(:mod:`broker.blocking`).
 """
 
 from __future__ import annotations
@@ -43,6 +46,8 @@ class Handler:
     #: whether a client may use it before authenticating (the SASL exchange itself)
     before_authentication: bool = False
     error_response: ErrorResponseFn | None = None
+    #: a synchronous handler that waits on the metadata store: run off the processor loop
+    blocking: bool = False
 
 
 class HandlerRegistry:
@@ -57,6 +62,7 @@ class HandlerRegistry:
         *,
         acl: AclRequirement | None = None,
         before_authentication: bool = False,
+        blocking: bool = False,
     ) -> Handler:
         if api_key in self._handlers:
             raise ValueError(f"a handler for {api_key.name} is already registered")
@@ -76,7 +82,10 @@ class HandlerRegistry:
             inspect.iscoroutinefunction(fn),
             acl=acl,
             before_authentication=before_authentication,
+            blocking=blocking,
         )
+        if blocking and h.is_async:
+            raise ValueError(f"{api_key.name}: a blocking handler must be synchronous")
         self._handlers[api_key] = h
         return h
 
@@ -104,10 +113,16 @@ def handler(
     *,
     acl: AclRequirement | None = None,
     before_authentication: bool = False,
+    blocking: bool = False,
 ) -> Callable[[HandlerFn], HandlerFn]:
     def register(fn: HandlerFn) -> HandlerFn:
         REGISTRY.register(
-            api_key, versions, fn, acl=acl, before_authentication=before_authentication
+            api_key,
+            versions,
+            fn,
+            acl=acl,
+            before_authentication=before_authentication,
+            blocking=blocking,
         )
         return fn
 

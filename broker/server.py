@@ -25,6 +25,7 @@ import logging
 import time
 
 from broker.admin import TopicAdmin
+from broker.blocking import BlockingCalls
 from broker.config import BrokerConfig, ConfigError, Listener, NetworkConfig, ZooKeeperConfig
 from broker.coordinators.groups import GroupService, group_config, offsets_topic_spec
 from broker.coordinators.internal_topic import InternalTopicCoordinator
@@ -132,6 +133,8 @@ class Broker:
         self.bound: list[Listener] = []
         self.advertised: list[Listener] = []
         self._metrics_server: asyncio.AbstractServer | None = None
+        #: threads for requests that wait on the metadata store (admin writes, auto-creation)
+        self.blocking = BlockingCalls()
         self._stopping = False
         self.started = asyncio.Event()
 
@@ -186,7 +189,9 @@ class Broker:
         self.groups = groups = self._make_group_service(loop, metadata, replica_manager, admin)
         groups.startup()
         self.metrics.add(groups.metrics)
-        producer_ids = ProducerIdManager(metadata)
+        blocking = self.blocking
+        producer_ids = ProducerIdManager(metadata, background=lambda fn: blocking.call_soon(fn))
+        producer_ids.prefetch()
         self.transactions = transactions = self._make_transaction_service(
             loop, metadata, replica_manager, admin, groups, producer_ids
         )
@@ -211,6 +216,7 @@ class Broker:
                 authorizer=security.authorizer,
                 security=security,
                 fetch_sessions=fetch_sessions,
+                blocking=self.blocking,
             ),
             load_handlers(),
         )
@@ -563,6 +569,7 @@ class Broker:
         await self._drain_in_flight(timeout_s=5.0)
         for p in self.processors:
             p.stop()
+        self.blocking.shutdown()
         if self.replica_manager is not None:
             self.replica_manager.shutdown()
         if self.security_store is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from broker.admin import TopicAdmin
+from broker.blocking import BlockingCalls
 from broker.config import BrokerConfig
 from broker.coordinators.groups import GroupService
 from broker.coordinators.transactions import TransactionService
@@ -37,3 +38,5 @@ class BrokerServices:
     security: SecurityServices | None = None
     #: incremental fetch sessions (KIP-227; None: every fetch is sessionless, e.g. in tests)
     fetch_sessions: FetchSessionCache | None = None
+    #: threads for requests that wait on the metadata store (None: asyncio's default executor)
+    blocking: BlockingCalls | None = None

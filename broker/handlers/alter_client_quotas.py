@@ -61,7 +61,12 @@ def _alter(ctx: RequestContext, entry: QuotaAlteration, validate_only: bool) -> 
         raise InvalidQuota(str(e), ErrorCode.UNKNOWN_SERVER_ERROR) from None
 
 
-@handler(ApiKey.ALTER_CLIENT_QUOTAS, "0-1", acl=(AclOperation.ALTER_CONFIGS, ResourceType.CLUSTER))
+@handler(
+    ApiKey.ALTER_CLIENT_QUOTAS,
+    "0-1",
+    acl=(AclOperation.ALTER_CONFIGS, ResourceType.CLUSTER),
+    blocking=True,
+)
 def handle_alter_client_quotas(
     ctx: RequestContext, request: AlterClientQuotasRequest
 ) -> AlterClientQuotasResponse:

@@ -117,7 +117,9 @@ def alter_loggers(
         raise InvalidConfig(str(e)) from None
 
 
-@handler(ApiKey.ALTER_CONFIGS, "0-2", acl=(AclOperation.ALTER_CONFIGS, ResourceType.TOPIC))
+@handler(
+    ApiKey.ALTER_CONFIGS, "0-2", acl=(AclOperation.ALTER_CONFIGS, ResourceType.TOPIC), blocking=True
+)
 def handle_alter_configs(ctx: RequestContext, request: AlterConfigsRequest) -> AlterConfigsResponse:
     responses = []
     for res in request.resources:
@@ -189,7 +191,10 @@ def _incremental(
 
 
 @handler(
-    ApiKey.INCREMENTAL_ALTER_CONFIGS, "0-1", acl=(AclOperation.ALTER_CONFIGS, ResourceType.TOPIC)
+    ApiKey.INCREMENTAL_ALTER_CONFIGS,
+    "0-1",
+    acl=(AclOperation.ALTER_CONFIGS, ResourceType.TOPIC),
+    blocking=True,
 )
 def handle_incremental_alter_configs(
     ctx: RequestContext, request: IncrementalAlterConfigsRequest

@@ -31,7 +31,12 @@ from protocol.messages.alter_user_scram_credentials import (
 )
 
 
-@handler(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, "0", acl=(AclOperation.ALTER, ResourceType.CLUSTER))
+@handler(
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
+    "0",
+    acl=(AclOperation.ALTER, ResourceType.CLUSTER),
+    blocking=True,
+)
 def handle_alter_user_scram_credentials(
     ctx: RequestContext, request: AlterUserScramCredentialsRequest
 ) -> AlterUserScramCredentialsResponse:

@@ -14,7 +14,7 @@ from protocol.error_codes import ErrorCode
 from protocol.messages.create_acls import AclCreationResult, CreateAclsRequest, CreateAclsResponse
 
 
-@handler(ApiKey.CREATE_ACLS, "0-3", acl=(AclOperation.ALTER, ResourceType.CLUSTER))
+@handler(ApiKey.CREATE_ACLS, "0-3", acl=(AclOperation.ALTER, ResourceType.CLUSTER), blocking=True)
 def handle_create_acls(ctx: RequestContext, request: CreateAclsRequest) -> CreateAclsResponse:
     security = ctx.services.security
     authorizer = security.authorizer if security is not None else None

@@ -17,7 +17,9 @@ from protocol.messages.create_partitions import (
 )
 
 
-@handler(ApiKey.CREATE_PARTITIONS, "0-3", acl=(AclOperation.ALTER, ResourceType.TOPIC))
+@handler(
+    ApiKey.CREATE_PARTITIONS, "0-3", acl=(AclOperation.ALTER, ResourceType.TOPIC), blocking=True
+)
 def handle_create_partitions(
     ctx: RequestContext, request: CreatePartitionsRequest
 ) -> CreatePartitionsResponse:

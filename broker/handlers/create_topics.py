@@ -20,7 +20,7 @@ from protocol.messages.create_topics import (
 )
 
 
-@handler(ApiKey.CREATE_TOPICS, "0-7", acl=(AclOperation.CREATE, ResourceType.TOPIC))
+@handler(ApiKey.CREATE_TOPICS, "0-7", acl=(AclOperation.CREATE, ResourceType.TOPIC), blocking=True)
 def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
     broker = ctx.services
     default_partitions = broker.config["num.partitions"]

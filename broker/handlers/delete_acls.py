@@ -18,7 +18,7 @@ from protocol.messages.delete_acls import (
 )
 
 
-@handler(ApiKey.DELETE_ACLS, "0-3", acl=(AclOperation.ALTER, ResourceType.CLUSTER))
+@handler(ApiKey.DELETE_ACLS, "0-3", acl=(AclOperation.ALTER, ResourceType.CLUSTER), blocking=True)
 def handle_delete_acls(ctx: RequestContext, request: DeleteAclsRequest) -> DeleteAclsResponse:
     security = ctx.services.security
     authorizer = security.authorizer if security is not None else None

@@ -24,7 +24,7 @@ def _wanted(request: DeleteTopicsRequest, version: int) -> list[tuple[str | None
     return [(name, ZERO_UUID) for name in request.topic_names]
 
 
-@handler(ApiKey.DELETE_TOPICS, "0-6", acl=(AclOperation.DELETE, ResourceType.TOPIC))
+@handler(ApiKey.DELETE_TOPICS, "0-6", acl=(AclOperation.DELETE, ResourceType.TOPIC), blocking=True)
 def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
     broker = ctx.services
     results = []

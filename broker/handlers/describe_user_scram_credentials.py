@@ -50,6 +50,7 @@ def _result(user: str, configs: Mapping[str, str]) -> DescribeUserScramCredentia
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
     "0",
     acl=(AclOperation.DESCRIBE, ResourceType.CLUSTER),
+    blocking=True,
 )
 def handle_describe_user_scram_credentials(
     ctx: RequestContext, request: DescribeUserScramCredentialsRequest

@@ -1,14 +1,18 @@
 """FindCoordinator: which broker coordinates a group (v4+: several groups per request).
 
 A group's coordinator leads its ``__consumer_offsets`` partition, a transactional id's (key type
-1) its ``__transaction_state`` partition; each topic is created when first needed. Share-group
-keys are answered with an error.
+1) its ``__transaction_state`` partition; each topic is created when first needed, off the
+processor loop (a metadata-store write: in a cluster, ZooKeeper round trips and a wait for the
+topic to come back), the answer following the creation. Share-group keys are answered with an
+error.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from broker.coordinators.internal_topic import CoordinatorNode
-from broker.dispatch import RequestContext
+from broker.dispatch import Later, RequestContext
 from broker.registry import error_response, handler
 from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
@@ -54,10 +58,29 @@ def _error_message(node: CoordinatorNode) -> str | None:
     return node.error.message
 
 
+def _topic_missing(ctx: RequestContext, key_type: int) -> bool:
+    """Whether answering needs the key type's internal topic created first."""
+    services = ctx.services
+    if key_type == KEY_TYPE_GROUP:
+        service: Any = services.groups
+    elif key_type == KEY_TYPE_TRANSACTION:
+        service = services.transactions
+    else:
+        return False
+    if service is None:
+        return False
+    return service.topic.topic not in services.metadata.view.topics
+
+
 @handler(ApiKey.FIND_COORDINATOR, "0-6", acl=(AclOperation.DESCRIBE, ResourceType.GROUP))
-def handle_find_coordinator(
-    ctx: RequestContext, request: FindCoordinatorRequest
-) -> FindCoordinatorResponse:
+def handle_find_coordinator(ctx: RequestContext, request: FindCoordinatorRequest) -> Any:
+    key_type = request.key_type if ctx.api_version >= 1 else KEY_TYPE_GROUP
+    if _topic_missing(ctx, key_type):
+        return Later(ctx.run_blocking(_answer, ctx, request))
+    return _answer(ctx, request)
+
+
+def _answer(ctx: RequestContext, request: FindCoordinatorRequest) -> FindCoordinatorResponse:
     version = ctx.api_version
     key_type = request.key_type if version >= 1 else KEY_TYPE_GROUP
     if version >= 4:

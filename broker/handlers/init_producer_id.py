@@ -1,8 +1,10 @@
 """InitProducerId: a producer id and epoch for an idempotent or a transactional producer.
 
 Without a ``transactional_id`` (idempotence) a new id comes from blocks the metadata store hands
-out once (they survive restarts); as in Kafka, an idempotent producer always gets a new id, also
-when it passes its old id and epoch (v3+, KIP-360): its epoch bumps happen on the client.
+out once (they survive restarts; the next is fetched ahead, and a request that finds none ready
+waits for the store off its processor loop); as in Kafka, an idempotent producer always gets a
+new id, also when it passes its old id and epoch (v3+, KIP-360): its epoch bumps happen on the
+client.
 
 With a ``transactional_id`` the transaction coordinator answers (KIP-98): the id's producer id
 with its epoch bumped, fencing older instances; an open transaction of the previous instance is
@@ -16,10 +18,11 @@ from __future__ import annotations
 from typing import Any
 
 from broker.coordinators.scheduler import Answer
-from broker.dispatch import RequestContext
+from broker.dispatch import Later, RequestContext
 from broker.handlers._txn import fenced_for, respond, transactions
 from broker.registry import error_response, handler
 from coordination.errors import KafkaApiError
+from coordination.producer_id_manager import ProducerIdManager
 from coordination.txn.shard import TxnResult
 from protocol.acl import CLUSTER_NAME, AclOperation, ResourceType
 from protocol.api_keys import ApiKey
@@ -40,10 +43,11 @@ def handle_init_producer_id(ctx: RequestContext, request: InitProducerIdRequest)
                 "WRITE on a topic)",
                 ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
             )
-        producer_id = ctx.services.producer_ids.generate_producer_id()
-        return InitProducerIdResponse(
-            throttle_time_ms=0, error_code=ErrorCode.NONE, producer_id=producer_id, producer_epoch=0
-        )
+        ids = ctx.services.producer_ids
+        if ids.needs_store:
+            # a new block from the metadata store (a ZooKeeper write): off the processor loop
+            return Later(ctx.run_blocking(_idempotent, ids))
+        return _idempotent(ids)
     ctx.require(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id)
     version = ctx.api_version
     answer: Answer[TxnResult] = Answer()
@@ -64,6 +68,15 @@ def handle_init_producer_id(ctx: RequestContext, request: InitProducerIdRequest)
         )
 
     return respond(answer, build)
+
+
+def _idempotent(ids: ProducerIdManager) -> InitProducerIdResponse:
+    return InitProducerIdResponse(
+        throttle_time_ms=0,
+        error_code=ErrorCode.NONE,
+        producer_id=ids.generate_producer_id(),
+        producer_epoch=0,
+    )
 
 
 @error_response(ApiKey.INIT_PRODUCER_ID)

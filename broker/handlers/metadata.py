@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.dispatch import RequestContext
+from broker.dispatch import Later, RequestContext
 from broker.registry import error_response, handler
 from coordination.errors import KafkaApiError
 from coordination.metadata.view import ClusterView, TopicMetadata
@@ -83,8 +83,27 @@ def error_topic(
     return MetadataResponseTopic(error_code=code, name=name, topic_id=topic_id, partitions=[])
 
 
+def _auto_create(ctx: RequestContext, request: MetadataRequest) -> bool:
+    """Whether this request may create topics (auto.create.topics.enable, and v4+ asks)."""
+    return bool(ctx.services.config["auto.create.topics.enable"]) and (
+        ctx.api_version < 4 or bool(request.allow_auto_topic_creation)
+    )
+
+
 @handler(ApiKey.METADATA, "0-13", acl=(AclOperation.DESCRIBE, ResourceType.TOPIC))
-def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
+def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> Any:
+    """Answered at once, unless a named topic is to be created: the creation (a metadata-store
+    write, in a cluster a ZooKeeper round trip and a wait for the topic to come back) runs off
+    the processor loop and the answer follows it."""
+    requested = request.topics
+    if requested and _auto_create(ctx, request):
+        topics = ctx.services.metadata.view.topics
+        if any(t.name is not None and t.name not in topics for t in requested):
+            return Later(ctx.run_blocking(_metadata, ctx, request))
+    return _metadata(ctx, request)
+
+
+def _metadata(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
     broker = ctx.services
     version = ctx.api_version
     view = broker.metadata.view
@@ -107,9 +126,7 @@ def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> MetadataRe
             if may_describe(name, False)
         ]
     else:
-        auto_create = broker.config["auto.create.topics.enable"] and (
-            version < 4 or request.allow_auto_topic_creation
-        )
+        auto_create = _auto_create(ctx, request)
         for wanted in requested:
             name = wanted.name
             if name is None:

@@ -6,6 +6,10 @@ while closing the connection), so it waits for its whole connect timeout, which 
 the session timeout: the session expires meanwhile. Tests that restart ZooKeeper and expect
 sessions to survive put this proxy between the clients and the server and keep it closed until
 the restarted server answers ``srvr`` with its mode.
+
+:meth:`GatedProxy.hold` makes the server slow instead: bytes already accepted stop flowing (both
+ways, on every connection) until :meth:`GatedProxy.release`, as a ZooKeeper stalled by a long
+GC pause or a slow disk would look to its clients.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ class GatedProxy:
         self.port: int = self._listener.getsockname()[1]
         self._open = threading.Event()
         self._open.set()
+        self._flowing = threading.Event()
+        self._flowing.set()
         self._stopped = False
         self._sockets: set[socket.socket] = set()
         self._lock = threading.Lock()
@@ -35,6 +41,14 @@ class GatedProxy:
 
     def open_gate(self) -> None:
         self._open.set()
+
+    def hold(self) -> None:
+        """Stops forwarding: what arrives from now on waits (connections stay open)."""
+        self._flowing.clear()
+
+    def release(self) -> None:
+        """Forwards again, what waited first."""
+        self._flowing.set()
 
     def _accept_loop(self) -> None:
         while not self._stopped:
@@ -59,6 +73,7 @@ class GatedProxy:
     def _pump(self, src: socket.socket, dst: socket.socket) -> None:
         try:
             while data := src.recv(65536):
+                self._flowing.wait()
                 dst.sendall(data)
         except OSError:
             pass
@@ -72,6 +87,7 @@ class GatedProxy:
 
     def stop(self) -> None:
         self._stopped = True
+        self._flowing.set()
         self._listener.close()
         with self._lock:
             sockets = list(self._sockets)
