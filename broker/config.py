@@ -128,6 +128,7 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in [
     _k("max.connections.per.ip", "int", 2147483647, "Connections one IP address may hold; more are closed at once."),
     _k("max.connections.per.ip.overrides", "string", "", "Per-IP (or hostname) limits: 'host:count,host:count'."),
     _k("request.receive.timeout.ms", "long", 60000, "Ours (Kafka has no such key): a request whose first bytes arrived must be complete within this time, or the connection is closed (a client trickling bytes cannot hold a frame buffer forever)."),
+    _k("telemetry.max.bytes", "int", 1048576, "Largest metrics payload a client may push (KIP-714 PushTelemetry); larger answers TELEMETRY_TOO_LARGE."),
     _k("fetch.max.bytes", "int", 57671680),
     _k("max.request.partition.size.limit", "int", 2000, "Partitions one DescribeTopicPartitions response carries at most (KIP-966); the client's response_partition_limit may ask for fewer, and the rest is paged with its cursor."),
     _k("max.incremental.fetch.session.cache.slots", "int", 1000, "Incremental fetch sessions (KIP-227) the broker keeps; a full fetch asking for a session when the cache is full gets one only by evicting a less valuable session (see min.incremental.fetch.session.eviction.ms). 0: no sessions."),

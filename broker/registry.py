@@ -48,6 +48,8 @@ class Handler:
     error_response: ErrorResponseFn | None = None
     #: a synchronous handler that waits on the metadata store: run off the processor loop
     blocking: bool = False
+    #: Kafka authorizes nothing for this API (client telemetry): said explicitly
+    no_acl: bool = False
 
 
 class HandlerRegistry:
@@ -63,6 +65,7 @@ class HandlerRegistry:
         acl: AclRequirement | None = None,
         before_authentication: bool = False,
         blocking: bool = False,
+        no_acl: bool = False,
     ) -> Handler:
         if api_key in self._handlers:
             raise ValueError(f"a handler for {api_key.name} is already registered")
@@ -83,7 +86,10 @@ class HandlerRegistry:
             acl=acl,
             before_authentication=before_authentication,
             blocking=blocking,
+            no_acl=no_acl,
         )
+        if no_acl and acl is not None:
+            raise ValueError(f"{api_key.name}: no_acl with an ACL requirement")
         if blocking and h.is_async:
             raise ValueError(f"{api_key.name}: a blocking handler must be synchronous")
         self._handlers[api_key] = h
@@ -114,6 +120,7 @@ def handler(
     acl: AclRequirement | None = None,
     before_authentication: bool = False,
     blocking: bool = False,
+    no_acl: bool = False,
 ) -> Callable[[HandlerFn], HandlerFn]:
     def register(fn: HandlerFn) -> HandlerFn:
         REGISTRY.register(
@@ -123,6 +130,7 @@ def handler(
             acl=acl,
             before_authentication=before_authentication,
             blocking=blocking,
+            no_acl=no_acl,
         )
         return fn
 

@@ -50,6 +50,7 @@ from broker.security.sasl import ListenerSasl, ScramCredentialCache
 from broker.security.services import SecurityServices
 from broker.security.tls import tls_transport_factory
 from broker.services import BrokerServices
+from broker.telemetry import ClientMetricsManager
 from coordination.group.coordinator import GroupCoordinator
 from coordination.metadata.embedded import FILE_NAME as EMBEDDED_METADATA_FILE
 from coordination.metadata.embedded import EmbeddedMetadataStore
@@ -203,6 +204,11 @@ class Broker:
             eviction_ms=int(config["min.incremental.fetch.session.eviction.ms"]),
         )
         self.metrics.add(fetch_sessions.metrics)
+        telemetry = ClientMetricsManager(
+            lambda: metadata.view.client_metrics,
+            telemetry_max_bytes=int(config["telemetry.max.bytes"]),
+        )
+        self.metrics.add(telemetry.samples)
         dispatcher = Dispatcher(
             BrokerServices(
                 broker_id=self.broker_id,
@@ -217,6 +223,7 @@ class Broker:
                 security=security,
                 fetch_sessions=fetch_sessions,
                 blocking=self.blocking,
+                telemetry=telemetry,
             ),
             load_handlers(),
         )

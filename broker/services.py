@@ -17,6 +17,7 @@ from broker.replication.fetch_session import FetchSessionCache
 from broker.replication.replica_manager import ReplicaManager
 from broker.security.authorizer import Authorizer
 from broker.security.services import SecurityServices
+from broker.telemetry import ClientMetricsManager
 from coordination.metadata.store import MetadataStore
 from coordination.producer_id_manager import ProducerIdManager
 
@@ -40,3 +41,5 @@ class BrokerServices:
     fetch_sessions: FetchSessionCache | None = None
     #: threads for requests that wait on the metadata store (None: asyncio's default executor)
     blocking: BlockingCalls | None = None
+    #: client telemetry (KIP-714; None: GetTelemetrySubscriptions/PushTelemetry refused)
+    telemetry: ClientMetricsManager | None = None

@@ -8,6 +8,10 @@ APPEND, SUBTRACT per key) on topics, brokers and broker loggers.
   "Cannot update these configs dynamically"). Another broker's id answers INVALID_REQUEST: send
   it to that broker, as Kafka's admin client does.
 * BROKER_LOGGER: logger levels of this broker (:mod:`broker.loggers`), not persisted.
+* CLIENT_METRICS: a client telemetry subscription (KIP-714: ``metrics``, ``interval.ms``,
+  ``match``; :mod:`broker.telemetry`), checked as Kafka checks it and kept by the metadata store
+  (in ZooKeeper under ``/config/client-metrics``); removing every key removes the subscription.
+  ALTER_CONFIGS on the cluster is needed.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from broker.config import (
 from broker.config_describe import ConfigResourceType
 from broker.dispatch import RequestContext
 from broker.registry import error_response, handler
+from broker.telemetry import CONFIG_NAMES as CLIENT_METRICS_CONFIGS
+from broker.telemetry import parse_subscription
 from coordination.errors import InvalidConfig, InvalidRequest, KafkaApiError, UnknownTopic
 from coordination.metadata.view import DEFAULT_BROKER_ENTITY
 from protocol.acl import CLUSTER_NAME, AclOperation, ResourceType
@@ -73,6 +79,14 @@ def _alter(
             ctx.require(AclOperation.ALTER_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME)
             broker_entity(ctx, resource.resource_name, allow_default=False)
             alter_loggers(new_configs, validate_only)
+        elif resource.resource_type == ConfigResourceType.CLIENT_METRICS:
+            ctx.require(AclOperation.ALTER_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME)
+            name = resource.resource_name
+            current = dict(broker.metadata.view.client_metrics.get(name, {}))
+            configs = new_configs(current)
+            parse_subscription(name, configs)
+            if not validate_only:
+                broker.metadata.set_client_metrics_configs(name, configs)
         else:
             raise InvalidRequest(f"Unsupported resource type {resource.resource_type}")
     except KafkaApiError as e:
@@ -145,6 +159,10 @@ def _kind(resource_type: int, name: str) -> str:
     """The type of config ``name`` of a resource type (InvalidConfig when unknown)."""
     if resource_type == ConfigResourceType.BROKER_LOGGER:
         return "string"
+    if resource_type == ConfigResourceType.CLIENT_METRICS:
+        if name not in CLIENT_METRICS_CONFIGS:
+            raise InvalidRequest(f"Unknown client metrics configuration: {name}")
+        return "int" if name == "interval.ms" else "list"
     if resource_type == ConfigResourceType.BROKER:
         broker_key = BROKER_CONFIGS.get(name)
         if broker_key is None:

@@ -1,11 +1,15 @@
-"""DescribeConfigs: every config of a topic or broker with its value, source and synonyms."""
+"""DescribeConfigs: every config of a topic or broker with its value, source and synonyms; a
+client metrics subscription's configs (KIP-714, source CLIENT_METRICS_CONFIG)."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from broker.config_describe import (
     ConfigEntry,
     ConfigResourceType,
     ConfigSource,
+    ConfigType,
     describe_broker,
     describe_broker_default,
     describe_loggers,
@@ -13,6 +17,8 @@ from broker.config_describe import (
 )
 from broker.dispatch import RequestContext
 from broker.registry import error_response, handler
+from broker.telemetry import CONFIG_NAMES as CLIENT_METRICS_CONFIGS
+from broker.telemetry import DEFAULT_INTERVAL_MS, PUSH_INTERVAL_MS
 from protocol.acl import CLUSTER_NAME, AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
@@ -41,6 +47,24 @@ def _entry(e: ConfigEntry, synonyms: bool, docs: bool) -> DescribeConfigsResourc
     )
 
 
+def _client_metrics(configs: Mapping[str, str], keys: list[str] | None) -> list[ConfigEntry]:
+    """A client metrics subscription's configs: those set (CLIENT_METRICS_CONFIG) and the
+    others with their defaults (``interval.ms`` 300000, empty lists)."""
+    out = []
+    for name in CLIENT_METRICS_CONFIGS:
+        if keys is not None and name not in keys:
+            continue
+        kind = ConfigType.INT if name == PUSH_INTERVAL_MS else ConfigType.LIST
+        if name in configs:
+            out.append(ConfigEntry(name, configs[name], ConfigSource.CLIENT_METRICS_CONFIG,
+                                   read_only=False, sensitive=False, type=kind))  # fmt: skip
+        else:
+            default = str(DEFAULT_INTERVAL_MS) if name == PUSH_INTERVAL_MS else ""
+            out.append(ConfigEntry(name, default, ConfigSource.DEFAULT_CONFIG,
+                                   read_only=False, sensitive=False, type=kind))  # fmt: skip
+    return out
+
+
 @handler(ApiKey.DESCRIBE_CONFIGS, "0-4", acl=(AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC))
 def handle_describe_configs(
     ctx: RequestContext, request: DescribeConfigsRequest
@@ -67,6 +91,7 @@ def handle_describe_configs(
         elif res.resource_type in (
             ConfigResourceType.BROKER,
             ConfigResourceType.BROKER_LOGGER,
+            ConfigResourceType.CLIENT_METRICS,
         ) and not ctx.authorize(AclOperation.DESCRIBE_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME):
             code, message = ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Authorization failed."
         elif res.resource_type == ConfigResourceType.BROKER:
@@ -92,6 +117,14 @@ def handle_describe_configs(
                     entries = describe_loggers(keys)
                 except ValueError as e:
                     code, message = ErrorCode.INVALID_CONFIG, str(e)
+        elif res.resource_type == ConfigResourceType.CLIENT_METRICS:
+            if not res.resource_name:
+                code, message = (
+                    ErrorCode.INVALID_REQUEST,
+                    "Client metrics subscription name must not be empty",
+                )
+            else:
+                entries = _client_metrics(view.client_metrics.get(res.resource_name, {}), keys)
         else:
             code, message = (
                 ErrorCode.INVALID_REQUEST,

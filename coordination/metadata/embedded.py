@@ -132,6 +132,10 @@ class EmbeddedMetadataStore(MetadataStore):
             str(entity): MappingProxyType({str(k): str(v) for k, v in configs.items()})
             for entity, configs in dict(doc.get("broker_configs", {})).items()
         }
+        client_metrics = {
+            str(name): MappingProxyType({str(k): str(v) for k, v in configs.items()})
+            for name, configs in dict(doc.get("client_metrics", {})).items()
+        }
         cluster_id = doc["cluster_id"]
         if self._wanted_cluster_id and self._wanted_cluster_id != cluster_id:
             raise RuntimeError(
@@ -144,6 +148,7 @@ class EmbeddedMetadataStore(MetadataStore):
             self._view.brokers,
             MappingProxyType(topics),
             MappingProxyType(broker_configs),
+            MappingProxyType(client_metrics),
         )
 
     def _document(self, view: ClusterView) -> dict[str, Any]:
@@ -152,6 +157,7 @@ class EmbeddedMetadataStore(MetadataStore):
             "cluster_id": view.cluster_id,
             "next_producer_id": self._next_producer_id,
             "broker_configs": {e: dict(c) for e, c in sorted(view.broker_configs.items())},
+            "client_metrics": {n: dict(c) for n, c in sorted(view.client_metrics.items())},
             "topics": {
                 name: {
                     "topic_id": uuid_to_base64(t.topic_id),
@@ -329,6 +335,19 @@ class EmbeddedMetadataStore(MetadataStore):
             else:
                 entities.pop(entity, None)
             new = replace(old, broker_configs=MappingProxyType(entities))
+            self._save(new)
+            self._view = new
+        self._notify(old, new)
+
+    def set_client_metrics_configs(self, name: str, configs: Mapping[str, str]) -> None:
+        with self._lock:
+            old = self._view
+            subscriptions = dict(old.client_metrics)
+            if configs:
+                subscriptions[name] = MappingProxyType(dict(configs))
+            else:
+                subscriptions.pop(name, None)
+            new = replace(old, client_metrics=MappingProxyType(subscriptions))
             self._save(new)
             self._view = new
         self._notify(old, new)

@@ -84,6 +84,12 @@ class MetadataStore(ABC):
         them. Every broker's view shows the change (``ClusterView.broker_configs``)."""
 
     @abstractmethod
+    def set_client_metrics_configs(self, name: str, configs: Mapping[str, str]) -> None:
+        """Replaces the configs of the client metrics subscription ``name`` (KIP-714); an empty
+        mapping removes it. Every broker's view shows the change
+        (``ClusterView.client_metrics``)."""
+
+    @abstractmethod
     def allocate_producer_id_block(self, size: int) -> tuple[int, int]:
         """A fresh block of producer ids, [start, end] inclusive, never handed out before."""
 

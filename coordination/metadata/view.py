@@ -146,6 +146,11 @@ class ClusterView:
     broker_configs: Mapping[str, Mapping[str, str]] = field(
         default_factory=lambda: MappingProxyType({})
     )
+    #: client metrics subscriptions (KIP-714): subscription name -> its configs (``metrics``,
+    #: ``interval.ms``, ``match``), as Kafka stores CLIENT_METRICS config resources
+    client_metrics: Mapping[str, Mapping[str, str]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
 
     @property
     def topics_by_id(self) -> Mapping[uuid.UUID, TopicMetadata]:

@@ -322,3 +322,31 @@ class ZkAdmin:
 
         if not self._on_worker():
             self._await(f"Configs of broker entity '{entity}'", applied, deadline)
+
+    def set_client_metrics_configs(self, name: str, configs: Mapping[str, str]) -> None:
+        """Writes ``/config/client-metrics/<name>`` (a KIP-714 subscription; Kafka's
+        ``ConfigType.CLIENT_METRICS``) and a ``/config/changes`` notification naming it; returns
+        once this broker's view shows the change."""
+        deadline = self._deadline()
+        self.zk.ensure_path(f"{zd.CONFIG_PATH}/{zd.CONFIG_TYPE_CLIENT_METRICS}")
+        path = zd.config_entity_path(zd.CONFIG_TYPE_CLIENT_METRICS, name)
+        data = zd.encode_entity_config(configs)
+        try:
+            self.zk.set(path, data)
+        except NoNodeError:
+            try:
+                self.zk.create(path, data)
+            except NodeExistsError:
+                self.zk.set(path, data)
+        self.zk.create(
+            f"{zd.CONFIG_CHANGES_PATH}/{zd.CONFIG_CHANGE_PREFIX}",
+            zd.encode_config_change(f"{zd.CONFIG_TYPE_CLIENT_METRICS}/{name}"),
+            sequence=True,
+        )
+        wanted = dict(configs)
+
+        def applied(v: ClusterView) -> bool | None:
+            return True if dict(v.client_metrics.get(name, {})) == wanted else None
+
+        if not self._on_worker():
+            self._await(f"Client metrics subscription '{name}'", applied, deadline)

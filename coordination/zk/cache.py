@@ -56,6 +56,7 @@ class ZkClusterCache:
         self.configs: dict[str, dict[str, str]] = {}
         #: ``/config/brokers/<entity>``: dynamic broker configs by entity (``<default>`` or an id)
         self.broker_configs: dict[str, dict[str, str]] = {}
+        self.client_metrics: dict[str, dict[str, str]] = {}
         self.last_config_change = -1
 
     # -- watches (kazoo's threads: only post) --------------------------------------------------
@@ -210,6 +211,27 @@ class ZkClusterCache:
         else:
             self.broker_configs.pop(entity, None)
 
+    def load_client_metrics(self) -> None:
+        """Every ``/config/client-metrics/<subscription>`` (at start and after a reconnection)."""
+        names = self.zk.children(f"{zd.CONFIG_PATH}/{zd.CONFIG_TYPE_CLIENT_METRICS}") or []
+        self.client_metrics = {}
+        for name in names:
+            self._read_client_metrics(name)
+
+    def _read_client_metrics(self, name: str) -> None:
+        path = zd.config_entity_path(zd.CONFIG_TYPE_CLIENT_METRICS, name)
+        got = self.zk.get(path)
+        configs: dict[str, str] = {}
+        if got is not None:
+            try:
+                configs = zd.decode_entity_config(path, got[0])
+            except zd.ZkDataError as e:
+                log.warning("ignoring client metrics subscription %s: %s", name, e)
+        if configs:
+            self.client_metrics[name] = configs
+        else:
+            self.client_metrics.pop(name, None)
+
     def load_config_changes(self, *, initial: bool = False) -> list[tuple[int, str]]:
         """Applies the ``/config/changes`` notifications not seen yet; returns them all, as
         (sequence, child), for the controller's purge."""
@@ -243,6 +265,8 @@ class ZkClusterCache:
                 self.configs[name] = self._read_topic_config(name)
             elif entity_type == zd.CONFIG_TYPE_BROKERS:
                 self._read_broker_config(name)
+            elif entity_type == zd.CONFIG_TYPE_CLIENT_METRICS:
+                self._read_client_metrics(name)
         return changes
 
     # -- the view ------------------------------------------------------------------------------
@@ -284,5 +308,8 @@ class ZkClusterCache:
             topics=MappingProxyType(topics),
             broker_configs=MappingProxyType(
                 {e: MappingProxyType(dict(c)) for e, c in sorted(self.broker_configs.items())}
+            ),
+            client_metrics=MappingProxyType(
+                {n: MappingProxyType(dict(c)) for n, c in sorted(self.client_metrics.items())}
             ),
         )

@@ -74,6 +74,8 @@ CONSUMERS_PATH = "/consumers"
 
 CONFIG_TYPE_TOPICS = "topics"
 CONFIG_TYPE_BROKERS = "brokers"
+#: Kafka's ConfigType.CLIENT_METRICS: ``/config/client-metrics/<subscription>`` (KIP-714)
+CONFIG_TYPE_CLIENT_METRICS = "client-metrics"
 #: Kafka's ConfigType.all
 CONFIG_TYPES = ("topics", "clients", "users", "brokers", "ips")
 

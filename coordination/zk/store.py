@@ -387,6 +387,7 @@ class ZkMetadataStore(MetadataStore):
         cache.load_brokers()
         cache.load_config_changes(initial=True)
         cache.load_broker_configs()
+        cache.load_client_metrics()
         cache.load_topic_list(full=True)
         controller.load()
         if controller.is_controller:
@@ -491,6 +492,9 @@ class ZkMetadataStore(MetadataStore):
 
     def set_broker_configs(self, entity: str, configs: Mapping[str, str]) -> None:
         self._call(lambda p: p.admin.set_broker_configs(entity, configs))
+
+    def set_client_metrics_configs(self, name: str, configs: Mapping[str, str]) -> None:
+        self._call(lambda p: p.admin.set_client_metrics_configs(name, configs))
 
     def allocate_producer_id_block(self, size: int) -> tuple[int, int]:
         if size < 1:

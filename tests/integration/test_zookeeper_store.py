@@ -668,3 +668,21 @@ def test_concurrent_alter_partitions_exactly_one_wins(cluster: Cluster) -> None:
     for t in threads:
         t.join()
     assert sorted(outcomes) == ["stale"] * 7 + ["won"]
+
+
+def test_client_metrics_subscriptions_are_kept_as_kafka_keeps_them(cluster: Cluster) -> None:
+    """KIP-714 subscriptions (CLIENT_METRICS config resources) in ``/config/client-metrics``
+    with a ``/config/changes`` notification: written on one broker, seen by another, removed
+    when emptied, and read back by a broker that starts later."""
+    b1, b2 = cluster.start(1), cluster.start(2)
+    configs = {"metrics": "org.apache.kafka.producer.", "interval.ms": "1000"}
+    b1.set_client_metrics_configs("producers", configs)
+    assert cluster.json("/config/client-metrics/producers") == {"version": 1, "config": configs}
+    wait_for(lambda: dict(b2.view.client_metrics.get("producers", {})) == configs, "broker 2")
+    b3 = cluster.start(3)
+    assert dict(b3.view.client_metrics["producers"]) == configs
+    b2.set_client_metrics_configs("producers", {})
+    wait_for(
+        lambda: converged([b1, b2, b3], lambda v: "producers" not in v.client_metrics),
+        "the subscription removed everywhere",
+    )

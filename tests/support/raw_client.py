@@ -46,9 +46,19 @@ def is_closed(sock: socket.socket, timeout: float = 5.0) -> bool:
         return False
 
 
-def call(sock: socket.socket, body: Any, version: int, correlation_id: int = 1) -> Any:
+def call(
+    sock: socket.socket,
+    body: Any,
+    version: int,
+    correlation_id: int = 1,
+    *,
+    client_id: str | None = None,
+) -> Any:
     """Sends one request and returns the decoded response body."""
-    sock.sendall(encode_request(body, version, correlation_id))
+    if client_id is None:
+        sock.sendall(encode_request(body, version, correlation_id))
+    else:
+        sock.sendall(encode_request(body, version, correlation_id, client_id))
     got, response = decode_response(body.api_key, version, read_frame(sock))
     assert got == correlation_id, f"answer to {got}, expected {correlation_id}"
     return response

@@ -134,3 +134,16 @@ def test_embedded_store_answers_storage_error_on_a_failed_write(
         store.create_topic("t", 1, 1, {})
     assert e.value.error_code == ErrorCode.KAFKA_STORAGE_ERROR
     assert "t" not in store.view.topics
+
+
+def test_embedded_store_keeps_client_metrics_subscriptions(store: EmbeddedMetadataStore) -> None:
+    seen = []
+    store.add_listener(lambda old, new: seen.append(dict(new.client_metrics)))
+    store.set_client_metrics_configs("all", {"metrics": "*", "interval.ms": "1000"})
+    assert dict(store.view.client_metrics["all"]) == {"metrics": "*", "interval.ms": "1000"}
+    assert seen and "all" in seen[-1]
+    again = EmbeddedMetadataStore(store.path, store.broker)
+    again.start()
+    assert dict(again.view.client_metrics["all"]) == {"metrics": "*", "interval.ms": "1000"}
+    again.set_client_metrics_configs("all", {})
+    assert "all" not in again.view.client_metrics
