@@ -19,6 +19,7 @@ import argparse
 import asyncio
 import cProfile
 import pstats
+import shutil
 import sys
 import tempfile
 import time
@@ -178,6 +179,7 @@ async def run(args: argparse.Namespace) -> None:
                 pstats.Stats(prof).sort_stats("tottime").print_stats(15)
     finally:
         await broker.stop()
+        shutil.rmtree(data, ignore_errors=True)
 
 
 def main() -> None:

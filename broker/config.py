@@ -148,6 +148,7 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in [
     _k("log.flush.scheduler.interval.ms", "long", LONG_MAX),
     _k("log.flush.offset.checkpoint.interval.ms", "int", 60000),
     _k("log.flush.start.offset.checkpoint.interval.ms", "int", 60000),
+    _k("log.segment.open.files.max", "int", 1000, "Ours: the .log files of segments that take no more appends are opened when read, and at most this many stay open (the least recently opened closes first; reads in progress keep theirs). Kafka keeps every segment's file open, a descriptor per segment."),
     _k("log.index.interval.bytes", "int", 4096, read_only=False),
     _k("log.index.size.max.bytes", "int", 10485760, read_only=False),
     _k("log.preallocate", "boolean", False, read_only=False),

@@ -29,11 +29,11 @@ class CorruptCheckpoint(StorageError):
 # --- "version / count / entries" checkpoints ------------------------------------------------------
 
 
-def write_checkpoint(path: Path, lines: Iterable[str]) -> None:
+def write_checkpoint(path: Path, lines: Iterable[str], *, fsync: bool = True) -> None:
     """Kafka's CheckpointFile: a version line, a count line, then one line per entry."""
     body = list(lines)
     text = f"{CHECKPOINT_VERSION}\n{len(body)}\n" + "".join(line + "\n" for line in body)
-    write_atomically(path, text.encode("utf-8"))
+    write_atomically(path, text.encode("utf-8"), fsync=fsync)
 
 
 def read_checkpoint(path: Path, fields: int) -> list[list[str]]:
@@ -77,9 +77,11 @@ def read_offsets_checkpoint(path: Path) -> dict[tuple[str, int], int]:
     return out
 
 
-def write_epoch_checkpoint(path: Path, entries: Iterable[tuple[int, int]]) -> None:
+def write_epoch_checkpoint(
+    path: Path, entries: Iterable[tuple[int, int]], *, fsync: bool = True
+) -> None:
     """``leader-epoch-checkpoint``: ``epoch startOffset`` lines."""
-    write_checkpoint(path, (f"{epoch} {offset}" for epoch, offset in entries))
+    write_checkpoint(path, (f"{epoch} {offset}" for epoch, offset in entries), fsync=fsync)
 
 
 def read_epoch_checkpoint(path: Path) -> list[tuple[int, int]]:
@@ -107,10 +109,10 @@ def uuid_from_kafka_string(text: str) -> uuid.UUID:
     return uuid.UUID(bytes=raw)
 
 
-def write_partition_metadata(path: Path, topic_id: uuid.UUID) -> None:
+def write_partition_metadata(path: Path, topic_id: uuid.UUID, *, fsync: bool = True) -> None:
     """``partition.metadata``: ``version: 0`` and ``topic_id: <base64 uuid>``."""
     text = f"version: 0\ntopic_id: {uuid_to_kafka_string(topic_id)}\n"
-    write_atomically(path, text.encode("ascii"))
+    write_atomically(path, text.encode("ascii"), fsync=fsync)
 
 
 def read_partition_metadata(path: Path) -> uuid.UUID | None:

@@ -204,6 +204,8 @@ class LogManagerConfig:
     #: keys themselves, so an entry counts its key's length plus
     #: :data:`storage.cleaner.MAP_ENTRY_OVERHEAD` (96) bytes
     cleaner_dedupe_buffer_size: int = 128 * 1024 * 1024
+    #: ``log.segment.open.files.max`` (ours): files of segments taking no appends kept open
+    segment_open_files_max: int = 1000
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> LogManagerConfig:
@@ -219,6 +221,7 @@ class LogManagerConfig:
             "log.cleaner.enable": "cleaner_enable",
             "log.cleaner.backoff.ms": "cleaner_backoff_ms",
             "log.cleaner.dedupe.buffer.size": "cleaner_dedupe_buffer_size",
+            "log.segment.open.files.max": "segment_open_files_max",
         }
         changes: dict[str, Any] = {}
         for key, attr in keys.items():

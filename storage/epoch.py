@@ -124,13 +124,13 @@ class LeaderEpochFileCache:
             if flush:
                 self._write_locked()
 
-    def flush(self) -> None:
+    def flush(self, *, fsync: bool = True) -> None:
         with self._lock:
-            self._write_locked()
+            self._write_locked(fsync=fsync)
 
-    def _write_locked(self) -> None:
+    def _write_locked(self, *, fsync: bool = True) -> None:
         if self.path is not None:
-            write_epoch_checkpoint(self.path, self._entries)
+            write_epoch_checkpoint(self.path, self._entries, fsync=fsync)
 
     def __repr__(self) -> str:
         return f"LeaderEpochFileCache({self._entries})"

@@ -1,8 +1,12 @@
 """OffsetIndex and TimeIndex: a segment's sparse indexes, in Kafka's file formats.
 
-Lookups run on in-memory arrays (``bisect`` over ``array``, in C); the files are written when the
-segment is flushed, rolled or closed. An index of an inactive segment is read from its file on
-first use (Kafka's LazyIndex) and needs no open descriptor afterwards.
+Lookups run on in-memory arrays (``bisect`` over ``array``, in C). The index files of the active
+segment are memory-mapped, as Kafka's are, and every entry is written through the mapping as it
+is appended, so the file on disk (in the page cache) is always current: other tools (Kafka's
+DumpLogSegments, ``odradek dump-log``) read the live entries while the broker runs, and a killed
+broker leaves them behind. The mapping holds no file descriptor; it is closed when the segment
+rolls or closes, and the file trimmed to its entries. An index of an inactive segment is read
+from its file on first use (Kafka's LazyIndex) and needs no open descriptor afterwards.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import ClassVar, Final, NamedTuple
 
 from protocol.records.batch import NO_TIMESTAMP
 from storage.errors import CorruptIndex
+from storage.mapped import MappedFile
 from storage.util import INT32_MAX
 
 _LITTLE_ENDIAN: Final = sys.byteorder == "little"
@@ -92,6 +97,8 @@ class _Index:
         self._preallocated = False
         #: whether the entries were read from the file (a plain attribute: read on every append)
         self.loaded = False
+        #: the file mapped (an active segment's index), written through on every append
+        self._mmap: MappedFile | None = None
 
     @property
     def max_index_size(self) -> int:
@@ -154,6 +161,9 @@ class _Index:
         """A fresh (or reset) index: no entries, nothing to read."""
         self._keys = array(self._KEY_TYPE)
         self._values = array(self._VALUE_TYPE)
+        m = self._mmap
+        if m is not None and self._written:
+            m.write(0, bytes(self._written * self.entry_size))
         self._written = 0
         self.loaded = True
 
@@ -166,13 +176,50 @@ class _Index:
         usable = len(data) - len(data) % self.entry_size
         return data[:usable]
 
+    def _write_through(self, key: int, value: int) -> None:
+        """The entry just appended (the last one), into the mapping."""
+        m = self._mmap
+        assert m is not None
+        i = len(self._keys) - 1
+        if i == self._written:
+            m.pack_into(self._ENTRY, i * self.entry_size, key, value)
+            self._written = i + 1
+        else:  # entries were appended while unmapped: write them all
+            n = i + 1
+            m.write(self._written * self.entry_size, self._entries_bytes(self._written, n))
+            self._written = n
+
     # --- files --------------------------------------------------------------------------------
 
     def preallocate(self) -> None:
-        """Extends the file to the maximum index size (sparse zeros), as Kafka does for the
-        index of an active segment."""
-        _write_file(self.path, b"", 0, fsync=False, length=self.max_index_size)
+        """Extends the file to the maximum index size (sparse zeros) and maps it, as Kafka does
+        for the index of an active segment; entries not yet in the file are written."""
         self._preallocated = True
+        self._map()
+
+    def _map(self) -> None:
+        """Maps the file, extended to the maximum index size (sparse zeros) if shorter (no
+        descriptor is kept: :mod:`storage.mapped`)."""
+        self._unmap()
+        self._mmap = m = MappedFile(self.path, self.max_index_size)
+        n = self.entries
+        if n > self._written:
+            m.write(self._written * self.entry_size, self._entries_bytes(self._written, n))
+            self._written = n
+
+    def _unmap(self) -> None:
+        m = self._mmap
+        if m is not None:
+            self._mmap = None
+            m.close()
+
+    def close(self) -> None:
+        """Unmaps the file (its entries are in it already); the index stays usable in memory."""
+        self._unmap()
+
+    @property
+    def mapped(self) -> bool:
+        return self._mmap is not None
 
     def _entries_bytes(self, start: int, stop: int) -> bytes:
         keys = self._keys[start:stop]
@@ -188,8 +235,14 @@ class _Index:
         return b"".join(pack(k, v) for k, v in zip(keys, values, strict=True))
 
     def flush(self, *, fsync: bool = True) -> None:
-        """Writes the entries appended since the last flush."""
+        """Writes the entries appended since the last flush (a mapped index has none: with
+        ``fsync``, the mapping is synced)."""
         if not self.loaded:
+            return
+        m = self._mmap
+        if m is not None:
+            if fsync:
+                m.flush()
             return
         n = self.entries
         if n > self._written or not self.path.exists():
@@ -201,6 +254,15 @@ class _Index:
 
     def fsync(self) -> None:
         """fsyncs the file if it exists."""
+        m = self._mmap
+        if m is not None:
+            try:
+                m.flush()
+            except (OSError, ValueError):
+                if not m.closed:
+                    raise
+                # unmapped meanwhile (a roll, without the log's lock): the trim wrote it
+            return
         try:
             fd = os.open(self.path, os.O_RDONLY)
         except FileNotFoundError:
@@ -215,6 +277,7 @@ class _Index:
         trimToValidSize, done when a segment rolls or closes)."""
         if not self.loaded:
             return
+        self._unmap()
         n = self.entries
         data = self._entries_bytes(self._written, n)
         _write_file(
@@ -229,6 +292,7 @@ class _Index:
 
     def rewrite(self, *, preallocate: bool, fsync: bool = False) -> None:
         """Writes the whole index to its file (after a rebuild or a truncation)."""
+        self._unmap()
         n = self.entries
         length = self.max_index_size if preallocate else n * self.entry_size
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -236,6 +300,8 @@ class _Index:
         _write_file(self.path, self._entries_bytes(0, n), 0, fsync=fsync, length=length)
         self._written = n
         self._preallocated = preallocate
+        if preallocate:
+            self._map()
 
     def rename_to(self, path: Path) -> None:
         if self.path.exists():
@@ -260,6 +326,11 @@ class _Index:
             self._keys = self._keys[:n]
             self._values = self._values[:n]
         if self._written > n:
+            m = self._mmap
+            if m is not None:
+                m.write(n * self.entry_size, bytes((self._written - n) * self.entry_size))
+                self._written = n
+                return
             self._written = n
             if self.path.exists():
                 length = self.max_index_size if self._preallocated else n * self.entry_size
@@ -379,11 +450,16 @@ class OffsetIndex(_Index):
             raise ValueError(f"index {self.path} is full")
         self._values.append(position)
         offsets.append(rel)
+        if self._mmap is not None:
+            self._write_through(rel, position)
 
     def append_unchecked(self, offset: int, position: int) -> None:
         """:meth:`append` for a caller that already knows the entry is in order and fits."""
+        rel = offset - self.base_offset
         self._values.append(position)
-        self._keys.append(offset - self.base_offset)
+        self._keys.append(rel)
+        if self._mmap is not None:
+            self._write_through(rel, position)
 
 
 class TimeIndex(_Index):
@@ -452,3 +528,5 @@ class TimeIndex(_Index):
             raise ValueError(f"time index {self.path}: offset {offset} does not fit the segment")
         self._values.append(rel)
         timestamps.append(timestamp)
+        if self._mmap is not None:
+            self._write_through(timestamp, rel)

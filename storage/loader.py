@@ -167,6 +167,9 @@ def load_log(
             except ValueError:
                 log.warning("%s: ignoring %s", directory, name)
     bases.sort()
+    #: a brand-new log: its checkpoint files need not be durable at once (they are written
+    #: again if lost), which keeps creating many partitions from fsyncing every one of them
+    new_log = not bases
     segments = [LogSegment.open(directory, b, config, created_ms=now) for b in bases]
     report.segments_loaded = len(segments)
 
@@ -247,7 +250,7 @@ def load_log(
     segments[-1].make_active(config)
     epoch_cache.truncate_from_end(next_offset, flush=False)
     epoch_cache.truncate_from_start(start_offset, flush=False)
-    epoch_cache.flush()
+    epoch_cache.flush(fsync=not new_log)
 
     partition_log = PartitionLog(
         directory,
@@ -263,5 +266,5 @@ def load_log(
         clock=clock,
     )
     if topic_id is not None and stored_id is None:
-        partition_log.write_partition_metadata(topic_id)
+        partition_log.write_partition_metadata(topic_id, fsync=not new_log)
     return partition_log

@@ -114,6 +114,13 @@ class ProducerStateHook(Protocol):
         """Called (under the log's lock) after the log lost its tail (a follower truncating to
         its leader): the state must forget what the removed batches taught it."""
 
+    def rolled(self, log: PartitionLog, base_offset: int) -> None:
+        """Called (under the log's lock) when a new segment starts at ``base_offset``."""
+
+    def segments_deleted(self, log: PartitionLog, base_offsets: Sequence[int]) -> None:
+        """Called (under the log's lock) when retention deleted the segments at these base
+        offsets."""
+
 
 def _new_header(fields: tuple[int, ...]) -> rb.BatchHeader:
     return tuple.__new__(rb.BatchHeader, fields)
@@ -558,7 +565,10 @@ class PartitionLog:
             # the only segment is empty and is replaced: nothing lies below the new one
             # (published before the new segment list)
             self._log_start_offset = new_base
-        return local.roll(now_ms, expected_next_offset)
+        segment = local.roll(now_ms, expected_next_offset)
+        if segment is not active and self.producer_state is not None:
+            self.producer_state.rolled(self, segment.base_offset)
+        return segment
 
     def _refresh_latest_epoch(self) -> None:
         latest = self.leader_epoch_cache.latest_epoch()
@@ -917,6 +927,8 @@ class PartitionLog:
                 self._log_start_offset = first_base
                 self.leader_epoch_cache.truncate_from_start(first_base)
             local.remove_segments(chosen, now_ms)
+            if self.producer_state is not None:
+                self.producer_state.segments_deleted(self, [s.base_offset for s in chosen])
         log.info(
             "%s: deleted %d segment(s) by %s: base offsets %s",
             self.name,
@@ -955,8 +967,10 @@ class PartitionLog:
 
     # --- lifecycle ------------------------------------------------------------------------------
 
-    def write_partition_metadata(self, topic_id: uuid.UUID) -> None:
-        """Writes ``partition.metadata``; raises InconsistentTopicId if it names another id."""
+    def write_partition_metadata(self, topic_id: uuid.UUID, *, fsync: bool = True) -> None:
+        """Writes ``partition.metadata``; raises InconsistentTopicId if it names another id.
+        Without ``fsync`` (a new log: Kafka flushes it later, asynchronously) a crash may lose
+        it; the broker writes it again when it hosts the partition."""
         path = self.directory / files.PARTITION_METADATA_FILE
         existing = read_partition_metadata(path)
         if existing is not None and existing != topic_id:
@@ -964,7 +978,7 @@ class PartitionLog:
                 f"{self.name}: partition.metadata has topic id {existing}, not {topic_id}"
             )
         if existing is None:
-            write_partition_metadata(path, topic_id)
+            write_partition_metadata(path, topic_id, fsync=fsync)
         self.topic_id = topic_id
 
     def close(self) -> None:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from storage import files
+from storage import file_records, files
 from storage.checkpoint import (
     CorruptCheckpoint,
     MetaProperties,
@@ -70,6 +70,7 @@ class LogManager:
         self.default_config = config if config is not None else LogConfig()
         self.clock = clock
         self.manager_config = manager_config if manager_config is not None else LogManagerConfig()
+        file_records.OPEN_FILES.max_open = max(self.manager_config.segment_open_files_max, 1)
         self.broker_id = broker_id
         self.cluster_id = cluster_id
         self._overrides: dict[str, dict[str, Any]] = {
@@ -382,6 +383,8 @@ class LogManager:
         online = [d for d in self.log_dirs if d not in self._offline_dirs]
         if not online:
             raise KafkaStorageError("every log dir is offline")
+        if len(online) == 1:
+            return online[0]
         counts = dict.fromkeys(online, 0)
         for d in self._log_dir_of.values():
             if d in counts:

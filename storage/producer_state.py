@@ -30,12 +30,19 @@ int16 version (1), uint32 CRC-32C of everything after the CRC, int32 count, then
 int64 producer id, int16 epoch, int32 last sequence, int64 last offset, int32 offset delta (last
 offset - first offset of its last batch), int64 timestamp, int32 coordinator epoch, int64 first
 offset of its ongoing transaction (-1). A snapshot named N holds the state after every batch
-below offset N. One is written when a segment rolls and at clean shutdown.
+below offset N.
+
+Which snapshots exist, as Kafka's ``ProducerStateManager`` and ``UnifiedLog`` keep them: one is
+written when a segment rolls, named after the new segment's base offset (so a segment can be
+recovered from the snapshot at its start), one at clean shutdown at the log end, and one at the
+log end after loading replayed batches. A snapshot goes with its segment when retention deletes
+the segment. Loading removes the snapshots beyond the log end or at/below the log start offset,
+and the *stray* ones (no segment starts there) but the newest stray one when it is above every
+segment's base offset (the clean-shutdown snapshot).
 
 Recovery: the latest snapshot not beyond the log end is read (a corrupt one is deleted and the
 previous tried), then the batches from its offset to the log end are replayed (headers only,
 without validation), so the state is the same whether or not the broker shut down cleanly.
-Snapshots beyond the log end (after a truncation) are deleted.
 
 Crash: a snapshot is written to ``.tmp`` and renamed; a torn one fails its CRC and is ignored.
 
@@ -66,7 +73,6 @@ from protocol.records.record import decode_batch
 from storage import files
 from storage.errors import StorageError
 from storage.log import AppendInfo, PartitionLog
-from storage.segments import LogSegments
 from storage.txn_index import AbortedTxn
 from storage.util import INT32_MAX, now_ms
 
@@ -75,8 +81,6 @@ log = logging.getLogger(__name__)
 #: how many batches per producer are remembered for de-duplication (Kafka's constant)
 NUM_BATCHES_TO_RETAIN: Final = 5
 SNAPSHOT_VERSION: Final = 1
-#: snapshots kept per partition (the newest ones)
-SNAPSHOTS_TO_KEEP: Final = 2
 #: Kafka's producer.id.expiration.ms default
 DEFAULT_PRODUCER_ID_EXPIRATION_MS: Final = 86_400_000
 #: how much of the log is read at a time when replaying batches
@@ -311,9 +315,6 @@ class ProducerStateManager:
         #: markers seen by before_append, consumed in order by after_append
         self._pending_markers: list[TxnMarker] = []
         self._lock = threading.RLock()
-        self._active_base: int | None = None
-        #: the log's segment list when after_append last looked (a new one may mean a roll)
-        self._segments_seen: LogSegments | None = None
         self._log: PartitionLog | None = None
 
     # -- loading -----------------------------------------------------------------------------------
@@ -347,10 +348,15 @@ class ProducerStateManager:
             self.producers.clear()
             self.ongoing.clear()
             self.map_end_offset = start
+            self._remove_stray_snapshots(partition_log)
             for offset in reversed(list_snapshots(self.directory)):
                 path = snapshot_path(self.directory, offset)
-                if offset > end:
-                    log.info("%s: deleting %s, beyond the log end %d", self.name, path.name, end)
+                if offset > end or offset <= start:
+                    # Kafka's truncateAndReload: out of the log's range
+                    log.info(
+                        "%s: deleting %s, outside the log [%d, %d]", self.name, path.name,
+                        start, end,
+                    )  # fmt: skip
                     _unlink(path)
                     continue
                 try:
@@ -369,8 +375,14 @@ class ProducerStateManager:
             replayed = self._replay(partition_log, self.map_end_offset, end)
             self.map_end_offset = end
             self._remove_expired_locked(self.clock())
-            self._active_base = partition_log.active_segment.base_offset
             self._publish()
+            if replayed:
+                # what was replayed need not be replayed again (Kafka snapshots the log end
+                # after loading)
+                try:
+                    self.take_snapshot(fsync=False)
+                except OSError as e:
+                    log.warning("%s: writing a producer snapshot failed: %s", self.name, e)
         if replayed or self.producers:
             log.info(
                 "%s: producer state loaded (%d producer(s), %d batch(es) replayed) in %.0f ms",
@@ -628,18 +640,40 @@ class ProducerStateManager:
             # no producer changed: the end offset alone is published without the lock (a
             # snapshot taken meanwhile pairs the same producers with either end offset)
             self.map_end_offset = info.last_offset + 1
-        segments = partition_log.segments
-        if segments is not self._segments_seen:
-            # the segment list changed (a roll, or retention): a roll takes a snapshot, as in
-            # Kafka
-            self._segments_seen = segments
-            active = segments.active.base_offset
-            if self._active_base is not None and active != self._active_base:
-                try:
-                    self.take_snapshot(fsync=False)
-                except OSError as e:
-                    log.warning("%s: writing a producer snapshot failed: %s", self.name, e)
-            self._active_base = active
+
+    def rolled(self, partition_log: PartitionLog, base_offset: int) -> None:
+        """A new segment starts at ``base_offset`` (under the log's lock): the state there is
+        snapshotted, named after it (Kafka's ``roll``: not fsynced here; the segment flush that
+        follows a roll syncs the file system's data anyway)."""
+        with self._lock:
+            self.map_end_offset = max(self.map_end_offset, base_offset)
+            try:
+                self.take_snapshot(fsync=False)
+            except OSError as e:
+                log.warning("%s: writing a producer snapshot failed: %s", self.name, e)
+
+    def segments_deleted(self, partition_log: PartitionLog, base_offsets: Sequence[int]) -> None:
+        """Retention deleted these segments: their snapshots go too (Kafka's
+        ``deleteProducerSnapshots``)."""
+        directory = partition_log.directory
+        for offset in base_offsets:
+            _unlink(snapshot_path(directory, offset))
+
+    def _remove_stray_snapshots(self, partition_log: PartitionLog) -> None:
+        """Kafka's ``removeStraySnapshots``: snapshots where no segment starts are deleted, but
+        the newest of them when it is above every segment's base offset (the snapshot a clean
+        shutdown wrote at the log end)."""
+        bases = {s.base_offset for s in partition_log.segments}
+        max_base = max(bases) if bases else None
+        stray: int | None = None
+        for offset in list_snapshots(self.directory):
+            if offset in bases:
+                continue
+            if stray is not None:
+                _unlink(snapshot_path(self.directory, stray))
+            stray = offset
+        if stray is not None and max_base is not None and stray < max_base:
+            _unlink(snapshot_path(self.directory, stray))
 
     def truncated(self, partition_log: PartitionLog) -> None:
         """The log lost its tail: the state is rebuilt from the newest snapshot at or below the
@@ -650,7 +684,8 @@ class ProducerStateManager:
     # -- snapshots and expiry ----------------------------------------------------------------------
 
     def take_snapshot(self, *, fsync: bool = True) -> Path | None:
-        """Writes ``<map end offset>.snapshot`` (if not there yet) and deletes old snapshots."""
+        """Writes ``<map end offset>.snapshot`` if not there yet (Kafka's ``takeSnapshot``;
+        older snapshots stay until their segment goes)."""
         with self._lock:
             if self._log is not None:
                 self.directory = self._log.directory
@@ -660,8 +695,6 @@ class ProducerStateManager:
                 return path
             data = encode_snapshot(list(self.producers.values()))
             files.write_atomically(path, data, fsync=fsync)
-            for old in list_snapshots(self.directory)[:-SNAPSHOTS_TO_KEEP]:
-                _unlink(snapshot_path(self.directory, old))
             return path
 
     def remove_expired_producers(self, now_ms: int | None = None) -> int:

@@ -59,7 +59,10 @@ class LogSegment:
         self.index_interval_bytes = config.index_interval_bytes
         jitter = config.segment_jitter_ms
         self.roll_jitter_ms = random.randrange(jitter) if jitter > 0 else 0
-        self.log = FileRecords(files.log_file(directory, base_offset, suffix), create=create)
+        # an existing segment's file opens when first used (most are never read again)
+        self.log = FileRecords(
+            files.log_file(directory, base_offset, suffix), create=create, lazy=not create
+        )
         max_index = config.segment_index_bytes
         self._offset_index = OffsetIndex(
             files.index_file(directory, base_offset, suffix), base_offset, max_index
@@ -224,6 +227,7 @@ class LogSegment:
     def make_active(self, config: LogConfig) -> None:
         """Prepares the segment to take appends: loads the indexes and preallocates their files
         (and the log file with ``preallocate``)."""
+        self.log.pin()
         self.offset_index.preallocate()
         self.time_index.preallocate()
         if config.preallocate:
@@ -534,6 +538,7 @@ class LogSegment:
         self.offset_index.trim(fsync=fsync)
         self.time_index.trim(fsync=fsync)
         self.log.trim()
+        self.log.unpin()
 
     def write_indexes(self) -> None:
         """Writes index entries appended since the last write (no fsync). Under the log's lock."""
@@ -560,6 +565,8 @@ class LogSegment:
             self.on_become_inactive(fsync=True)
         else:  # indexes never used: their files stay as they are
             self.log.trim()
+        self._offset_index.close()
+        self._time_index.close()
         self.log.close()
 
     # --- files ------------------------------------------------------------------------------------
@@ -573,6 +580,8 @@ class LogSegment:
                 name = name[: -len(old_suffix)]
             return path.with_name(name + new_suffix)
 
+        self._offset_index.close()
+        self._time_index.close()
         self.log.rename_to(renamed(self.log.path))
         self._offset_index.rename_to(renamed(self._offset_index.path))
         self._time_index.rename_to(renamed(self._time_index.path))
@@ -586,6 +595,11 @@ class LogSegment:
 
     def delete_files(self) -> None:
         """Unlinks the files. The log's descriptor stays open until no region uses it."""
+        self._offset_index.close()
+        self._time_index.close()
+        if not self.log.closed:
+            # whoever still holds this segment keeps reading it after its file is gone
+            self.log.pin()
         for path in (
             self.log.path,
             self._offset_index.path,

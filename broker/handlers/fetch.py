@@ -134,6 +134,8 @@ def _partition_tuple(read: FetchRead, version: int, read_committed: bool) -> Par
             if any(h.compression == ZSTD for _, h in iter_batches(data, verify_crc=False)):
                 return _error(read, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, hw, log_start)
             records = data
+        elif region.data is not None:
+            records = region.data  # read at once (a small read of an older segment)
         else:
             records = FileRegion(region.fd, region.position, region.length, region)
     aborted: list[Any] | None = None

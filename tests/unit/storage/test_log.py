@@ -74,6 +74,12 @@ def test_one_batch_fast_path_matches_the_general_path(tmp_path):
             def before_append(self, log, batches, buf, validate=True, seen=seen):
                 seen.append(("before", [(p, tuple(h)) for p, h in batches]))
 
+            def rolled(self, log, base_offset):
+                pass
+
+            def segments_deleted(self, log, base_offsets):
+                pass
+
             def after_append(self, log, info, batches, seen=seen):
                 seen.append(("after", info, [tuple(h) for h in batches]))
 
@@ -310,6 +316,12 @@ def test_producer_state_hook(tmp_path):
         def before_append(self, log, batches, buf):
             seen.append([(h.producer_id, h.base_sequence) for _, h in batches])
             return None
+
+        def rolled(self, log, base_offset):
+            pass
+
+        def segments_deleted(self, log, base_offsets):
+            pass
 
         def after_append(self, log, info, batches):
             seen.append([(h.base_offset, h.last_sequence) for h in batches])

@@ -142,7 +142,8 @@ def test_appends_without_a_producer_id_advance_the_map_and_rolls_snapshot(tmp_pa
     assert manager.map_end_offset == plog.log_end_offset == 62
     snapshots = list_snapshots(tmp_path / "t-0")
     bases = [s.base_offset for s in plog.segments]
-    assert snapshots and set(snapshots) <= set(range(bases[1], 63))
+    # one snapshot per roll, named after the new segment's base offset (Kafka's names)
+    assert len(bases) > 2 and snapshots == bases[1:]
     assert manager.last_entry(31).last_seq == 1
     # a snapshot taken after plain appends restores the producer at the later end offset
     manager.take_snapshot()
@@ -180,7 +181,9 @@ def test_snapshot_beyond_the_log_end_is_dropped(tmp_path):
     plog.close()
     plog = open_log(tmp_path, clock=clock)
     manager = attach(plog, clock)
-    assert list_snapshots(tmp_path / "t-0") == []
+    # the snapshot beyond the log end is gone; loading replayed a batch and snapshotted the
+    # new log end (Kafka's rebuildProducerState)
+    assert list_snapshots(tmp_path / "t-0") == [2]
     assert manager.last_entry(1).last_seq == 1
 
 
@@ -207,3 +210,32 @@ def test_idle_producers_expire(tmp_path):
     assert manager.remove_expired_producers(11_000) == 1
     # forgotten: any sequence is accepted again
     send(plog, 1, 0, 50)
+
+
+def test_snapshots_are_kept_and_deleted_as_kafka_keeps_them(tmp_path):
+    """One snapshot per segment base offset (taken at the roll) plus the clean-shutdown one;
+    retention deletes a segment's snapshot with it; loading removes stray snapshots but the
+    newest one above every segment (ProducerStateManager.removeStraySnapshots)."""
+    clock = FakeClock(now_ms=5_000)
+    plog = open_log(tmp_path, clock=clock)
+    manager = attach(plog, clock)
+    for i in range(40):
+        send(plog, 21, 0, 2 * i)
+    plog.update_high_watermark(plog.log_end_offset)
+    bases = [s.base_offset for s in plog.segments]
+    assert list_snapshots(tmp_path / "t-0") == bases[1:]
+    # retention: the first segments go, and their snapshots with them
+    plog.delete_records_before(bases[3])
+    kept = [s.base_offset for s in plog.segments]
+    assert kept[0] == bases[3]
+    assert list_snapshots(tmp_path / "t-0") == [b for b in bases[1:] if b >= bases[3]]
+    # a clean shutdown snapshots the log end; stray files are removed on the next load
+    manager.take_snapshot()
+    (tmp_path / "t-0" / "00000000000000000001.snapshot").write_bytes(b"stray")
+    end = plog.log_end_offset
+    plog.close()
+    plog = open_log(tmp_path, clock=clock)
+    attach(plog, clock)
+    snapshots = list_snapshots(tmp_path / "t-0")
+    assert 1 not in snapshots and end in snapshots
+    assert all(s in kept or s == end for s in snapshots)

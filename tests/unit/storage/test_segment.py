@@ -150,3 +150,67 @@ def test_should_roll(tmp_path):
     args["max_timestamp_in_messages"] = 1000
     args["max_offset_in_messages"] = 2**31
     assert segment.should_roll(messages_size=10, **args)
+
+
+def test_the_active_segments_indexes_are_current_on_disk(tmp_path):
+    """Kafka memory-maps the active segment's indexes, so other tools read current entries
+    while the broker runs; so do we: every entry is in the file as soon as it is appended,
+    without a flush, and the files are trimmed to their entries when the segment rolls."""
+    from storage.index import OffsetIndex, TimeIndex
+
+    segment = LogSegment.create(tmp_path, 0, CONFIG, created_ms=0)
+    fill(segment, 20)
+    entries = segment.offset_index.entries
+    assert entries > 0 and segment.offset_index.mapped
+
+    def on_disk() -> tuple[list, list]:
+        index = OffsetIndex(segment.offset_index.path, 0, 4096)
+        index.load(segment.size)
+        times = TimeIndex(segment.time_index.path, 0, 4096)
+        times.load(segment.size)
+        return (
+            [index.entry(i) for i in range(index.entries)],
+            [times.entry(i) for i in range(times.entries)],
+        )
+
+    offsets, times = on_disk()
+    assert offsets == [segment.offset_index.entry(i) for i in range(entries)]
+    assert times == [segment.time_index.entry(i) for i in range(segment.time_index.entries)]
+    assert segment.offset_index.path.stat().st_size == 4096  # preallocated, as Kafka's
+    # a truncation clears the removed entries on disk too
+    segment.truncate_to(30, now_ms=0)
+    offsets, _ = on_disk()
+    assert offsets == [segment.offset_index.entry(i) for i in range(segment.offset_index.entries)]
+    assert all(o.offset < 30 for o in offsets)
+    segment.on_become_inactive()
+    assert not segment.offset_index.mapped
+    assert segment.offset_index.path.stat().st_size == 8 * segment.offset_index.entries
+
+
+def test_inactive_segments_open_their_file_when_read_within_a_budget(tmp_path):
+    from storage import file_records
+
+    budget = file_records.OPEN_FILES
+    saved = budget.max_open
+    budget.max_open = 2
+    try:
+        segments = []
+        for base in (0, 100, 200, 300):
+            s = LogSegment.create(tmp_path, base, CONFIG, created_ms=0)
+            fill(s, 3, first_offset=base)
+            s.on_become_inactive()
+            s.close()
+            segments.append(LogSegment.open(tmp_path, base, CONFIG, created_ms=0))
+        assert not any(s.log.is_open for s in segments)  # nothing read yet
+        regions = [s.read(s.base_offset, 10**6) for s in segments]
+        # every read worked; at most two files stay open, the regions keep theirs
+        assert all(r is not None and len(parse_kafka_python(r.read())) == 3 for r in regions)
+        assert sum(s.log.is_open for s in segments) == 2
+        assert budget.evictions >= 2
+        # the active segment's file is pinned, whatever the budget
+        active = LogSegment.create(tmp_path, 400, CONFIG, created_ms=0)
+        for s in segments:
+            s.read(s.base_offset, 10)
+        assert active.log.is_open
+    finally:
+        budget.max_open = saved
