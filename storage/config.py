@@ -206,6 +206,8 @@ class LogManagerConfig:
     cleaner_dedupe_buffer_size: int = 128 * 1024 * 1024
     #: ``log.segment.open.files.max`` (ours): files of segments taking no appends kept open
     segment_open_files_max: int = 1000
+    #: ``num.recovery.threads.per.data.dir``: threads loading (recovering) one dir's logs
+    recovery_threads_per_data_dir: int = 1
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> LogManagerConfig:
@@ -222,6 +224,7 @@ class LogManagerConfig:
             "log.cleaner.backoff.ms": "cleaner_backoff_ms",
             "log.cleaner.dedupe.buffer.size": "cleaner_dedupe_buffer_size",
             "log.segment.open.files.max": "segment_open_files_max",
+            "num.recovery.threads.per.data.dir": "recovery_threads_per_data_dir",
         }
         changes: dict[str, Any] = {}
         for key, attr in keys.items():

@@ -35,8 +35,13 @@ class LeaderEpochFileCache:
         self.path = path
         self._lock = threading.Lock()
         self._entries: list[EpochEntry] = []
+        #: the entries the file holds (None: unknown or no file), so an unchanged cache is
+        #: not written again
+        self._persisted: list[EpochEntry] | None = None
         if path is not None:
             self._entries = [EpochEntry(e, o) for e, o in read_epoch_checkpoint(path)]
+            if path.exists():
+                self._persisted = list(self._entries)
 
     @property
     def entries(self) -> list[EpochEntry]:
@@ -125,12 +130,15 @@ class LeaderEpochFileCache:
                 self._write_locked()
 
     def flush(self, *, fsync: bool = True) -> None:
+        """Writes the checkpoint file unless it already holds these entries."""
         with self._lock:
-            self._write_locked(fsync=fsync)
+            if self._persisted != self._entries:
+                self._write_locked(fsync=fsync)
 
     def _write_locked(self, *, fsync: bool = True) -> None:
         if self.path is not None:
             write_epoch_checkpoint(self.path, self._entries, fsync=fsync)
+            self._persisted = list(self._entries)
 
     def __repr__(self) -> str:
         return f"LeaderEpochFileCache({self._entries})"

@@ -14,10 +14,12 @@ A deleted partition directory becomes ``<topic>-<partition>.<uuid hex>-delete``.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import os
 import uuid
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 LOG_FILE_SUFFIX: Final = ".log"
 INDEX_FILE_SUFFIX: Final = ".index"
@@ -112,6 +114,37 @@ def fsync_dir(directory: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def sync_filesystem(directory: Path) -> None:
+    """Makes everything written to the file system holding ``directory`` durable, in one call
+    (Linux ``syncfs``; elsewhere ``sync``): cheaper than fsyncing thousands of files one by
+    one, as recovery after a crash would."""
+    libc = _libc()
+    if libc is not None:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            if libc.syncfs(fd) == 0:
+                return
+        finally:
+            os.close(fd)
+    os.sync()
+
+
+def _libc() -> Any:
+    global _LIBC
+    if _LIBC is False:
+        try:
+            lib = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+            lib.syncfs.argtypes = [ctypes.c_int]
+            lib.syncfs.restype = ctypes.c_int
+            _LIBC = lib
+        except (OSError, AttributeError):
+            _LIBC = None
+    return _LIBC
+
+
+_LIBC: Any = False
 
 
 def write_atomically(path: Path, data: bytes, *, fsync: bool = True) -> None:

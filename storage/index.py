@@ -195,7 +195,8 @@ class _Index:
         """Extends the file to the maximum index size (sparse zeros) and maps it, as Kafka does
         for the index of an active segment; entries not yet in the file are written."""
         self._preallocated = True
-        self._map()
+        if self._mmap is None:
+            self._map()
 
     def _map(self) -> None:
         """Maps the file, extended to the maximum index size (sparse zeros) if shorter (no
@@ -294,14 +295,28 @@ class _Index:
         """Writes the whole index to its file (after a rebuild or a truncation)."""
         self._unmap()
         n = self.entries
-        length = self.max_index_size if preallocate else n * self.entry_size
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
-        os.close(fd)
-        _write_file(self.path, self._entries_bytes(0, n), 0, fsync=fsync, length=length)
+        size = n * self.entry_size
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            data = self._entries_bytes(0, n)
+            view = memoryview(data)
+            pos = 0
+            while view:
+                written = os.pwrite(fd, view, pos)
+                view = view[written:]
+                pos += written
+            # cut what was after the entries (stale entries, preallocated space), then extend
+            # with zeros (sparse) for an active segment's mapping
+            os.ftruncate(fd, size)
+            if preallocate:
+                os.ftruncate(fd, self.max_index_size)
+                self._mmap = MappedFile(self.path, self.max_index_size, fd=fd)
+            if fsync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
         self._written = n
         self._preallocated = preallocate
-        if preallocate:
-            self._map()
 
     def rename_to(self, path: Path) -> None:
         if self.path.exists():

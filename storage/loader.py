@@ -34,6 +34,8 @@ class RecoveryReport:
     segments_deleted_after_corruption: list[int] = field(default_factory=list)
     files_removed: list[Path] = field(default_factory=list)
     swaps_completed: list[Path] = field(default_factory=list)
+    #: recovered data the caller must make durable (``load_log(defer_sync=True)``)
+    needs_sync: bool = False
 
     @property
     def bytes_truncated(self) -> int:
@@ -54,19 +56,22 @@ def _strip_suffix(name: str, suffix: str) -> str:
 
 def _clean_directory(
     directory: Path, config: LogConfig, now_ms: int, report: RecoveryReport
-) -> None:
+) -> list[str]:
     """Removes ``.deleted``/``.cleaned``/``.tmp`` files and orphan indexes; completes ``.swap``
-    files (a compaction that passed its commit point)."""
+    files (a compaction that passed its commit point). Returns the names left."""
     names = sorted(os.listdir(directory))
     swaps: list[str] = []
+    removed = 0
     for name in names:
-        path = directory / name
         if name.endswith(
             (files.DELETED_FILE_SUFFIX, files.CLEANED_FILE_SUFFIX, files.TMP_FILE_SUFFIX)
         ):
-            _remove(path, report)
+            _remove(directory / name, report)
+            removed += 1
         elif name.endswith(files.SWAP_FILE_SUFFIX):
             swaps.append(name)
+    if removed or swaps:
+        names = sorted(os.listdir(directory))
     # a .swap log replaces the segments its offsets cover
     for name in swaps:
         if not name.endswith(files.LOG_FILE_SUFFIX + files.SWAP_FILE_SUFFIX):
@@ -111,13 +116,17 @@ def _clean_directory(
                 os.replace(src, directory / _strip_suffix(src.name, files.SWAP_FILE_SUFFIX))
         report.swaps_completed.append(directory / name)
         log.info("%s: completed the interrupted compaction swap %s", directory, name)
-    # leftover swap index files without a log
-    for name in os.listdir(directory):
-        if name.endswith(files.SWAP_FILE_SUFFIX):
-            _remove(directory / name, report)
+    if swaps:
+        names = sorted(os.listdir(directory))
+        # leftover swap index files without a log
+        for name in names:
+            if name.endswith(files.SWAP_FILE_SUFFIX):
+                _remove(directory / name, report)
+        names = [n for n in names if not n.endswith(files.SWAP_FILE_SUFFIX)]
     # index files whose log is gone
-    logs = {n for n in os.listdir(directory) if n.endswith(files.LOG_FILE_SUFFIX)}
-    for name in os.listdir(directory):
+    logs = {n for n in names if n.endswith(files.LOG_FILE_SUFFIX)}
+    orphans = []
+    for name in names:
         for suffix in (
             files.INDEX_FILE_SUFFIX,
             files.TIME_INDEX_FILE_SUFFIX,
@@ -125,6 +134,8 @@ def _clean_directory(
         ):
             if name.endswith(suffix) and name[: -len(suffix)] + files.LOG_FILE_SUFFIX not in logs:
                 _remove(directory / name, report)
+                orphans.append(name)
+    return [n for n in names if n not in orphans] if orphans else names
 
 
 def load_log(
@@ -137,6 +148,7 @@ def load_log(
     topic_id: uuid.UUID | None = None,
     clock: Callable[[], int],
     report: RecoveryReport | None = None,
+    defer_sync: bool = False,
 ) -> PartitionLog:
     """Opens (or initializes) the log in ``directory``.
 
@@ -144,7 +156,8 @@ def load_log(
     re-validated batch by batch (size, magic, CRC-32C, offsets); the first bad byte and
     everything after it goes, including later segments. After a clean shutdown only the tail of
     the last segment is checked. Indexes that fail their sanity check are rebuilt when first
-    used.
+    used. Recovered segments are made durable before this returns, or, with ``defer_sync``, by
+    the caller (one file-system sync after loading every log: ``report.needs_sync``).
     """
     report = report if report is not None else RecoveryReport()
     topic, partition = files.parse_log_dir_name(directory.name)
@@ -157,10 +170,10 @@ def load_log(
             f"{directory}: partition.metadata has topic id {stored_id}, expected {topic_id}"
         )
 
-    _clean_directory(directory, config, now, report)
+    names = _clean_directory(directory, config, now, report)
 
     bases = []
-    for name in os.listdir(directory):
+    for name in names:
         if name.endswith(files.LOG_FILE_SUFFIX):
             try:
                 bases.append(files.offset_from_file_name(name))
@@ -210,8 +223,13 @@ def load_log(
             segment.delete_files()
         segments = segments[:keep]
         # recovered data is valid but maybe not durable yet: make it so
-        for segment in segments[start:]:
-            segment.flush()
+        if defer_sync:
+            for segment in segments[start:]:
+                segment.write_indexes()
+            report.needs_sync = True
+        else:
+            for segment in segments[start:]:
+                segment.flush()
     elif segments:
         last = segments[-1]
         tail_end = last.size

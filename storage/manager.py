@@ -7,8 +7,10 @@ import logging
 import os
 import shutil
 import threading
+import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -172,6 +174,8 @@ class LogManager:
         else:
             state = "no logs yet"
         log.info("loading logs from %s (%s)", log_dir, state)
+        started = time.monotonic()
+        todo: list[tuple[TopicPartition, Path]] = []
         for name in names:
             path = log_dir / name
             if not path.is_dir():
@@ -189,6 +193,10 @@ class LogManager:
                 raise InconsistentBrokerMetadata(
                     f"{name} exists in {log_dir} and {self._log_dir_of[tp]}"
                 )
+            todo.append((tp, path))
+
+        def load(item: tuple[TopicPartition, Path]) -> tuple[PartitionLog, RecoveryReport]:
+            tp, path = item
             report = RecoveryReport()
             partition_log = load_log(
                 path,
@@ -198,7 +206,20 @@ class LogManager:
                 had_clean_shutdown=clean,
                 clock=self.clock,
                 report=report,
+                defer_sync=True,
             )
+            return partition_log, report
+
+        # num.recovery.threads.per.data.dir threads, as Kafka's LogManager.loadLogs: most of
+        # the work is file-system calls, which run in parallel
+        threads = max(self.manager_config.recovery_threads_per_data_dir, 1)
+        if threads > 1 and len(todo) > 1:
+            with ThreadPoolExecutor(threads, thread_name_prefix="log-recovery") as pool:
+                loaded = list(pool.map(load, todo))
+        else:
+            loaded = [load(item) for item in todo]
+        needs_sync = False
+        for (tp, _), (partition_log, report) in zip(todo, loaded, strict=True):
             # the checkpointed high watermark (clamped to the log): a replicated partition
             # must not expose records its ISR may not have; a single-replica partition's
             # high watermark follows its log end again once the broker hosts it
@@ -208,6 +229,15 @@ class LogManager:
             self._logs[tp] = partition_log
             self._log_dir_of[tp] = log_dir
             self.recovery_reports[tp] = report
+            needs_sync = needs_sync or report.needs_sync
+        if needs_sync:
+            # what recovery rewrote (truncations, indexes) becomes durable in one call
+            files.sync_filesystem(log_dir)
+        if todo:
+            log.info(
+                "loaded %d log(s) from %s in %.1f s", len(todo), log_dir,
+                time.monotonic() - started,
+            )  # fmt: skip
         if self.cleaner is not None:
             self.cleaner.load_checkpoint(log_dir)
         # from now on a crash is an unclean shutdown
@@ -322,8 +352,13 @@ class LogManager:
             return existing
         with self._lock:
             self._require_started()
-            if config_overrides is not None:
-                self._overrides[topic] = dict(config_overrides)
+            if config_overrides is not None and self._overrides.get(topic, {}) != dict(
+                config_overrides
+            ):
+                if config_overrides:
+                    self._overrides[topic] = dict(config_overrides)
+                else:
+                    self._overrides.pop(topic, None)
                 self._apply_topic_config(topic)
             existing = self._logs.get((topic, partition))
             if existing is not None:

@@ -54,11 +54,14 @@ class MappedFile:
 
     __slots__ = ("_addr", "_fallback", "size", "view")
 
-    def __init__(self, path: Path, size: int) -> None:
+    def __init__(self, path: Path, size: int, *, fd: int | None = None) -> None:
+        """Maps ``path`` (or the open ``fd``, which stays the caller's to close)."""
         self.size = size
         self._addr: int | None = None
         self._fallback: mmap.mmap | None = None
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        own = fd is None
+        if fd is None:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             if os.fstat(fd).st_size != size:
                 os.ftruncate(fd, size)
@@ -77,7 +80,8 @@ class MappedFile:
                 self._fallback = mmap.mmap(fd, size)
                 self.view = memoryview(self._fallback)
         finally:
-            os.close(fd)
+            if own:
+                os.close(fd)
 
     def write(self, position: int, data: bytes) -> None:
         view = self.view
