@@ -383,7 +383,7 @@ class PartitionLog:
                         segment = self._roll_locked(now, first)
                     local.append(segment, buf, last, max_ts, last, last)
                     if leader_epoch > self._latest_epoch:
-                        self.leader_epoch_cache.assign(leader_epoch, first)
+                        self.leader_epoch_cache.assign(leader_epoch, first, flush=False)
                         self._latest_epoch = leader_epoch
                     end = last + 1
                     if self.high_watermark_follows_log_end:
@@ -512,13 +512,13 @@ class PartitionLog:
             )
             if assign_offsets:
                 if leader_epoch > self._latest_epoch:
-                    self.leader_epoch_cache.assign(leader_epoch, first_offset)
+                    self.leader_epoch_cache.assign(leader_epoch, first_offset, flush=False)
                     self._latest_epoch = leader_epoch
             else:
                 for header in headers:
                     if header.partition_leader_epoch > self._latest_epoch:
                         self.leader_epoch_cache.assign(
-                            header.partition_leader_epoch, header.base_offset
+                            header.partition_leader_epoch, header.base_offset, flush=False
                         )
                         self._latest_epoch = header.partition_leader_epoch
             if self.high_watermark_follows_log_end:
@@ -719,7 +719,8 @@ class PartitionLog:
     def assign_epoch_start_offset(self, leader_epoch: int) -> None:
         """A leader at ``leader_epoch`` begins it at the log end (Kafka's
         ``maybeAssignEpochStartOffset``), before it appends anything, so that a follower asking
-        OffsetForLeaderEpoch for the previous epoch learns where that epoch ended."""
+        OffsetForLeaderEpoch for the previous epoch learns where that epoch ended. Written at
+        once (no batch carries this epoch yet, so recovery could not rebuild it)."""
         with self._lock:
             if leader_epoch > self._latest_epoch:
                 self.leader_epoch_cache.assign(leader_epoch, self._local.log_end_offset)
@@ -831,6 +832,10 @@ class PartitionLog:
             return
         with self._lock:
             segments = local.segments_to_flush(target)
+        # epochs assigned by appends are written here, before the recovery point passes them
+        # (recovery rebuilds epochs only after it): Kafka's leader-epoch checkpoint is also
+        # flushed off the append path (KAFKA-15046)
+        self.leader_epoch_cache.flush()
         LocalLog.fsync(segments)
         with self._lock:
             local.mark_flushed(target, self.clock() if now_ms is None else now_ms)
@@ -990,6 +995,7 @@ class PartitionLog:
                 return
             local.closed = True
             segments = list(local.segments)
+        self.leader_epoch_cache.flush()
         for segment in segments:
             segment.write_indexes()
         LocalLog.fsync(segments)
