@@ -180,7 +180,16 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in [
     _k("group.min.session.timeout.ms", "int", 6000),
     _k("group.max.session.timeout.ms", "int", 1800000),
     _k("group.max.size", "int", INT_MAX),
-    _k("group.coordinator.rebalance.protocols", "list", ["classic"]),
+    _k("group.coordinator.rebalance.protocols", "list", ["classic", "consumer"], "Group protocols served: classic (JoinGroup...) and consumer (KIP-848 ConsumerGroupHeartbeat); classic cannot be disabled."),
+    _k("group.consumer.session.timeout.ms", "int", 45000, "KIP-848 consumer groups: a member that sends no heartbeat for this long is removed."),
+    _k("group.consumer.min.session.timeout.ms", "int", 45000),
+    _k("group.consumer.max.session.timeout.ms", "int", 60000),
+    _k("group.consumer.heartbeat.interval.ms", "int", 5000, "KIP-848 consumer groups: how often members heartbeat (told to them in every answer)."),
+    _k("group.consumer.min.heartbeat.interval.ms", "int", 5000),
+    _k("group.consumer.max.heartbeat.interval.ms", "int", 15000),
+    _k("group.consumer.max.size", "int", INT_MAX, "Members a KIP-848 consumer group may have."),
+    _k("group.consumer.assignors", "list", ["uniform", "range"], "Server-side assignors of consumer groups, the first the default (uniform, range, or Kafka's class names); a member may ask for one with server_assignor."),
+    _k("group.consumer.migration.policy", "string", "bidirectional", "Online conversion between classic and consumer groups: disabled, upgrade, downgrade or bidirectional."),
     _k("transaction.max.timeout.ms", "int", 900000),
     _k("transactional.id.expiration.ms", "int", 604800000),
     _k("transaction.state.log.num.partitions", "int", 50),
@@ -577,6 +586,7 @@ class BrokerConfig:
     # -- derived values ----------------------------------------------------------------------
 
     def _validate(self) -> None:
+        self._validate_group_coordinator()
         if self["num.network.threads"] < 1:
             raise ConfigError("num.network.threads must be >= 1")
         if self["message.max.bytes"] < 0:
@@ -648,6 +658,67 @@ class BrokerConfig:
         if "security.inter.broker.protocol" not in self.explicit and advertised:
             return advertised[0].name  # our default: the first listener, whatever it is
         return protocol
+
+    def _validate_group_coordinator(self) -> None:
+        """Kafka's GroupCoordinatorConfig checks of the consumer group keys."""
+        protocols = [p.strip().lower() for p in self["group.coordinator.rebalance.protocols"]]
+        for p in protocols:
+            if p not in ("classic", "consumer"):
+                raise ConfigError(f"group.coordinator.rebalance.protocols: unknown protocol {p!r}")
+        if "classic" not in protocols:
+            raise ConfigError("Disabling the 'classic' protocol is not supported.")
+        lo, hi = (
+            self["group.consumer.min.session.timeout.ms"],
+            self["group.consumer.max.session.timeout.ms"],
+        )
+        session = self["group.consumer.session.timeout.ms"]
+        hb_lo, hb_hi = (
+            self["group.consumer.min.heartbeat.interval.ms"],
+            self["group.consumer.max.heartbeat.interval.ms"],
+        )
+        heartbeat = self["group.consumer.heartbeat.interval.ms"]
+        if lo > hi:
+            raise ConfigError(
+                "group.consumer.min.session.timeout.ms must be less than or equal to group.consumer.max.session.timeout.ms"
+            )
+        if not lo <= session <= hi:
+            raise ConfigError(
+                "group.consumer.session.timeout.ms must be between group.consumer.min.session.timeout.ms and group.consumer.max.session.timeout.ms"
+            )
+        if hb_lo < 1 or hb_lo > hb_hi:
+            raise ConfigError(
+                "group.consumer.min.heartbeat.interval.ms must be at least 1 and at most group.consumer.max.heartbeat.interval.ms"
+            )
+        if not hb_lo <= heartbeat <= hb_hi:
+            raise ConfigError(
+                "group.consumer.heartbeat.interval.ms must be between group.consumer.min.heartbeat.interval.ms and group.consumer.max.heartbeat.interval.ms"
+            )
+        if heartbeat >= session:
+            raise ConfigError(
+                "group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms"
+            )
+        if self["group.consumer.max.size"] < 1:
+            raise ConfigError("group.consumer.max.size must be at least 1")
+        if self["group.consumer.migration.policy"].lower() not in (
+            "disabled",
+            "upgrade",
+            "downgrade",
+            "bidirectional",
+        ):
+            raise ConfigError(
+                "group.consumer.migration.policy must be disabled, upgrade, downgrade or bidirectional"
+            )
+        assignors = [a.strip() for a in self["group.consumer.assignors"] if a.strip()]
+        if not assignors:
+            raise ConfigError("group.consumer.assignors must not be empty")
+        for a in assignors:
+            if a not in ("uniform", "range") and a not in (
+                "org.apache.kafka.coordinator.group.assignor.UniformAssignor",
+                "org.apache.kafka.coordinator.group.assignor.RangeAssignor",
+            ):
+                raise ConfigError(
+                    f"group.consumer.assignors: unknown assignor {a!r} (uniform, range)"
+                )
 
     @property
     def broker_id(self) -> int:

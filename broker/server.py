@@ -435,7 +435,12 @@ class Broker:
             OFFSETS_TOPIC,
             compression=int(config["offsets.topic.compression.codec"]),
         )
-        coordinator = GroupCoordinator(groups_config, LoopScheduler(loop), partition_log)
+        coordinator = GroupCoordinator(
+            groups_config,
+            LoopScheduler(loop),
+            partition_log,
+            cluster=lambda: metadata.view,
+        )
         topic = InternalTopicCoordinator(
             offsets_topic_spec(config, groups_config.num_partitions),
             coordinator,
@@ -445,7 +450,7 @@ class Broker:
             log_=partition_log,
             cap_replication_factor=config["zookeeper.connect"] is None,
         )
-        return GroupService(coordinator, topic)
+        return GroupService(coordinator, topic, metadata)
 
     def _make_transaction_service(
         self,

@@ -18,6 +18,7 @@ from broker.coordinators.internal_topic import (
 from broker.metrics import MetricSamples
 from coordination.group.config import GroupConfig
 from coordination.group.coordinator import GroupCoordinator
+from coordination.metadata.store import MetadataStore
 from coordination.metadata.view import OFFSETS_TOPIC, ClusterView
 
 
@@ -34,6 +35,16 @@ def group_config(config: BrokerConfig, view: ClusterView) -> GroupConfig:
         offsets_retention_ms=int(config["offsets.retention.minutes"]) * 60_000,
         offsets_retention_check_interval_ms=int(config["offsets.retention.check.interval.ms"]),
         offset_metadata_max_bytes=int(config["offset.metadata.max.bytes"]),
+        consumer_session_timeout_ms=int(config["group.consumer.session.timeout.ms"]),
+        consumer_heartbeat_interval_ms=int(config["group.consumer.heartbeat.interval.ms"]),
+        consumer_max_size=int(config["group.consumer.max.size"]),
+        consumer_assignors=tuple(
+            a.strip() for a in config["group.consumer.assignors"] if a.strip()
+        ),
+        consumer_migration_policy=str(config["group.consumer.migration.policy"]).lower(),
+        rebalance_protocols=tuple(
+            p.strip().lower() for p in config["group.coordinator.rebalance.protocols"]
+        ),
     )
 
 
@@ -51,12 +62,21 @@ def offsets_topic_spec(config: BrokerConfig, num_partitions: int) -> InternalTop
 
 
 class GroupService:
-    def __init__(self, coordinator: GroupCoordinator, topic: InternalTopicCoordinator) -> None:
+    def __init__(
+        self,
+        coordinator: GroupCoordinator,
+        topic: InternalTopicCoordinator,
+        metadata: MetadataStore | None = None,
+    ) -> None:
         self.coordinator = coordinator
         self.topic = topic
+        self.metadata = metadata
 
     def startup(self) -> None:
         self.coordinator.startup()
+        if self.metadata is not None:
+            # consumer groups follow topic creations, deletions and partition increases
+            self.metadata.add_listener(self.coordinator.on_metadata_change)
         self.topic.startup()
 
     def shutdown(self) -> None:
@@ -70,13 +90,13 @@ class GroupService:
 
     def metrics(self) -> list[MetricSamples]:
         _, groups = self.coordinator.list_groups()
-        states = Counter(g.state for g in groups)
+        states = Counter((g.group_type, g.state) for g in groups)
         return [
             (
                 "odradek_consumer_groups",
                 "gauge",
-                "Classic groups this broker coordinates, by state.",
-                [(f'{{state="{s}"}}', float(n)) for s, n in sorted(states.items())],
+                "Groups this broker coordinates, by type and state.",
+                [(f'{{type="{t}",state="{s}"}}', float(n)) for (t, s), n in sorted(states.items())],
             ),
             (
                 "odradek_coordinator_partitions_loading",
