@@ -176,33 +176,62 @@ class UniformAssignor:
                 m = min(eligible, key=lambda m: (load[m], m))
                 owner[(t, p)] = m
                 load[m] += 1
-        # balance: move partitions from overloaded members to eligible members with at least
-        # two fewer, until no such move remains
+        # balance: move one partition at a time from the most loaded member to one with at
+        # least two fewer, along a chain of members where each takes a partition of a topic it
+        # subscribes to from the previous one, until no such chain remains
         by_member: dict[str, list[tuple[TopicId, int]]] = {m: [] for m in member_ids}
         for tp, m in sorted(owner.items(), key=lambda item: (_topic_order(item[0][0]), item[0][1])):
             by_member[m].append(tp)
-        moved = True
-        while moved:
-            moved = False
-            for m in sorted(member_ids, key=lambda m: (-load[m], m)):
-                for tp in reversed(by_member[m]):
-                    candidates = [o for o in subscribers[tp[0]] if load[o] + 1 < load[m]]
-                    if not candidates:
-                        continue
-                    target = min(candidates, key=lambda o: (load[o], o))
-                    by_member[m].remove(tp)
-                    by_member[target].append(tp)
-                    load[m] -= 1
-                    load[target] += 1
-                    moved = True
-                    break
-                if moved:
-                    break
+        topics_of = {m: group.members[m].subscribed_topic_ids for m in member_ids}
+        while _move_along_chain(member_ids, by_member, topics_of, load):
+            pass
         result: dict[str, dict[TopicId, set[int]]] = {m: {} for m in member_ids}
         for m, tps in by_member.items():
             for t, p in tps:
                 result[m].setdefault(t, set()).add(p)
         return {m: _freeze(a) for m, a in result.items()}
+
+
+def _move_along_chain(
+    member_ids: list[str],
+    by_member: dict[str, list[tuple[TopicId, int]]],
+    topics_of: Mapping[str, frozenset[TopicId]],
+    load: dict[str, int],
+) -> bool:
+    """One step of the heterogeneous balancing (a breadth-first search for a chain from an
+    overloaded member to an underloaded one). Returns whether a partition moved."""
+    for source in sorted(member_ids, key=lambda m: (-load[m], m)):
+        came_from: dict[str, tuple[str, tuple[TopicId, int]] | None] = {source: None}
+        queue = [source]
+        target = None
+        while queue and target is None:
+            x = queue.pop(0)
+            for y in member_ids:
+                if y in came_from:
+                    continue
+                tp = next((tp for tp in by_member[x] if tp[0] in topics_of[y]), None)
+                if tp is None:
+                    continue
+                came_from[y] = (x, tp)
+                if load[y] <= load[source] - 2:
+                    target = y
+                    break
+                queue.append(y)
+        if target is None:
+            continue
+        y = target
+        while True:
+            step = came_from[y]
+            if step is None:
+                break
+            x, tp = step
+            by_member[x].remove(tp)
+            by_member[y].append(tp)
+            y = x
+        load[source] -= 1
+        load[target] += 1
+        return True
+    return False
 
 
 class RangeAssignor:

@@ -410,7 +410,7 @@ class ConsumerGroup:
             self.static_members[m.instance_id] = m.member_id
         if m.classic is not None:
             self.num_classic_members += 1
-            self.classic_protocols.update(dict.fromkeys(n for n, _ in m.classic.protocols))
+            self.classic_protocols.update({n for n, _ in m.classic.protocols})
         for assignment in (m.assigned, m.pending_revocation):
             for t, parts in assignment.items():
                 epochs = self.partition_epochs.setdefault(t, {})
@@ -432,7 +432,7 @@ class ConsumerGroup:
             del self.static_members[m.instance_id]
         if m.classic is not None:
             self.num_classic_members -= 1
-            self.classic_protocols.subtract(dict.fromkeys(n for n, _ in m.classic.protocols))
+            self.classic_protocols.subtract({n for n, _ in m.classic.protocols})
             for k in [k for k, n in self.classic_protocols.items() if n <= 0]:
                 del self.classic_protocols[k]
         for assignment in (m.assigned, m.pending_revocation):
