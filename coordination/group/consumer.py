@@ -236,7 +236,8 @@ class ConsumerGroupManager:
         self.after_upgrade: Callable[[str], None] | None = None
         self.downgrade: Callable[[ConsumerGroup, str, Done], bool] | None = None
         self._in_flight: set[str] = set()
-        self._queued: dict[str, deque[Callable[[], None]]] = {}
+        #: group id -> operations waiting for its write, each with how to refuse it
+        self._queued: dict[str, deque[tuple[Callable[[], None], Callable[[ErrorCode], None]]]] = {}
         self._deadlines: dict[tuple[str, str, str], _Deadline] = {}
         self.assignors: dict[str, PartitionAssignor] = {}
         for name in config.consumer_assignors:
@@ -246,10 +247,16 @@ class ConsumerGroupManager:
 
     # -- one operation at a time per group ---------------------------------------------------
 
-    def run(self, group_id: str, op: Callable[[], None]) -> None:
-        """Runs ``op`` now, or once the group's write in flight is committed."""
+    def run(
+        self,
+        group_id: str,
+        op: Callable[[], None],
+        refuse: Callable[[ErrorCode], None] = lambda error: None,
+    ) -> None:
+        """Runs ``op`` now, or once the group's write in flight is committed; ``refuse`` answers
+        its caller instead if the shard is unloaded meanwhile."""
         if group_id in self._in_flight:
-            self._queued.setdefault(group_id, deque()).append(op)
+            self._queued.setdefault(group_id, deque()).append((op, refuse))
             return
         op()
 
@@ -301,7 +308,7 @@ class ConsumerGroupManager:
     def _drain(self, group_id: str) -> None:
         queue = self._queued.get(group_id)
         while queue and group_id not in self._in_flight:
-            op = queue.popleft()
+            op, _ = queue.popleft()
             try:
                 op()
             except Exception:
@@ -309,11 +316,16 @@ class ConsumerGroupManager:
         if queue is not None and not queue and self._queued.get(group_id) is queue:
             del self._queued[group_id]
 
-    def fail_queued(self) -> None:
-        """The shard is unloaded: operations still waiting are dropped (their callers are
-        answered by the runtime's NOT_COORDINATOR write callbacks or time out)."""
-        self._queued.clear()
-        self._in_flight.clear()
+    def fail_queued(self, error: ErrorCode) -> None:
+        """The shard is unloaded: operations still waiting are refused with ``error`` (a write
+        in flight is answered by the runtime's NOT_COORDINATOR callback)."""
+        queued, self._queued = self._queued, {}
+        for queue in queued.values():
+            for _, refuse in queue:
+                try:
+                    refuse(error)
+                except Exception:
+                    log.exception("refusing a waiting consumer group operation failed")
 
     # -- replay -------------------------------------------------------------------------------
 
@@ -473,9 +485,9 @@ class ConsumerGroupManager:
                 if member.state == MemberState.UNREVOKED_PARTITIONS and member.classic is None:
                     self._schedule_rebalance_timeout(group_id, member)
 
-    def unloaded(self) -> None:
+    def unloaded(self, error: ErrorCode = ErrorCode.NOT_COORDINATOR) -> None:
         self.cancel_all_timers()
-        self.fail_queued()
+        self.fail_queued(error)
         self.groups.clear()
 
     # -- metadata -----------------------------------------------------------------------------
@@ -568,7 +580,7 @@ class ConsumerGroupManager:
             except GroupError as e:
                 callback(HeartbeatResult(e.code, e.message))
 
-        self.run(r.group_id, op)
+        self.run(r.group_id, op, lambda error: callback(HeartbeatResult(error)))
 
     def _group_for_join(
         self, group_id: str, create: bool, records: list[GroupRecord]

@@ -140,7 +140,11 @@ class GroupMigration:
     def join_group(self, request: JoinRequest, callback: JoinCallback) -> None:
         gid = request.group_id
         if self.consumer.busy(gid):
-            self.consumer.run(gid, lambda: self.join_group(request, callback))
+            self.consumer.run(
+                gid,
+                lambda: self.join_group(request, callback),
+                lambda error: callback(JoinResult(error, request.member_id)),
+            )
             return
         group = self.consumer_groups.get(gid)
         if group is None:
@@ -326,6 +330,7 @@ class GroupMigration:
                     assignments=assignments,
                     callback=callback,
                 ),
+                lambda error: callback(SyncResult(error)),
             )
             return
         group = self.consumer_groups.get(group_id)
@@ -422,6 +427,7 @@ class GroupMigration:
             self.consumer.run(
                 group_id,
                 lambda: self.leave_group(group_id=group_id, members=members, callback=callback),
+                lambda error: callback((error, [(m, i, error) for m, i in members])),
             )
             return
         group = self.consumer_groups.get(group_id)

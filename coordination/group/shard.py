@@ -195,7 +195,7 @@ class GroupCoordinatorShard:
                 member.heartbeat_timer = None
             group.state = GroupState.DEAD
         self.groups.clear()
-        self.consumer.unloaded()
+        self.consumer.unloaded(error)
 
     # -- the classic protocol (classic groups, or classic members of consumer groups) ------------
 
@@ -485,7 +485,7 @@ class GroupCoordinatorShard:
             # the offsets, then the group, in one write
             self.consumer.write(group_id, records, written, extra=offset_tombstones)
 
-        self.consumer.run(group_id, op)
+        self.consumer.run(group_id, op, done)
 
     def _remove_offsets(
         self,

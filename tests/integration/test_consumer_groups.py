@@ -234,3 +234,96 @@ def test_admin_client_lists_and_describes_consumer_groups(
         (member,) = desc.members
         assert member.client_id == "d0"
         assert sorted(tp.partition for tp in member.assignment.topic_partitions) == [0, 1, 2]
+
+
+def test_regex_subscription_picks_up_a_topic_created_later(
+    tmp_path: Path, workers: list[Worker]
+) -> None:
+    """librdkafka sends a ``^...`` subscription as ``subscribed_topic_regex``; the coordinator
+    resolves it (RE2) and resolves it again once topics are created."""
+    with BrokerProcess(tmp_path / "data", SETTINGS) as broker:
+        create_topic(broker.bootstrap, "regex-a", 2)
+        create_topic(broker.bootstrap, "unrelated", 2)
+        consumer = Consumer(
+            {
+                "bootstrap.servers": broker.bootstrap,
+                "group.id": "regexes",
+                "group.protocol": "consumer",
+                "auto.offset.reset": "earliest",
+                "topic.metadata.refresh.interval.ms": 1000,
+            }
+        )
+        try:
+            consumer.subscribe(["^regex-.*"])
+
+            def assigned() -> set[tuple[str, int]]:
+                consumer.poll(0.2)
+                return {(tp.topic, tp.partition) for tp in consumer.assignment()}
+
+            wait_for(lambda: assigned() == {("regex-a", 0), ("regex-a", 1)}, "regex-a", 60)
+            create_topic(broker.bootstrap, "regex-b", 3)
+            wanted = {
+                ("regex-a", 0),
+                ("regex-a", 1),
+                ("regex-b", 0),
+                ("regex-b", 1),
+                ("regex-b", 2),
+            }
+            wait_for(lambda: assigned() == wanted, "regex-b picked up", 90)
+            d = describe(broker.bootstrap, "regexes")
+            (member,) = d.members
+            assert member.subscribed_topic_regex is not None
+            assert "regex-" in member.subscribed_topic_regex
+        finally:
+            consumer.close()
+
+
+def test_classic_members_and_an_online_upgrade_and_downgrade(
+    tmp_path: Path, workers: list[Worker]
+) -> None:
+    """A classic group (cooperative-sticky) is converted to a consumer group when a KIP-848
+    member joins; its classic members stay in the group through the classic protocol; when the
+    KIP-848 member leaves the group goes back to the classic protocol. Nothing is lost, no
+    partition has two owners."""
+    count, partitions = 20_000, 6
+    with BrokerProcess(tmp_path / "data", SETTINGS) as broker:
+        topic, group = "mixed", "migrating"
+        create_topic(broker.bootstrap, topic, partitions)
+        produce_numbers(broker.bootstrap, topic, count, partitions)
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+
+        def group_type() -> str:
+            listed = admin.list_consumer_groups().result(30)
+            found = [g for g in listed.valid if g.group_id == group]
+            return str(found[0].type).rsplit(".", 1)[-1] if found else ""
+
+        for i in range(2):
+            workers.append(
+                start_worker(
+                    tmp_path,
+                    f"classic{i}",
+                    broker.bootstrap,
+                    group,
+                    topic,
+                    protocol="classic",
+                    rate=200,
+                )
+            )
+        wait_for(lambda: group_type() == "CLASSIC", "a classic group", timeout=60)
+        time.sleep(4)
+        modern = start_worker(tmp_path, "modern", broker.bootstrap, group, topic, rate=200)
+        workers.append(modern)
+        upgraded = wait_for(lambda: stable_with(broker.bootstrap, group, 3), "upgraded", 90)
+        assert sorted(m.member_type for m in upgraded.members) == [0, 0, 1]
+        time.sleep(4)
+        modern.stop()
+        wait_for(lambda: group_type() == "CLASSIC", "downgraded", timeout=60)
+        wait_all_processed(tmp_path, workers, count, timeout=300)
+        for w in workers:
+            w.stop()
+        parsed = group_log.parse(workers)
+        assert {v for *_, v in parsed.records} == set(range(count))
+        assert group_log.overlaps(parsed) == []
+        assert group_log.bad_resumptions(parsed) == []
+        assert "upgrading the classic group" in broker.log()
+        assert "downgraded the consumer group to a classic group" in broker.log()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pytest
@@ -708,3 +709,63 @@ def test_empty_classic_group_becomes_a_consumer_group_and_back() -> None:
     j = _join(h)  # a classic member: the empty consumer group goes
     assert h.group() is None
     assert j.error in (E.NONE, E.MEMBER_ID_REQUIRED)
+
+
+class DeferredLog(MemoryLog):
+    """Appends at once, commits when the test says (a write waiting for the ISR)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waiting: list[Callable[[ErrorCode | None], None]] = []
+
+    def append(self, partition, records, callback, **kw):  # type: ignore[no-untyped-def]
+        self.partitions.setdefault(partition, []).extend(records)
+        self.waiting.append(callback)
+
+    def commit_all(self) -> None:
+        waiting, self.waiting = self.waiting, []
+        for callback in waiting:
+            callback(None)
+
+
+def test_operations_on_a_group_wait_for_its_write_and_are_refused_on_unload() -> None:
+    log = DeferredLog()
+    h = Harness(log=log)
+    h.load()
+    t = topic("t", 4)
+    h.topics(t)
+    answers: list[HeartbeatResult] = []
+
+    def heartbeat(member: str) -> None:
+        h.gc.consumer_group_heartbeat(
+            HeartbeatRequest(
+                group_id="g",
+                member_id=member,
+                member_epoch=0,
+                instance_id=None,
+                rack_id=None,
+                rebalance_timeout_ms=30_000,
+                subscribed_topic_names=["t"],
+                subscribed_topic_regex=None,
+                server_assignor=None,
+                owned={},
+                client_id="c",
+                client_host="/h",
+                api_version=1,
+            ),
+            answers.append,
+        )
+
+    heartbeat("a")
+    heartbeat("b")  # waits for a's write
+    assert answers == [] and len(log.waiting) == 1
+    log.commit_all()  # a's write commits: a answered, b's join runs and writes
+    assert [r.member_id for r in answers] == ["a"] and len(log.waiting) == 1
+    log.commit_all()
+    assert [r.member_id for r in answers] == ["a", "b"]
+    assert answers[1].member_epoch == 2  # computed from the group a's write left
+    heartbeat("c")
+    heartbeat("d")
+    h.gc.unload(0)  # leadership moves before c's write commits
+    log.commit_all()
+    assert [r.error for r in answers[2:]] == [E.NOT_COORDINATOR, E.NOT_COORDINATOR]
