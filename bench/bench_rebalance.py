@@ -98,7 +98,13 @@ class Ownership:
 
 class Member:
     def __init__(
-        self, bootstrap: str, group: str, topic: str, name: str, config: dict[str, Any], own: Ownership
+        self,
+        bootstrap: str,
+        group: str,
+        topic: str,
+        name: str,
+        config: dict[str, Any],
+        own: Ownership,
     ) -> None:
         self.name = name
         self.own = own
@@ -179,7 +185,9 @@ def run_protocol(bootstrap: str, label: str, config: dict[str, Any], index: int)
 def _stops(own: Ownership, before: dict[int, str | None], subject: str) -> tuple[int, float]:
     """(partitions that stayed with their member but stopped meanwhile, longest stop)."""
     with own.lock:
-        kept = [p for p, o in before.items() if o is not None and o != subject and own.owner[p] == o]
+        kept = [
+            p for p, o in before.items() if o is not None and o != subject and own.owner[p] == o
+        ]
         stopped = [own.stops[p] for p in kept if p in own.stops]
         return len(stopped), max(stopped, default=0.0)
 

@@ -11,7 +11,7 @@ from broker.handlers._groups import coordinator
 from broker.handlers.consumer_group_heartbeat import consumer_protocol_enabled
 from broker.handlers.describe_groups import GROUP_OPERATIONS
 from broker.registry import error_response, handler
-from coordination.group.consumer import DescribedPartitions
+from coordination.group.consumer_describe import DescribedPartitions
 from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode

@@ -49,6 +49,7 @@ from coordination.group.assignors import (
     assignor_named,
 )
 from coordination.group.config import GroupConfig
+from coordination.group.consumer_describe import DescribedGroup, describe_group
 from coordination.group.consumer_group import (
     EMPTY_PARTITIONS,
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -75,9 +76,10 @@ from coordination.group.consumer_records import (
     TopicInfo,
     encode,
 )
-from coordination.group.metadata import GroupMetadata, GroupState, TokenTimer
+from coordination.group.metadata import GroupMetadata, GroupState
 from coordination.group.offsets import write_error
 from coordination.group.records import group_metadata_key
+from coordination.group.timers import DeadlineTimers
 from coordination.metadata.view import INTERNAL_TOPICS, ClusterView
 from coordination.runtime.runtime import Record, ShardContext
 from protocol.error_codes import ErrorCode
@@ -165,50 +167,6 @@ HeartbeatCallback = Callable[[HeartbeatResult], None]
 Done = Callable[[ErrorCode | None], None]
 
 
-@dataclass(frozen=True, slots=True)
-class DescribedPartitions:
-    topic_id: uuid.UUID
-    topic_name: str
-    partitions: tuple[int, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class DescribedMember:
-    member_id: str
-    instance_id: str | None
-    rack_id: str | None
-    member_epoch: int
-    client_id: str
-    client_host: str
-    subscribed_topic_names: tuple[str, ...]
-    subscribed_topic_regex: str | None
-    assignment: tuple[DescribedPartitions, ...]
-    target_assignment: tuple[DescribedPartitions, ...]
-    #: KIP-1099: 0 classic, 1 consumer
-    member_type: int
-
-
-@dataclass(frozen=True, slots=True)
-class DescribedGroup:
-    error: ErrorCode
-    message: str | None
-    group_id: str
-    state: str = ""
-    group_epoch: int = 0
-    assignment_epoch: int = 0
-    assignor: str = ""
-    members: tuple[DescribedMember, ...] = ()
-
-
-@dataclass(slots=True)
-class _Deadline:
-    """A member's timer whose deadline moves without re-arming it (see ``_set_deadline``)."""
-
-    deadline_ms: int
-    fn: Callable[[], None]
-    timer: TokenTimer | None = None
-
-
 class ConsumerGroupManager:
     """The consumer groups of one ``__consumer_offsets`` partition. ``groups`` is the shard's
     map of consumer groups, ``classic_groups`` its classic ones (a group id is in one map at
@@ -238,7 +196,8 @@ class ConsumerGroupManager:
         self._in_flight: set[str] = set()
         #: group id -> operations waiting for its write, each with how to refuse it
         self._queued: dict[str, deque[tuple[Callable[[], None], Callable[[ErrorCode], None]]]] = {}
-        self._deadlines: dict[tuple[str, str, str], _Deadline] = {}
+        #: (group id, member id, kind) -> deadline: "session", "rebalance", "join", "sync"
+        self.timers: DeadlineTimers[tuple[str, str, str]] = DeadlineTimers(context)
         self.assignors: dict[str, PartitionAssignor] = {}
         for name in config.consumer_assignors:
             assignor = assignor_named(name)
@@ -366,55 +325,23 @@ class ConsumerGroupManager:
     def set_deadline(
         self, key: tuple[str, str, str], delay_ms: int, fn: Callable[[], None]
     ) -> None:
-        """``fn`` runs ``delay_ms`` from now unless the deadline moves or is cancelled. Moving a
-        deadline later re-arms nothing: the timer, when it fires early, waits the rest."""
-        deadline = self.context.monotonic_ms() + max(delay_ms, 0)
-        d = self._deadlines.get(key)
-        if d is not None and d.timer is not None and d.timer.due_ms <= deadline:
-            d.deadline_ms = deadline
-            d.fn = fn
-            return
-        if d is not None and d.timer is not None:
-            d.timer.cancel()
-        d = _Deadline(deadline, fn)
-        self._deadlines[key] = d
-        self._arm(key, d, delay_ms)
-
-    def _arm(self, key: tuple[str, str, str], d: _Deadline, delay_ms: int) -> None:
-        token = TokenTimer(self.context.monotonic_ms() + max(delay_ms, 0))
-
-        def fire() -> None:
-            if self._deadlines.get(key) is not d or d.timer is not token:
-                return
-            remaining = d.deadline_ms - self.context.monotonic_ms()
-            if remaining > 0:
-                self._arm(key, d, remaining)
-                return
-            del self._deadlines[key]
-            d.fn()
-
-        d.timer = token
-        token.timer = self.context.schedule(delay_ms, fire)
+        self.timers.set(key, delay_ms, fn)
 
     def cancel(self, key: tuple[str, str, str]) -> None:
-        d = self._deadlines.pop(key, None)
-        if d is not None and d.timer is not None:
-            d.timer.cancel()
+        self.timers.cancel(key)
 
     def has_deadline(self, key: tuple[str, str, str]) -> bool:
-        return key in self._deadlines
+        return key in self.timers
 
     def cancel_member_timers(self, group_id: str, member_id: str) -> None:
         for kind in ("session", "rebalance", "join", "sync"):
-            self.cancel((group_id, member_id, kind))
+            self.timers.cancel((group_id, member_id, kind))
 
     def cancel_group_timers(self, group_id: str) -> None:
-        for key in [k for k in self._deadlines if k[0] == group_id]:
-            self.cancel(key)
+        self.timers.cancel_where(lambda key: key[0] == group_id)
 
     def cancel_all_timers(self) -> None:
-        for key in list(self._deadlines):
-            self.cancel(key)
+        self.timers.cancel_where(lambda key: True)
 
     def schedule_session_timeout(
         self, group_id: str, member_id: str, timeout_ms: int | None = None
@@ -1259,54 +1186,17 @@ class ConsumerGroupManager:
         if group is None:
             message = (
                 f"Group {group_id} is not a consumer group."
-                if self._classic_group_exists(group_id)
+                if group_id in self.classic_groups
                 else f"Group {group_id} not found."
             )
             return DescribedGroup(ErrorCode.GROUP_ID_NOT_FOUND, message, group_id)
-        view = self.cluster()
-
-        def parts(assignment: Partitions) -> tuple[DescribedPartitions, ...]:
-            out = []
-            for topic_id, p in assignment.items():
-                topic = view.topics_by_id.get(topic_id)
-                if topic is not None:
-                    out.append(DescribedPartitions(topic_id, topic.name, tuple(sorted(p))))
-            return tuple(sorted(out, key=lambda d: d.topic_name))
-
-        members = tuple(
-            DescribedMember(
-                member_id=m.member_id,
-                instance_id=m.instance_id,
-                rack_id=m.rack_id,
-                member_epoch=m.member_epoch,
-                client_id=m.client_id,
-                client_host=m.client_host,
-                subscribed_topic_names=tuple(sorted(m.subscribed_topic_names)),
-                subscribed_topic_regex=m.subscribed_topic_regex,
-                assignment=parts(m.assigned),
-                target_assignment=parts(group.target_assignment.get(m.member_id, EMPTY_PARTITIONS)),
-                member_type=0 if m.uses_classic_protocol else 1,
-            )
-            for m in group.members.values()
-        )
-        preferred = group.preferred_assignor()
-        return DescribedGroup(
-            ErrorCode.NONE,
-            None,
-            group_id,
-            group.state.value,
-            group.group_epoch,
-            group.target_assignment_epoch,
-            preferred if preferred is not None else self.default_assignor.name,
-            members,
-        )
+        return describe_group(group, self.cluster(), self.default_assignor.name)
 
 
 __all__ = [
     "ClassicTombstone",
     "ConsumerGroupManager",
     "ConsumerGroupState",
-    "DescribedGroup",
     "GroupError",
     "GroupRecord",
     "HeartbeatRequest",

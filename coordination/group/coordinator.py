@@ -27,12 +27,12 @@ from coordination.group.config import (
     partition_for,
 )
 from coordination.group.consumer import (
-    DescribedGroup,
     GroupError,
     HeartbeatCallback,
     HeartbeatRequest,
     HeartbeatResult,
 )
+from coordination.group.consumer_describe import DescribedGroup
 from coordination.group.metadata import (
     GroupMetadata,
     JoinCallback,
