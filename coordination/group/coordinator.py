@@ -95,8 +95,11 @@ class GroupCoordinator:
         self._cleanup_timer: Timer | None = None
         #: the metadata the consumer groups subscribe against
         self.cluster = cluster
-        #: grows whenever topics are created (consumer groups resolve their regexes again)
-        self._topics_version = 0
+        #: when topics were last created, in wall-clock ms (consumer groups resolve their regexes
+        #: again when theirs are older; it starts at start-up, as topics may have been created
+        #: while this broker was away, and the resolutions in the log come from before)
+        self._clock = clock
+        self._topics_version = clock()
         self.runtime: CoordinatorRuntime[GroupCoordinatorShard] = CoordinatorRuntime(
             "group", self._new_shard, coordinator_log, scheduler, clock=clock
         )
@@ -119,7 +122,7 @@ class GroupCoordinator:
         if not changed:
             return
         if created:
-            self._topics_version += 1
+            self._topics_version = max(self._topics_version + 1, self._clock())
         for shard, lock in self.runtime.loaded_shards():
             with lock:
                 shard.consumer.on_topics_changed(changed)
