@@ -2,6 +2,10 @@
 (subscriptions, current and target assignments). A group that does not exist, or is a classic
 group, answers GROUP_ID_NOT_FOUND; v1 adds each member's type (KIP-1099: 0 classic protocol,
 1 consumer protocol).
+
+Authorization as Kafka's ``KafkaApis``: DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED), and
+on every topic its members subscribe to or are assigned (TOPIC_AUTHORIZATION_FAILED for the
+group otherwise: a principal sees no topic it may not describe).
 """
 
 from __future__ import annotations
@@ -9,7 +13,6 @@ from __future__ import annotations
 from broker.dispatch import RequestContext
 from broker.handlers._groups import coordinator
 from broker.handlers.consumer_group_heartbeat import consumer_protocol_enabled
-from broker.handlers.describe_groups import GROUP_OPERATIONS
 from broker.registry import error_response, handler
 from coordination.group.consumer_describe import DescribedPartitions
 from protocol.acl import AclOperation, ResourceType
@@ -40,10 +43,33 @@ def _assignment(parts: tuple[DescribedPartitions, ...]) -> Assignment:
 def _describe(ctx: RequestContext, group_id: str, include_ops: bool) -> DescribedGroup:
     if not group_id:
         return DescribedGroup(
-            error_code=ErrorCode.INVALID_GROUP_ID, group_id=group_id, group_state="",
-            assignor_name="", members=[],
-        )  # fmt: skip
+            error_code=ErrorCode.INVALID_GROUP_ID,
+            group_id=group_id,
+            group_state="",
+            assignor_name="",
+            members=[],
+        )
+    if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+        return DescribedGroup(
+            error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED,
+            group_id=group_id,
+            group_state="",
+            assignor_name="",
+            members=[],
+        )
     g = coordinator(ctx).consumer_group_describe(group_id)
+    topics = {t for m in g.members for t in m.subscribed_topic_names}
+    topics |= {p.topic_name for m in g.members for p in (*m.assignment, *m.target_assignment)}
+    if not all(ctx.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC, t) for t in topics):
+        return DescribedGroup(
+            error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+            error_message="The described group uses topics that the client is not authorized "
+            "to describe.",
+            group_id=group_id,
+            group_state="",
+            assignor_name="",
+            members=[],
+        )
     ok = g.error == ErrorCode.NONE
     return DescribedGroup(
         error_code=g.error,
@@ -69,7 +95,7 @@ def _describe(ctx: RequestContext, group_id: str, include_ops: bool) -> Describe
             )
             for m in g.members
         ],
-        authorized_operations=GROUP_OPERATIONS
+        authorized_operations=ctx.authorized_operations(ResourceType.GROUP, group_id)
         if include_ops and ok
         else AUTHORIZED_OPERATIONS_OMITTED,
     )

@@ -6,6 +6,10 @@ v0: an empty member id on join gets one from the coordinator; v1 (KIP-1082) requ
 to bring its own, and adds ``subscribed_topic_regex``. Served only while
 ``group.coordinator.rebalance.protocols`` includes ``consumer`` (UNSUPPORTED_VERSION otherwise,
 and ApiVersions does not list it).
+
+Authorization as Kafka's ``KafkaApis``: READ on the group (GROUP_AUTHORIZATION_FAILED), DESCRIBE
+on every subscribed topic name (TOPIC_AUTHORIZATION_FAILED); a regular expression resolves only
+to topics the member's principal may DESCRIBE.
 """
 
 from __future__ import annotations
@@ -64,6 +68,12 @@ def handle_consumer_group_heartbeat(
                 "The consumer group protocol is disabled (group.coordinator.rebalance.protocols)",
             )
         )
+    ctx.require(AclOperation.READ, ResourceType.GROUP, request.group_id)
+    names = request.subscribed_topic_names
+    if names and not all(
+        ctx.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC, t) for t in names
+    ):
+        return _response(HeartbeatResult(ErrorCode.TOPIC_AUTHORIZATION_FAILED))
     owned: dict[uuid.UUID, frozenset[int]] | None = None
     if request.topic_partitions is not None:
         owned = {}
@@ -85,6 +95,11 @@ def handle_consumer_group_heartbeat(
             client_id=ctx.client_id,
             client_host=client_host(ctx),
             api_version=ctx.api_version,
+            may_describe=None
+            if ctx.services.authorizer is None
+            else lambda topic: ctx.authorize(
+                AclOperation.DESCRIBE, ResourceType.TOPIC, topic, log_denied=False
+            ),
         ),
         answer,
     )

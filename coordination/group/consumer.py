@@ -150,6 +150,8 @@ class HeartbeatRequest:
     client_id: str
     client_host: str
     api_version: int
+    #: whether the member's principal may DESCRIBE a topic (regex resolution); None: all
+    may_describe: Callable[[str], bool] | None = None
 
 
 @dataclass(slots=True)
@@ -436,14 +438,19 @@ class ConsumerGroupManager:
                 out[name] = TopicInfo(topic.topic_id, name, len(topic.partitions))
         return out
 
-    def resolve_regex(self, regex: str) -> ResolvedRegex:
-        """The topics ``regex`` matches (whole names, RE2 syntax; internal topics excluded)."""
+    def resolve_regex(
+        self, regex: str, may_describe: Callable[[str], bool] | None = None
+    ) -> ResolvedRegex:
+        """The topics ``regex`` matches (whole names, RE2 syntax; internal topics excluded),
+        of those ``may_describe`` allows."""
         pattern = compile_regex(regex)
         view = self.cluster()
         topics = frozenset(
             name
             for name in view.topics
-            if name not in INTERNAL_TOPICS and pattern.fullmatch(name) is not None
+            if name not in INTERNAL_TOPICS
+            and pattern.fullmatch(name) is not None
+            and (may_describe is None or may_describe(name))
         )
         return ResolvedRegex(topics, self.topics_version(), self.context.now_ms())
 
@@ -672,7 +679,7 @@ class ConsumerGroupManager:
             client_host=r.client_host,
             classic=None,
         )
-        updated = self.update_member(group, member, updated, r.owned, records)
+        updated = self.update_member(group, member, updated, r.owned, records, r.may_describe)
         self.write(
             group.group_id,
             records,
@@ -686,6 +693,7 @@ class ConsumerGroupManager:
         updated: ConsumerGroupMember,
         owned: Partitions | None,
         records: list[GroupRecord],
+        may_describe: Callable[[str], bool] | None = None,
     ) -> ConsumerGroupMember:
         """Steps 1-3 of a heartbeat (or a classic member's JoinGroup) for ``updated``, the
         member with its new subscription: records its subscription, bumps the group epoch and
@@ -700,7 +708,9 @@ class ConsumerGroupManager:
             )
             if not updated.same_subscription(member):
                 bump = True
-        regex_bump, resolved = self._maybe_update_regexes(group, member, updated, records)
+        regex_bump, resolved = self._maybe_update_regexes(
+            group, member, updated, records, may_describe
+        )
         bump |= regex_bump
         group_epoch = group.group_epoch
         metadata = group.subscription_metadata
@@ -770,6 +780,7 @@ class ConsumerGroupManager:
         member: ConsumerGroupMember,
         updated: ConsumerGroupMember,
         records: list[GroupRecord],
+        may_describe: Callable[[str], bool] | None = None,
     ) -> tuple[bool, dict[str, ResolvedRegex | None]]:
         """Kafka's ``maybeUpdateRegularExpressions``, resolving at once: a regex no member used
         before is resolved now; the group's regexes are resolved again when topics were created
@@ -809,7 +820,7 @@ class ConsumerGroupManager:
             todo = set(counts) if stale and now > last + REGEX_REFRESH_INTERVAL_MS else fresh
             for regex in sorted(todo):
                 try:
-                    result = self.resolve_regex(regex)
+                    result = self.resolve_regex(regex, may_describe)
                 except GroupError:
                     log.error("[GroupId %s] cannot resolve regular expression %r", gid, regex)
                     continue
