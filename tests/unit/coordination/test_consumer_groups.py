@@ -769,3 +769,16 @@ def test_operations_on_a_group_wait_for_its_write_and_are_refused_on_unload() ->
     h.gc.unload(0)  # leadership moves before c's write commits
     log.commit_all()
     assert [r.error for r in answers[2:]] == [E.NOT_COORDINATOR, E.NOT_COORDINATOR]
+
+
+def test_members_choose_the_server_assignor() -> None:
+    h = Harness()
+    h.load()
+    t = topic("t", 4)
+    h.topics(t)
+    r = h.heartbeat(member_id="b", subscribed_topic_names=["t"], server_assignor="range")
+    r2 = h.heartbeat(member_id="a", subscribed_topic_names=["t"], server_assignor="range")
+    assert r.error == r2.error == E.NONE
+    assert h.gc.consumer_group_describe("g").assignor == "range"
+    targets = {m: sorted(p[t.topic_id]) for m, p in h.group().target_assignment.items()}
+    assert targets == {"a": [0, 1], "b": [2, 3]}  # ranges in member id order
