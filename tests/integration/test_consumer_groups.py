@@ -175,7 +175,13 @@ def test_group_survives_broker_restarts(tmp_path: Path, workers: list[Worker]) -
     """Members keep their member ids, epochs and partitions across a clean restart and a
     SIGKILL of the broker: the coordinator reloads the group from __consumer_offsets."""
     port = free_port()
-    settings = dict(SETTINGS, listeners=f"PLAINTEXT://127.0.0.1:{port}")
+    # Kafka's default session: a member's client may take up to reconnect.backoff.max.ms
+    # (10 s in librdkafka) to reach the restarted broker, and must not be fenced meanwhile
+    settings = dict(
+        SETTINGS,
+        listeners=f"PLAINTEXT://127.0.0.1:{port}",
+        **{"group.consumer.session.timeout.ms": "45000"},
+    )
     broker = BrokerProcess(tmp_path / "data", settings).start()
     try:
         topic, group = "restarts", "survivor"

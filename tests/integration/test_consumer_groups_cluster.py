@@ -35,8 +35,9 @@ from tests.support.waiting import wait_for
 pytestmark = pytest.mark.zookeeper
 
 SETTINGS = {
-    "group.consumer.min.session.timeout.ms": "6000",
-    "group.consumer.session.timeout.ms": "10000",
+    # Kafka's default session: a member's client may take up to reconnect.backoff.max.ms
+    # (10 s in librdkafka) to reach the new coordinator, and must not be fenced meanwhile
+    "group.consumer.session.timeout.ms": "45000",
     "group.consumer.min.heartbeat.interval.ms": "500",
     "group.consumer.heartbeat.interval.ms": "1000",
     "replica.lag.time.max.ms": "5000",
