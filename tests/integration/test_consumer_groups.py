@@ -207,7 +207,7 @@ def test_group_survives_broker_restarts(tmp_path: Path, workers: list[Worker]) -
             # the same members, none fenced: the group was restored, not rebuilt
             assert {m.member_id for m in after.members} == set(members), how
             assert after.group_epoch == before.group_epoch, how
-            assert f"loaded consumer group {group} with 3 member(s)" in broker.log()
+            broker.wait_for_log(f"loaded consumer group {group} with 3 member(s)")
             time.sleep(3)  # the members go on consuming before the next one
         wait_all_processed(tmp_path, workers, 30_000, timeout=240)
         for w in workers:
@@ -331,5 +331,5 @@ def test_classic_members_and_an_online_upgrade_and_downgrade(
         assert {v for *_, v in parsed.records} == set(range(count))
         assert group_log.overlaps(parsed) == []
         assert group_log.bad_resumptions(parsed) == []
-        assert "upgrading the classic group" in broker.log()
-        assert "downgraded the consumer group to a classic group" in broker.log()
+        broker.wait_for_log("upgrading the classic group")
+        broker.wait_for_log("downgraded the consumer group to a classic group")

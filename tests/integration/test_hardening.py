@@ -60,7 +60,7 @@ def test_size_prefixes_alone_pin_no_frames_and_time_out(fresh_broker):
         trickler.sendall(b"\x00")
         time.sleep(0.5)
     assert all(is_closed(s, timeout=10) for s in [*socks, trickler])
-    assert "request.receive.timeout.ms" in broker.log()
+    broker.wait_for_log("request.receive.timeout.ms")
     assert served(broker.bootstrap)
 
 
@@ -177,7 +177,7 @@ def test_connection_limits_refuse_cleanly(fresh_broker):
             pass
         assert time.monotonic() < deadline
         time.sleep(0.1)
-    assert "max.connections.per.ip reached" in broker.log()
+    broker.wait_for_log("max.connections.per.ip reached")
 
 
 def test_at_max_connections_the_next_client_waits_until_one_closes(fresh_broker):

@@ -422,7 +422,7 @@ def test_a_stalled_follower_leaves_the_isr_and_rejoins(cluster: ProcessCluster) 
     finally:
         os.kill(cluster.brokers[follower].pid, signal.SIGCONT)
     wait_full_isr(cluster, "stall", 1)
-    assert "proposing ISR" in cluster.brokers[leader].log()
+    cluster.brokers[leader].wait_for_log("proposing ISR")
     wait_for(lambda: replicas_identical(cluster, "stall", 1), "replicas identical")
 
 
@@ -463,7 +463,7 @@ def test_records_only_the_old_leader_had_are_truncated_away(cluster: ProcessClus
     assert values[-5:] == [b"new-%d" % i for i in range(5)]
     survived = values[5:-5]
     assert survived == [b"lost-%d" % i for i in range(len(survived))] and len(survived) < 5
-    assert f"truncating to {5 + len(survived)}" in cluster.brokers[old].log()
+    cluster.brokers[old].wait_for_log(f"truncating to {5 + len(survived)}")
 
 
 def read_all_bytes(boot: str, topic: str) -> list[tuple[int, bytes]]:
