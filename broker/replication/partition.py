@@ -232,6 +232,9 @@ class Partition:
         self.replicas: tuple[int, ...] = ()
         self.isr: tuple[int, ...] = ()
         self.replicated = False
+        #: the leader epoch at which this broker last took the leadership (kept across epoch
+        #: bumps while it stays leader): an acks=all produce appended under it may be answered
+        self.leadership_epoch = -1
         with self._lock:
             self._apply_state(state, force=True)
 
@@ -247,22 +250,27 @@ class Partition:
         those that were waiting on a leader this broker no longer is complete (and answer
         NOT_LEADER_OR_FOLLOWER)."""
         with self._lock:
-            changed = self._apply_state(state)
+            changed, due = self._apply_state(state)
             failed = self._take_waiters_if_not_leader()
         self._run_waiters(failed, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        self._run_waiters(due, None)
         if changed:
             self._wake()
 
-    def _apply_state(self, state: PartitionState, *, force: bool = False) -> bool:
-        """Under the lock; returns whether leadership, epoch, ISR or replicas changed."""
+    def _apply_state(
+        self, state: PartitionState, *, force: bool = False
+    ) -> tuple[bool, list[CommitCallback]]:
+        """Under the lock; returns whether leadership, epoch, ISR or replicas changed, and the
+        commit callbacks a high-watermark move made due."""
+        due: list[CommitCallback] = []
         if not force:
             if state.leader_epoch < self.leader_epoch:
-                return False
+                return False, due
             if (
                 state.leader_epoch == self.leader_epoch
                 and state.partition_epoch < self.partition_epoch
             ):
-                return False
+                return False, due
         was_leader, old_epoch = self.is_leader, self.leader_epoch
         old_isr, old_replicas = self.isr, self.replicas
         self.state = state
@@ -279,8 +287,12 @@ class Partition:
             self.pending_isr = None
         plog = self.log
         if self.is_leader:
+            if force or not was_leader:
+                # leadership taken (not kept across an epoch bump): what was appended before
+                # may have been truncated away meanwhile
+                self.leadership_epoch = state.leader_epoch
             if force or not was_leader or old_epoch != state.leader_epoch:
-                self._make_leader()
+                self._make_leader(new_leader=force or not was_leader)
             elif old_replicas != self.replicas:
                 self._reset_followers(keep=True)
             if not self.replicated:
@@ -288,7 +300,7 @@ class Partition:
                 plog.update_high_watermark(plog.log_end_offset)
             else:
                 plog.high_watermark_follows_log_end = False
-                self._maybe_increment_high_watermark()
+                due = self._maybe_increment_high_watermark()
         else:
             plog.high_watermark_follows_log_end = False
             self.followers = {}
@@ -300,29 +312,39 @@ class Partition:
             or old_epoch != self.leader_epoch
             or old_isr != self.isr
             or old_replicas != self.replicas
-        )
+        ), due
 
-    def _make_leader(self) -> None:
-        """Under the lock: this broker leads the partition at a new leader epoch."""
+    def _make_leader(self, *, new_leader: bool) -> None:
+        """Under the lock: this broker leads the partition at a new leader epoch (Kafka's
+        ``makeLeader``): the epoch begins at the log end; the followers' caught-up times start
+        over (the ISR's members count as caught up now, so none is removed before it could
+        fetch), and a new leader forgets their log ends, which it never saw."""
         plog = self.log
         if self.replicated and self.leader_epoch >= 0:
             plog.assign_epoch_start_offset(self.leader_epoch)
         start = plog.epoch_start_offset(self.leader_epoch)
         self._epoch_start_offset = plog.log_end_offset if start is None else start
-        self._reset_followers(keep=False)
-        self._marks.clear()
+        self._reset_followers(keep=not new_leader, reset_times=True)
+        if new_leader:
+            self._marks.clear()
         self.pending_isr = None
 
-    def _reset_followers(self, *, keep: bool) -> None:
-        """One FollowerState per other replica; a new leader counts the ISR's members as caught
-        up now (Kafka's ``resetReplicaState``), so none is removed before it could fetch."""
+    def _reset_followers(self, *, keep: bool, reset_times: bool = False) -> None:
+        """One FollowerState per other replica (Kafka's ``resetReplicaState``): with ``keep``,
+        the known ones keep their log ends."""
         now = self.clock()
         followers = {}
         for r in self.replicas:
             if r == self.broker_id:
                 continue
             old = self.followers.get(r) if keep else None
-            followers[r] = old or FollowerState(r, last_caught_up_ms=now if r in self.isr else 0)
+            if old is None:
+                old = FollowerState(r, last_caught_up_ms=now if r in self.isr else 0)
+            elif reset_times:
+                old.last_caught_up_ms = now if r in self.isr else 0
+                old.last_fetch_ms = 0
+                old.last_fetch_leader_log_end = -1
+            followers[r] = old
         self.followers = followers
 
     def close(self) -> None:
@@ -580,13 +602,16 @@ class Partition:
         callback(error)
 
     def check_enough_replicas_reach_offset(
-        self, required_offset: int, leader_epoch: int
+        self, required_offset: int, leadership_epoch: int
     ) -> ErrorCode | None:
-        """For an ``acks=all`` produce appended at ``leader_epoch`` (Kafka's
-        ``checkEnoughReplicasReachOffset``): None while the high watermark is below
-        ``required_offset``; then NONE, or NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank
-        below ``min.insync.replicas`` meanwhile. NOT_LEADER_OR_FOLLOWER once leadership moved."""
-        if not self.is_leader or self.leader_epoch != leader_epoch:
+        """For an ``acks=all`` produce appended while this broker led since
+        ``leadership_epoch`` (Kafka's ``checkEnoughReplicasReachOffset``): None while the high
+        watermark is below ``required_offset``; then NONE, or NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        when the ISR shrank below ``min.insync.replicas`` meanwhile. NOT_LEADER_OR_FOLLOWER once
+        leadership moved away (even if it came back: the records may have been truncated). A
+        leader epoch bump while this broker stays leader (the controller removing a dead
+        follower) does not fail it."""
+        if not self.is_leader or self.leadership_epoch != leadership_epoch:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
         if self.log.high_watermark < required_offset:
             return None

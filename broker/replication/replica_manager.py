@@ -494,7 +494,7 @@ class ReplicaManager:
             return AppendResult(self.missing_partition_error(topic, partition))
         if part.offline:
             return AppendResult(ErrorCode.KAFKA_STORAGE_ERROR, None, _OFFLINE_MESSAGE)
-        epoch = part.leader_epoch
+        epoch = part.leadership_epoch
         try:
             info = part.append_records_to_leader(
                 records, api_version=api_version, now_ms=now_ms, required_acks=required_acks

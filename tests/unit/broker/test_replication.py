@@ -128,11 +128,12 @@ def test_the_high_watermark_is_the_isrs_lowest_log_end(manager: LogManager) -> N
 def test_acks_all_waits_for_the_isr_and_refuses_below_min_insync(manager: LogManager) -> None:
     part, isr, clock = partition(manager)
     end = append(part, 2, acks=-1)
-    assert part.check_enough_replicas_reach_offset(end, part.leader_epoch) is None
+    taken = part.leadership_epoch
+    assert part.check_enough_replicas_reach_offset(end, taken) is None
     follower_fetch(part, 2, end)
     follower_fetch(part, 3, end)
-    assert part.check_enough_replicas_reach_offset(end, part.leader_epoch) == ErrorCode.NONE
-    assert part.check_enough_replicas_reach_offset(end, part.leader_epoch - 1) == (
+    assert part.check_enough_replicas_reach_offset(end, taken) == ErrorCode.NONE
+    assert part.check_enough_replicas_reach_offset(end, taken - 1) == (
         ErrorCode.NOT_LEADER_OR_FOLLOWER
     )
     # replicas 2 and 3 fall behind: proposed out, then written out
@@ -144,7 +145,7 @@ def test_acks_all_waits_for_the_isr_and_refuses_below_min_insync(manager: LogMan
     isr.write_last()
     assert part.isr == (1,)
     assert part.high_watermark == end  # the leader alone is the ISR now
-    assert part.check_enough_replicas_reach_offset(end, part.leader_epoch) == (
+    assert part.check_enough_replicas_reach_offset(end, taken) == (
         ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
     )
     with pytest.raises(Exception) as refused:
@@ -246,3 +247,33 @@ def test_truncation_offsets(manager: LogManager) -> None:
     assert truncation_offset(plog, -1, -1) == (min(plog.high_watermark, 6), True)
     # the leader has epoch 2 ending later than ours: keep ours
     assert truncation_offset(plog, 2, 10) == (3, True)
+
+
+def test_acks_all_survives_an_epoch_bump_but_not_a_lost_leadership(manager: LogManager) -> None:
+    part, _, _ = partition(manager)
+    taken = part.leadership_epoch
+    end = append(part, 2, acks=-1)
+    # the controller removes a dead follower: a new leader epoch, the same leader
+    part.update_state(PartitionState(0, 1, part.leader_epoch + 1, (1, 2, 3), (1, 2), 11))
+    assert part.leadership_epoch == taken
+    follower_fetch(part, 2, end)
+    assert part.check_enough_replicas_reach_offset(end, taken) == ErrorCode.NONE
+    # leadership lost and taken back: the old append's answer is NOT_LEADER_OR_FOLLOWER
+    part.update_state(PartitionState(0, 2, part.leader_epoch + 1, (1, 2, 3), (2, 1), 12))
+    part.update_state(PartitionState(0, 1, part.leader_epoch + 1, (1, 2, 3), (1, 2), 13))
+    assert part.leadership_epoch != taken
+    assert part.check_enough_replicas_reach_offset(end, taken) == (ErrorCode.NOT_LEADER_OR_FOLLOWER)
+
+
+def test_commit_callbacks_due_when_the_isr_shrinks_by_the_controller(
+    manager: LogManager,
+) -> None:
+    part, _, _ = partition(manager)
+    results: list[ErrorCode | None] = []
+    end = append(part, 2)
+    follower_fetch(part, 2, end)
+    part.when_committed(end, results.append)
+    assert results == []  # replica 3 has not fetched
+    # replica 3 dies: the controller writes the ISR without it (and a new epoch)
+    part.update_state(PartitionState(0, 1, part.leader_epoch + 1, (1, 2, 3), (1, 2), 11))
+    assert results == [None]
