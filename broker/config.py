@@ -210,8 +210,13 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in [
     _k("zookeeper.session.timeout.ms", "int", 18000),
     _k("zookeeper.connection.timeout.ms", "int", None),
     _k("zookeeper.max.in.flight.requests", "int", 10, implemented=False),
-    _k("controlled.shutdown.enable", "boolean", True, implemented=False),
-    _k("auto.leader.rebalance.enable", "boolean", True, implemented=False),
+    _k("controlled.shutdown.enable", "boolean", True, "Cluster mode: on SIGTERM the broker asks the controller to move the leadership of its partitions to other in-sync replicas (ControlledShutdown) before it stops."),
+    _k("controlled.shutdown.max.retries", "int", 3, "Controlled shutdown requests sent before the broker stops anyway."),
+    _k("controlled.shutdown.retry.backoff.ms", "long", 5000, "Wait between controlled shutdown requests."),
+    _k("controller.socket.timeout.ms", "int", 30000, "How long a controlled shutdown request waits for the controller's answer."),
+    _k("auto.leader.rebalance.enable", "boolean", True, "Cluster mode: the controller moves leadership back to each partition's preferred (first) replica when it is alive and in the ISR, for brokers above leader.imbalance.per.broker.percentage."),
+    _k("leader.imbalance.check.interval.seconds", "long", 300, "How often the controller checks the preferred leaders."),
+    _k("leader.imbalance.per.broker.percentage", "int", 10, "Share (percent) of a broker's preferred partitions led elsewhere above which the controller elects the preferred leaders."),
     _k("replica.lag.time.max.ms", "long", 30000, "A follower that has not caught up with the leader's log end for this long leaves the ISR."),
     _k("replica.fetch.max.bytes", "int", 1048576, "Bytes a follower asks per partition in one fetch."),
     _k("replica.fetch.response.max.bytes", "int", 10485760, "Bytes a follower asks for in one fetch, over all its partitions."),
@@ -591,6 +596,8 @@ class BrokerConfig:
             raise ConfigError("num.network.threads must be >= 1")
         if self["message.max.bytes"] < 0:
             raise ConfigError("message.max.bytes must be >= 0")
+        if self["leader.imbalance.check.interval.seconds"] < 1:
+            raise ConfigError("leader.imbalance.check.interval.seconds must be >= 1")
         listeners = self.listeners
         if not listeners:
             raise ConfigError("listeners is empty")
@@ -872,6 +879,9 @@ class ZooKeeperConfig:
     session_timeout_ms: int
     connection_timeout_ms: int | None
     unclean_leader_election_enable: bool
+    auto_leader_rebalance_enable: bool = True
+    leader_imbalance_check_interval_s: float = 300.0
+    leader_imbalance_per_broker_percentage: int = 10
 
     @classmethod
     def from_broker(cls, config: BrokerConfig) -> ZooKeeperConfig:
@@ -881,6 +891,13 @@ class ZooKeeperConfig:
             session_timeout_ms=int(config["zookeeper.session.timeout.ms"]),
             connection_timeout_ms=int(timeout) if timeout is not None else None,
             unclean_leader_election_enable=bool(config["unclean.leader.election.enable"]),
+            auto_leader_rebalance_enable=bool(config["auto.leader.rebalance.enable"]),
+            leader_imbalance_check_interval_s=float(
+                config["leader.imbalance.check.interval.seconds"]
+            ),
+            leader_imbalance_per_broker_percentage=int(
+                config["leader.imbalance.per.broker.percentage"]
+            ),
         )
 
 

@@ -26,6 +26,8 @@ import time
 
 from broker.admin import TopicAdmin
 from broker.config import BrokerConfig, ConfigError, Listener, NetworkConfig, ZooKeeperConfig
+from broker.controlled_shutdown import ControlledShutdownConfig, controlled_shutdown
+from broker.controller_metrics import controller_metrics
 from broker.coordinators.groups import GroupService, group_config, offsets_topic_spec
 from broker.coordinators.internal_topic import InternalTopicCoordinator
 from broker.coordinators.markers import TransactionMarkerChannel
@@ -179,6 +181,7 @@ class Broker:
         )
         # log recovery may take long: off the main loop, which answers /health and /ready
         await asyncio.to_thread(replica_manager.startup)
+        self.metrics.add(lambda: controller_metrics(metadata))
         self._add_reconfigurables(dynamic, replica_manager, log_manager)
         dynamic.follow(metadata)
         self.admin = admin = TopicAdmin(config, metadata)
@@ -521,6 +524,9 @@ class Broker:
                 stored_cluster_id=self._stored_cluster_id(),
                 security_protocol_map=self.config.security_protocol_map,
                 unclean_leader_election_enable=zk.unclean_leader_election_enable,
+                auto_leader_rebalance_enable=zk.auto_leader_rebalance_enable,
+                leader_imbalance_check_interval_s=zk.leader_imbalance_check_interval_s,
+                leader_imbalance_per_broker_percentage=zk.leader_imbalance_per_broker_percentage,
             )
         path = self.config.log_dirs[0] / EMBEDDED_METADATA_FILE
         return EmbeddedMetadataStore(
@@ -548,6 +554,8 @@ class Broker:
             return
         self._stopping = True
         log.info("Odradek broker %d shutting down", self.broker_id)
+        # while this broker still serves: its partitions' leadership moves to other replicas
+        await self._controlled_shutdown()
         if self.acceptor is not None:
             self.acceptor.close()
         if self._metrics_server is not None:
@@ -570,6 +578,33 @@ class Broker:
             log.info("Odradek broker %d stopped cleanly", self.broker_id)
         else:
             log.info("Odradek broker %d stopped (it had not finished starting)", self.broker_id)
+
+    async def _controlled_shutdown(self) -> None:
+        """Cluster mode with ``controlled.shutdown.enable``: stops the replica fetchers, then
+        asks the controller to move this broker's leadership to other in-sync replicas
+        (:mod:`broker.controlled_shutdown`), as Kafka's brokers do before they stop."""
+        config = self.config
+        rm, metadata = self.replica_manager, self.metadata
+        if (
+            not self.started.is_set()
+            or not config["controlled.shutdown.enable"]
+            or not config["zookeeper.connect"]
+            or rm is None
+            or metadata is None
+        ):
+            return
+        settings = ControlledShutdownConfig(
+            broker_id=self.broker_id,
+            max_retries=int(config["controlled.shutdown.max.retries"]),
+            retry_backoff_ms=int(config["controlled.shutdown.retry.backoff.ms"]),
+            socket_timeout_ms=int(config["controller.socket.timeout.ms"]),
+            inter_broker_listener=config["inter.broker.listener.name"],
+        )
+        try:
+            await asyncio.to_thread(rm.stop_fetchers)
+            await asyncio.to_thread(controlled_shutdown, settings, metadata)
+        except Exception:
+            log.exception("controlled shutdown failed; stopping anyway")
 
     async def _drain_in_flight(self, timeout_s: float) -> None:
         """Waits (briefly) for requests being handled to finish and their responses to leave."""

@@ -97,8 +97,8 @@ class LogDirDescription(NamedTuple):
     error: ErrorCode
     total_bytes: int
     usable_bytes: int
-    #: (topic, partition, size in bytes)
-    partitions: list[tuple[str, int, int]]
+    #: (topic, partition, size in bytes, offset lag)
+    partitions: list[tuple[str, int, int, int]]
 
 
 class FetchRead:
@@ -400,13 +400,55 @@ class ReplicaManager:
                 if wanted is not None and tp not in wanted:
                     continue
                 try:
-                    sizes.append((tp[0], tp[1], plog.size_in_bytes))
+                    # Kafka's getLogEndOffsetLag for a current (not future) replica: how far its
+                    # log end is below its high watermark, never negative (so 0 for a leader
+                    # and for a follower that has what its leader acknowledged)
+                    lag = max(plog.high_watermark - plog.log_end_offset, 0)
+                    sizes.append((tp[0], tp[1], plog.size_in_bytes, lag))
                 except Exception:  # noqa: BLE001 - a log being deleted has no size to report
                     log.debug("no size for %s-%d", *tp)
             out.append(
                 LogDirDescription(str(log_dir), ErrorCode.NONE, total, usable, sorted(sizes))
             )
         return out
+
+    def alter_replica_log_dirs(
+        self, moves: dict[TopicPartition, str]
+    ) -> dict[TopicPartition, ErrorCode]:
+        """AlterReplicaLogDirs: each partition's answer, as Kafka's ``alterReplicaLogDirs``
+        gives them: LOG_DIR_NOT_FOUND for a directory that is not one of ``log.dirs``,
+        KAFKA_STORAGE_ERROR for an offline one, REPLICA_NOT_AVAILABLE for a partition not hosted
+        here, NONE when the replica is already there. Moving a replica to another directory
+        (Kafka's future replica, copied by a ReplicaAlterLogDirsThread) is not supported: it is
+        refused with KAFKA_STORAGE_ERROR, Kafka's answer when it cannot create the future
+        replica, and the reason is logged."""
+        dirs = {str(d): d for d in self.log_manager.log_dirs}
+        offline = self.log_manager.offline_dirs
+        out: dict[TopicPartition, ErrorCode] = {}
+        for tp, destination in moves.items():
+            target = dirs.get(destination) or dirs.get(os.path.abspath(destination))
+            if target is None:
+                out[tp] = ErrorCode.LOG_DIR_NOT_FOUND
+            elif target in offline:
+                out[tp] = ErrorCode.KAFKA_STORAGE_ERROR
+            elif tp not in self.partitions:
+                out[tp] = ErrorCode.REPLICA_NOT_AVAILABLE
+            elif self.log_manager.log_dir_of(*tp) == target:
+                out[tp] = ErrorCode.NONE
+            else:
+                log.warning(
+                    "AlterReplicaLogDirs: cannot move %s-%d to %s: moving replicas between log "
+                    "dirs is not supported",
+                    tp[0], tp[1], destination,
+                )  # fmt: skip
+                out[tp] = ErrorCode.KAFKA_STORAGE_ERROR
+        return out
+
+    def stop_fetchers(self) -> None:
+        """Stops every replica fetcher for good (waiting for their last fetches to return), as
+        Kafka's controller stops a shutting-down broker's replicas: it may then be taken out of
+        the ISRs without a leader counting it back in."""
+        self.fetchers.shutdown()
 
     def update_log_defaults(self) -> None:
         """The broker-level log defaults changed (dynamic broker configs): every log's config
