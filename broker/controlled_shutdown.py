@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from broker.interbroker import InterBrokerConnection, InterBrokerUnavailable, inter_broker_endpoint
+from broker.security.inter_broker import InterBrokerSecurity
 from coordination.metadata.store import MetadataStore
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
@@ -42,6 +43,8 @@ class ControlledShutdownConfig:
     retry_backoff_ms: int = 5000
     socket_timeout_ms: int = 30000
     inter_broker_listener: str | None = None
+    #: TLS and SASL of the inter-broker listener (None: plaintext)
+    security: InterBrokerSecurity | None = None
 
 
 def controlled_shutdown(
@@ -74,6 +77,7 @@ def controlled_shutdown(
                         client_id=f"broker-{config.broker_id}-controlled-shutdown",
                         timeout_s=config.socket_timeout_ms / 1000,
                         max_response_bytes=100 * 1024 * 1024,
+                        security=config.security,
                     )
                 try:
                     conn.connect()

@@ -598,7 +598,8 @@ class Broker:
             max_retries=int(config["controlled.shutdown.max.retries"]),
             retry_backoff_ms=int(config["controlled.shutdown.retry.backoff.ms"]),
             socket_timeout_ms=int(config["controller.socket.timeout.ms"]),
-            inter_broker_listener=config["inter.broker.listener.name"],
+            inter_broker_listener=config.inter_broker_listener_name,
+            security=self.inter_broker,
         )
         try:
             await asyncio.to_thread(rm.stop_fetchers)
