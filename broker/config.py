@@ -95,9 +95,9 @@ def _k(
 # fmt: off
 #: Broker keys, with Kafka's defaults except where Odradek's standalone defaults differ (noted).
 BROKER_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in [
-    _k("broker.id", "int", 0, "Broker id; Kafka's default is -1 (generated), ours 0 for standalone use."),
-    _k("broker.id.generation.enable", "boolean", True, implemented=False),
-    _k("reserved.broker.max.id", "int", 1000),
+    _k("broker.id", "int", 0, "Broker id. -1, or unset in cluster mode (Kafka's default is -1): the id in meta.properties, else one generated from ZooKeeper's /brokers/seqid above reserved.broker.max.id and kept in meta.properties; a standalone broker without one is 0."),
+    _k("broker.id.generation.enable", "boolean", True, "Generate broker ids (broker.id=-1) from ZooKeeper's /brokers/seqid; configured ids may then not exceed reserved.broker.max.id."),
+    _k("reserved.broker.max.id", "int", 1000, "Highest configurable broker id; generated ids start above it."),
     _k("broker.rack", "string", None, "Rack of this broker (rack-aware assignment)."),
     _k("listeners", "list", ["PLAINTEXT://127.0.0.1:9092"], "Ours: 127.0.0.1:9092; Kafka's: PLAINTEXT://:9092."),
     _k("advertised.listeners", "list", None, "Addresses given to clients; default: listeners."),

@@ -25,6 +25,7 @@ import logging
 import time
 
 from broker.admin import TopicAdmin
+from broker.broker_id import resolve_broker_id
 from broker.config import BrokerConfig, ConfigError, Listener, NetworkConfig, ZooKeeperConfig
 from broker.controlled_shutdown import ControlledShutdownConfig, controlled_shutdown
 from broker.controller_metrics import controller_metrics
@@ -154,6 +155,7 @@ class Broker:
                 health=self.health,
                 ready=self.ready,
             )
+        await self._resolve_broker_id()
         self.metadata = metadata = self._make_metadata_store()
         self._start_metadata_store(metadata)
         # dynamic broker configs stored in the cluster apply before the logs load, as in Kafka
@@ -502,6 +504,15 @@ class Broker:
             cap_replication_factor=config["zookeeper.connect"] is None,
         )
         return TransactionService(coordinator, topic, markers)
+
+    async def _resolve_broker_id(self) -> None:
+        """``broker.id=-1`` (or unset in cluster mode): the stored or a generated id
+        (:mod:`broker.broker_id`); every component built after this uses it."""
+        try:
+            self.broker_id = await asyncio.to_thread(resolve_broker_id, self.config)
+        except (ConfigError, ZooKeeperStartupError) as e:
+            raise StartupError(str(e)) from None
+        self.config.values["broker.id"] = self.broker_id
 
     def _broker_info(self) -> BrokerInfo:
         return BrokerInfo(
