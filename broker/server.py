@@ -38,7 +38,7 @@ from broker.coordinators.transactions import TransactionService, txn_config, txn
 from broker.dispatch import Dispatcher
 from broker.dynamic_config import DynamicBrokerConfig
 from broker.handlers import load_handlers
-from broker.metrics import MetricsRegistry, network_samples, serve_metrics
+from broker.metrics import MetricsRegistry, NetworkMetrics, serve_metrics
 from broker.net.acceptor import Acceptor
 from broker.net.limits import ConnectionQuotas, RequestMemoryPool
 from broker.net.processor import Processor, TransportFactory, plaintext
@@ -190,6 +190,7 @@ class Broker:
         self.groups = groups = self._make_group_service(loop, metadata, replica_manager, admin)
         groups.startup()
         self.metrics.add(groups.metrics)
+        self.metrics.add(lambda: groups.lag_metrics(replica_manager.high_watermark))
         producer_ids = ProducerIdManager(metadata)
         self.transactions = transactions = self._make_transaction_service(
             loop, metadata, replica_manager, admin, groups, producer_ids
@@ -229,7 +230,13 @@ class Broker:
         ]
         acceptor = self.acceptor
         self.metrics.add(
-            lambda: network_samples(processors, acceptor, self.quotas, self.memory_pool)
+            NetworkMetrics(
+                processors,
+                acceptor,
+                self.quotas,
+                self.memory_pool,
+                topics=lambda: metadata.view.topics,
+            )
         )
         self.metrics.add(self.audit.samples)
         self.metrics.add(self.quota_managers.samples)

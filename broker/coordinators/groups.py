@@ -8,6 +8,7 @@ Built by the composition root from the broker's configuration (Kafka's ``group.*
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 
 from broker.config import BrokerConfig
 from broker.coordinators.internal_topic import (
@@ -15,7 +16,7 @@ from broker.coordinators.internal_topic import (
     InternalTopicCoordinator,
     InternalTopicSpec,
 )
-from broker.metrics import MetricSamples
+from broker.metrics import MetricSamples, label_value
 from coordination.group.config import GroupConfig
 from coordination.group.coordinator import GroupCoordinator
 from coordination.metadata.store import MetadataStore
@@ -103,5 +104,36 @@ class GroupService:
                 "gauge",
                 "__consumer_offsets partitions being loaded.",
                 [("", float(len(self.coordinator.loading_partitions)))],
+            ),
+        ]
+
+    def lag_metrics(self, end_offset: Callable[[str, int], int | None]) -> list[MetricSamples]:
+        """The consumer lag of the groups this broker coordinates, per partition, as Kafka lag
+        exporters publish it (``kafka_consumergroup_lag{group,topic,partition}``): the
+        partition's high watermark (``end_offset``: None when no replica of the partition is
+        on this broker, which then reports no lag for it) minus the group's committed offset."""
+        lags: list[tuple[str, float]] = []
+        offsets: list[tuple[str, float]] = []
+        for group_id, committed in sorted(self.coordinator.all_committed_offsets().items()):
+            group = label_value(group_id)
+            for (topic, partition), offset in sorted(committed.items()):
+                labels = f'{{group="{group}",topic="{label_value(topic)}",partition="{partition}"}}'
+                offsets.append((labels, float(offset)))
+                end = end_offset(topic, partition)
+                if end is not None and offset >= 0:
+                    lags.append((labels, float(max(end - offset, 0))))
+        return [
+            (
+                "kafka_consumergroup_current_offset",
+                "gauge",
+                "Committed offset of a group, per partition (groups this broker coordinates).",
+                offsets,
+            ),
+            (
+                "kafka_consumergroup_lag",
+                "gauge",
+                "High watermark minus the group's committed offset, per partition (groups this "
+                "broker coordinates, partitions with a replica here).",
+                lags,
             ),
         ]

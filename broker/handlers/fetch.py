@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.dispatch import EncodedBody, RequestContext
+from broker.metrics import BYTES_OUT, FAILED_FETCH, FETCH_REQUESTS
 from broker.net.connection import FileRegion
 from broker.registry import error_response, handler
 from broker.replication.log_validator import ZSTD, ZSTD_MIN_FETCH_VERSION
@@ -256,7 +257,27 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> Any:
             quota.throttled(throttle_ms)
             ctx.throttle(throttle_ms)
             return _response(ctx, topics, ErrorCode.NONE, read_committed, throttle_ms)
+    _count(ctx, topics, replica_id)
     return _response(ctx, topics, ErrorCode.NONE, read_committed)
+
+
+def _count(ctx: RequestContext, topics: list[list[FetchRead]], replica_id: int) -> None:
+    """Kafka's BrokerTopicMetrics of a fetch: requests and failures per partition read, bytes
+    out per topic (consumers only: followers' bytes are replication)."""
+    if ctx.conn is None:
+        return
+    stats = ctx.conn.request_metrics
+    for reads in topics:
+        if not reads or reads[0].name is None:
+            continue
+        counters = stats.topic(reads[0].name)
+        for r in reads:
+            result = r.result
+            counters[FETCH_REQUESTS] += 1
+            if result.error != ErrorCode.NONE:
+                counters[FAILED_FETCH] += 1
+            elif replica_id < 0 and result.region is not None:
+                counters[BYTES_OUT] += result.region.length
 
 
 def _deny(topics: list[list[FetchRead]], code: ErrorCode) -> None:

@@ -23,6 +23,7 @@ connection is muted (KIP-219).
 from __future__ import annotations
 
 from broker.dispatch import Later, RequestContext
+from broker.metrics import BYTES_IN, FAILED_PRODUCE, MESSAGES_IN, PRODUCE_REQUESTS
 from broker.net.connection import CloseConnection
 from broker.registry import error_response, handler
 from broker.replication.delayed_produce import ProducePartitionStatus
@@ -86,8 +87,12 @@ def _partition(
     acks: int,
     waiting: Waiting,
     transactional_id: str | None = None,
+    counters: list[int] | None = None,
 ) -> PartitionProduceResponse:
     result = PartitionProduceResponse(index=index, error_code=ErrorCode.NONE, base_offset=-1)
+    if counters is not None:
+        counters[PRODUCE_REQUESTS] += 1
+        counters[FAILED_PRODUCE] += 1  # taken back below once appended
     if transactional_id is not None and name is not None:
         code = _unverified(ctx, transactional_id, name, index, records)
         if code != ErrorCode.NONE:
@@ -114,6 +119,10 @@ def _partition(
                 for i, m in appended.record_errors
             ]
         return result
+    if counters is not None:
+        counters[FAILED_PRODUCE] -= 1
+        counters[MESSAGES_IN] += info.record_count
+        counters[BYTES_IN] += info.valid_bytes
     result.base_offset = info.first_offset
     result.log_append_time_ms = info.log_append_time
     result.log_start_offset = info.log_start_offset
@@ -151,6 +160,7 @@ def handle_produce(ctx: RequestContext, request: ProduceRequest) -> ProduceRespo
         AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, txn_id or ""
     )
     size = 0
+    stats = ctx.conn.request_metrics if ctx.conn is not None else None
     for topic in request.topic_data:
         name: str | None = topic.name
         if by_id is not None:
@@ -160,6 +170,7 @@ def handle_produce(ctx: RequestContext, request: ProduceRequest) -> ProduceRespo
             name is not None and not ctx.authorize(AclOperation.WRITE, ResourceType.TOPIC, name)
         )
         partitions = []
+        counters: list[int] | None = None  # Kafka's BrokerTopicMetrics of this topic
         for p in topic.partition_data:
             if p.records is not None:
                 size += len(p.records)
@@ -180,7 +191,11 @@ def handle_produce(ctx: RequestContext, request: ProduceRequest) -> ProduceRespo
                     index=p.index, base_offset=-1, error_code=ErrorCode.UNKNOWN_TOPIC_ID
                 )
             else:
-                result = _partition(ctx, name, p.index, p.records, now_ms, acks, waiting, txn_id)
+                if stats is not None and counters is None:
+                    counters = stats.topic(name)
+                result = _partition(
+                    ctx, name, p.index, p.records, now_ms, acks, waiting, txn_id, counters
+                )
             failed = failed or result.error_code != ErrorCode.NONE
             partitions.append(result)
         responses.append(

@@ -491,6 +491,11 @@ class ReplicaManager:
 
     # -- finding partitions ------------------------------------------------------------------
 
+    def high_watermark(self, topic: str, partition: int) -> int | None:
+        """The high watermark of a partition hosted here (leader or follower), else None."""
+        part = self.partitions.get((topic, partition))
+        return part.high_watermark if part is not None else None
+
     def get_partition(self, topic: str, partition: int) -> Partition | None:
         return self.partitions.get((topic, partition))
 

@@ -527,6 +527,16 @@ class GroupCoordinator:
         p = self.partition_for(group_id)
         return self.runtime.with_shard(p, lambda shard: shard.groups.get(group_id), lambda e: None)
 
+    def all_committed_offsets(self) -> dict[str, dict[TopicPartition, int]]:
+        """Every group's committed offsets on the shards this broker has loaded (metrics: the
+        consumer lag of the groups it coordinates)."""
+        out: dict[str, dict[TopicPartition, int]] = {}
+        for shard, lock in self.runtime.loaded_shards():
+            with lock:
+                for group_id, offsets in shard.offsets.offsets.items():
+                    out[group_id] = {tp: oam.offset for tp, oam in offsets.items()}
+        return out
+
     def committed_offsets(self, group_id: str) -> dict[TopicPartition, OffsetAndMetadata]:
         p = self.partition_for(group_id)
         return self.runtime.with_shard(

@@ -326,7 +326,7 @@ def test_health_and_ready_on_the_metrics_port(ops_broker: BrokerProcess) -> None
     port = ops_broker.overrides["metrics.port"]
     assert http(f"http://127.0.0.1:{port}/health") == (200, "ok\n")
     assert http(f"http://127.0.0.1:{port}/ready") == (200, "ready\n")
-    assert "odradek_requests_total" in http(f"http://127.0.0.1:{port}/metrics")[1]
+    assert "kafka_network_requestmetrics_requests_total" in http(f"http://127.0.0.1:{port}/metrics")[1]
 
 
 def test_ready_turns_true_only_after_the_logs_are_loaded(tmp_path: Path) -> None:
