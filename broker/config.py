@@ -226,6 +226,7 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in [
     _k("replica.socket.timeout.ms", "int", 30000, "Socket timeout of followers' connections to leaders."),
     _k("replica.high.watermark.checkpoint.interval.ms", "long", 5000, "How often high watermarks are written to replication-offset-checkpoint."),
     _k("num.replica.fetchers", "int", 1, "Fetcher threads per source broker."),
+    _k("log.format", "string", "kafka", "Log lines: kafka (Kafka's log4j layout, [time] LEVEL message (logger)) or json (one object per line: time, level, logger, thread, message, exception)."),
     _k("metrics.port", "int", 0, "Port of the Prometheus /metrics endpoint; 0 (default) disables it."),
     _k("metrics.host", "string", "127.0.0.1", "Address the metrics endpoint binds."),
     _k("metric.reporters", "list", [], implemented=False),
@@ -328,6 +329,7 @@ _VALID_CHOICES: dict[str, tuple[str, ...]] = {
     "compression.type": ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
     "message.timestamp.type": ("CreateTime", "LogAppendTime"),
     "log.message.timestamp.type": ("CreateTime", "LogAppendTime"),
+    "log.format": ("kafka", "json"),
 }
 
 

@@ -326,7 +326,9 @@ def test_health_and_ready_on_the_metrics_port(ops_broker: BrokerProcess) -> None
     port = ops_broker.overrides["metrics.port"]
     assert http(f"http://127.0.0.1:{port}/health") == (200, "ok\n")
     assert http(f"http://127.0.0.1:{port}/ready") == (200, "ready\n")
-    assert "kafka_network_requestmetrics_requests_total" in http(f"http://127.0.0.1:{port}/metrics")[1]
+    assert (
+        "kafka_network_requestmetrics_requests_total" in http(f"http://127.0.0.1:{port}/metrics")[1]
+    )
 
 
 def test_ready_turns_true_only_after_the_logs_are_loaded(tmp_path: Path) -> None:
@@ -433,5 +435,58 @@ def test_a_full_log_dir_fails_its_partitions_only_and_loses_nothing(
         consumer.close()
         assert got == acknowledged
         assert odradek("check-log", str(small_tmpfs)).returncode == 0
+    finally:
+        proc.stop()
+
+
+# --- log lines ---------------------------------------------------------------------------------
+
+
+def test_log_lines_use_kafkas_layout_by_default(ops_broker: BrokerProcess) -> None:
+    """[yyyy-MM-dd HH:mm:ss,SSS] LEVEL message (logger), as Kafka's log4j layout prints."""
+    import re
+
+    layout = re.compile(
+        r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\] (INFO|WARN|ERROR|DEBUG|TRACE|FATAL) .* "
+        r"\([\w.]+\)$"
+    )
+    started = [line for line in ops_broker.log().splitlines() if "started, listening on" in line]
+    assert started and layout.match(started[0]), started
+    assert started[0].endswith("(broker.server)")
+
+
+def test_json_logs_and_logger_levels_set_at_runtime(tmp_path: Path) -> None:
+    """log.format=json: one object per line (time, level, logger, message); a BROKER_LOGGER
+    level set with the CLI applies at once, through the same formatter."""
+    proc = BrokerProcess(tmp_path / "data", {"log.format": "json"})
+    proc.start()
+    try:
+        bootstrap = proc.bootstrap
+
+        def entries() -> list[dict[str, Any]]:
+            lines = [line for line in proc.log().splitlines() if line.strip()]
+            return [json.loads(line) for line in lines]
+
+        first = entries()
+        assert first and all({"time", "level", "logger", "message"} <= set(e) for e in first)
+        assert any(
+            e["logger"] == "broker.server" and "started, listening on" in e["message"]
+            for e in first
+        )
+        assert not [e for e in first if e["logger"] == "broker.net.connection"]
+        odradek("config", "set", "--broker-logger", "0", "broker.net.connection=DEBUG",
+                "-b", bootstrap)  # fmt: skip
+        # the CLI's own connection closing is now logged at DEBUG
+        odradek("cluster", "brokers", "-b", bootstrap)
+        wait_for(
+            lambda: any(
+                e["logger"] == "broker.net.connection" and e["level"] == "DEBUG" for e in entries()
+            ),
+            "a DEBUG line of broker.net.connection",
+        )
+        levels = as_json("config", "describe", "--broker-logger", "0", "-b", bootstrap)
+        assert {"name": "broker.net.connection", "value": "DEBUG"}.items() <= next(
+            c for c in levels if c["name"] == "broker.net.connection"
+        ).items()
     finally:
         proc.stop()

@@ -23,7 +23,7 @@ def test_standalone_keeps_0_or_the_stored_id(tmp_path: Path) -> None:
     assert resolve_broker_id(config(tmp_path)) == 3
     assert resolve_broker_id(config(tmp_path, **{"broker.id": "-1"})) == 3
     assert resolve_broker_id(config(tmp_path, **{"broker.id": "3"})) == 3
-    with pytest.raises(ConfigError, match="doesn't match stored broker.id 3"):
+    with pytest.raises(ConfigError, match=r"doesn.t match stored broker\.id 3"):
         resolve_broker_id(config(tmp_path, **{"broker.id": "4"}))
 
 
@@ -33,9 +33,9 @@ def test_log_dirs_that_disagree_and_ids_above_the_reserved_range_are_refused(
     for d, broker_id in (("a", 1), ("b", 2)):
         (tmp_path / d).mkdir()
         write_meta_properties(tmp_path / d / "meta.properties", MetaProperties(broker_id, None))
-    with pytest.raises(ConfigError, match="Failed to match broker.id across log.dirs"):
+    with pytest.raises(ConfigError, match=r"Failed to match broker\.id across log\.dirs"):
         resolve_broker_id(config(tmp_path))
-    with pytest.raises(ConfigError, match="above reserved.broker.max.id"):
+    with pytest.raises(ConfigError, match=r"above reserved\.broker\.max\.id"):
         resolve_broker_id(config(tmp_path / "x", **{"broker.id": "1001"}))
     assert (
         resolve_broker_id(
