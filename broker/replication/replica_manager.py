@@ -651,26 +651,34 @@ class ReplicaManager:
     # -- metrics -----------------------------------------------------------------------------
 
     def _metrics(self) -> list[MetricSamples]:
+        """Kafka's per-partition Log gauges (``kafka.log:type=Log,name=Size|LogStartOffset|
+        LogEndOffset,topic=,partition=`` -> ``kafka_log_log_size{topic,partition}``...), the log
+        manager's offline directories, and Odradek's own."""
         sizes = []
+        starts = []
+        ends = []
         producers = 0
         for (topic, index), part in list(self.partitions.items()):
+            labels = f'{{topic="{topic}",partition="{index}"}}'
             try:
-                sizes.append(
-                    (f'{{topic="{topic}",partition="{index}"}}', float(part.log.size_in_bytes))
-                )
+                sizes.append((labels, float(part.log.size_in_bytes)))
+                starts.append((labels, float(part.log_start_offset)))
+                ends.append((labels, float(part.log_end_offset)))
             except Exception:  # noqa: BLE001 - a log being deleted has no size to report
                 log.debug("no size for %s-%d", topic, index)
             state = part.log.producer_state
             if isinstance(state, ProducerStateManager):
                 producers += len(state.producers)
         return [
+            ("kafka_log_log_size", "gauge", "Bytes on disk per partition log.", sizes),
+            ("kafka_log_log_logstartoffset", "gauge", "Log start offset per partition.", starts),
+            ("kafka_log_log_logendoffset", "gauge", "Log end offset per partition.", ends),
             (
-                "odradek_partitions",
+                "kafka_log_logmanager_offlinelogdirectorycount",
                 "gauge",
-                "Partitions hosted by this broker.",
-                [("", float(len(self.partitions)))],
+                "Log directories taken offline by an I/O error (a failed or full disk).",
+                [("", float(len(self.log_manager.offline_dirs)))],
             ),
-            ("odradek_log_size_bytes", "gauge", "Bytes on disk per partition log.", sizes),
             (
                 "odradek_idempotent_producers",
                 "gauge",
