@@ -7,7 +7,8 @@ import logging
 import struct
 import threading
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Final, NamedTuple, Protocol
 
@@ -362,6 +363,8 @@ class PartitionLog:
                 lock = self._lock
                 lock.acquire()  # not "with": acquire/release in try/finally is ~70 ns cheaper
                 try:
+                    if local.closed:  # closed (deleted, moved) while this append waited
+                        raise KafkaStorageError(f"log {self.name} is closed")
                     hook = self.producer_state
                     if hook is not None and producer_id >= 0:
                         header = _tuple_new(rb.BatchHeader, _HEADER_UNPACK(buf, 0))
@@ -451,6 +454,8 @@ class PartitionLog:
 
         flush_needed = False
         with self._lock:
+            if self._local.closed:  # closed (deleted, moved) while this append waited
+                raise KafkaStorageError(f"log {self.name} is closed")
             hook = self.producer_state
             if hook is not None:
                 # a leader's append is checked (sequences, epochs, duplicates); a follower
@@ -989,6 +994,22 @@ class PartitionLog:
         regions already handed out stay readable; they close when the last one is dropped."""
         with self._lock:
             self._local.closed = True
+
+    @contextmanager
+    def appends_paused(self) -> Iterator[None]:
+        """Holds the log's lock: no append, roll, retention or truncation runs meanwhile (the
+        last copy and the swap of a log directory move)."""
+        with self._lock:
+            yield
+
+    def retire_paused(self, new_directory: Path) -> None:
+        """With :meth:`appends_paused` held: the log moved to another directory; this copy's
+        directory is renamed (``...-delete``) and it refuses appends (KafkaStorageError), while
+        regions already handed out stay readable."""
+        self._local.rename_directory(new_directory)
+        if self.leader_epoch_cache.path is not None:
+            self.leader_epoch_cache.path = new_directory / files.LEADER_EPOCH_CHECKPOINT
+        self._local.closed = True
 
     def rename_directory(self, new_directory: Path) -> None:
         with self._lock:

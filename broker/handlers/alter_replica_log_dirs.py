@@ -1,8 +1,9 @@
 """AlterReplicaLogDirs (KIP-113): move replicas between this broker's log directories. Each
 partition is answered as Kafka answers it (LOG_DIR_NOT_FOUND, KAFKA_STORAGE_ERROR,
-REPLICA_NOT_AVAILABLE, NONE when already there); an actual move between directories is not
-supported and is refused per partition (:meth:`~broker.replication.replica_manager.
-ReplicaManager.alter_replica_log_dirs`)."""
+REPLICA_NOT_AVAILABLE, NONE when already there or when the move is under way); the move itself
+copies the log while the partition serves, then swaps it in (:meth:`~broker.replication.
+replica_manager.ReplicaManager.alter_replica_log_dirs`), and DescribeLogDirs shows the future
+replica meanwhile."""
 
 from __future__ import annotations
 

@@ -493,7 +493,14 @@ class Partition:
 
     def _append(self, batches: bytearray | memoryview, now_ms: int) -> AppendInfo:
         epoch = self.leader_epoch
-        info = self.log.append(batches, leader_epoch=epoch, now_ms=now_ms)
+        plog = self.log
+        try:
+            info = plog.append(batches, leader_epoch=epoch, now_ms=now_ms)
+        except storage_errors.KafkaStorageError:
+            if self.log is plog:
+                raise
+            # the log moved to another log dir while this append waited: append to the new one
+            info = self.log.append(batches, leader_epoch=epoch, now_ms=now_ms)
         if not self.replicated:
             # the high watermark follows the log end: the appended bytes are readable at once
             with self._bytes_lock:
@@ -808,7 +815,13 @@ class Partition:
                     rb.validate_batches(records)
                 except RemoteProtocolError as e:
                     raise KafkaApiError(str(e), ErrorCode.CORRUPT_MESSAGE) from None
-                info = plog.append_as_follower(records)
+                try:
+                    info = plog.append_as_follower(records)
+                except storage_errors.KafkaStorageError:
+                    if self.log is plog:
+                        raise
+                    plog = self.log  # moved to another log dir meanwhile
+                    info = plog.append_as_follower(records)
                 with self._bytes_lock:
                     self._bytes_appended += info.valid_bytes
             hw = min(leader_high_watermark, plog.log_end_offset)

@@ -28,8 +28,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import shutil
 import threading
+import uuid
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from broker.config import TOPIC_CONFIGS, BrokerConfig, parse_value
@@ -54,7 +57,8 @@ from coordination.metadata.view import ClusterView, PartitionState, TopicMetadat
 from protocol.error_codes import ErrorCode
 from storage.config import log_config_from_broker
 from storage.errors import KafkaStorageError, StorageError
-from storage.log import AppendInfo
+from storage.files import FUTURE_DIR_SUFFIX
+from storage.log import AppendInfo, PartitionLog
 from storage.manager import LogManager
 from storage.producer_state import ProducerStateManager
 
@@ -99,6 +103,9 @@ class LogDirDescription(NamedTuple):
     usable_bytes: int
     #: (topic, partition, size in bytes, offset lag)
     partitions: list[tuple[str, int, int, int]]
+    #: future replicas being copied here by a move (AlterReplicaLogDirs): (topic, partition,
+    #: bytes copied so far, offset lag: records of the current replica not yet copied)
+    futures: tuple[tuple[str, int, int, int], ...] = ()
 
 
 class FetchRead:
@@ -174,6 +181,8 @@ class ReplicaManager:
         self.log_manager = log_manager
         self.metrics = metrics
         self.partitions: dict[TopicPartition, Partition] = {}
+        #: partitions being moved to another log dir: (destination, future replica directory)
+        self.moves: dict[TopicPartition, tuple[Path, Path]] = {}
         self.fetch_purgatory: DelayedOperationPurgatory[TopicPartition] = DelayedOperationPurgatory(
             "Fetch"
         )
@@ -408,20 +417,29 @@ class ReplicaManager:
                 except Exception:  # noqa: BLE001 - a log being deleted has no size to report
                     log.debug("no size for %s-%d", *tp)
             out.append(
-                LogDirDescription(str(log_dir), ErrorCode.NONE, total, usable, sorted(sizes))
+                LogDirDescription(
+                    str(log_dir),
+                    ErrorCode.NONE,
+                    total,
+                    usable,
+                    sorted(sizes),
+                    self._future_replicas(log_dir),
+                )
             )
         return out
 
     def alter_replica_log_dirs(
         self, moves: dict[TopicPartition, str]
     ) -> dict[TopicPartition, ErrorCode]:
-        """AlterReplicaLogDirs: each partition's answer, as Kafka's ``alterReplicaLogDirs``
-        gives them: LOG_DIR_NOT_FOUND for a directory that is not one of ``log.dirs``,
-        KAFKA_STORAGE_ERROR for an offline one, REPLICA_NOT_AVAILABLE for a partition not hosted
-        here, NONE when the replica is already there. Moving a replica to another directory
-        (Kafka's future replica, copied by a ReplicaAlterLogDirsThread) is not supported: it is
-        refused with KAFKA_STORAGE_ERROR, Kafka's answer when it cannot create the future
-        replica, and the reason is logged."""
+        """AlterReplicaLogDirs (KIP-113): each partition's answer, as Kafka's
+        ``alterReplicaLogDirs`` gives them: LOG_DIR_NOT_FOUND for a directory that is not one of
+        ``log.dirs``, KAFKA_STORAGE_ERROR for an offline one, REPLICA_NOT_AVAILABLE for a
+        partition not hosted here, NONE when the replica is already there or its move was
+        accepted. A move runs on the ``log-dir-mover`` thread (:meth:`LogManager.move_log`:
+        the future replica is copied while the partition serves, then swapped in with appends
+        briefly paused); DescribeLogDirs shows the future replica meanwhile. A request naming
+        another destination for a partition being moved is answered NONE and ignored until the
+        move ends (Kafka replaces the future replica; here the first move completes)."""
         dirs = {str(d): d for d in self.log_manager.log_dirs}
         offline = self.log_manager.offline_dirs
         out: dict[TopicPartition, ErrorCode] = {}
@@ -431,18 +449,65 @@ class ReplicaManager:
                 out[tp] = ErrorCode.LOG_DIR_NOT_FOUND
             elif target in offline:
                 out[tp] = ErrorCode.KAFKA_STORAGE_ERROR
-            elif tp not in self.partitions:
+            elif tp not in self.partitions or self.log_manager.is_offline(*tp):
                 out[tp] = ErrorCode.REPLICA_NOT_AVAILABLE
-            elif self.log_manager.log_dir_of(*tp) == target:
-                out[tp] = ErrorCode.NONE
             else:
-                log.warning(
-                    "AlterReplicaLogDirs: cannot move %s-%d to %s: moving replicas between log "
-                    "dirs is not supported",
-                    tp[0], tp[1], destination,
-                )  # fmt: skip
-                out[tp] = ErrorCode.KAFKA_STORAGE_ERROR
+                out[tp] = ErrorCode.NONE
+                if self.log_manager.log_dir_of(*tp) != target:
+                    self._start_move(tp, target)
         return out
+
+    def _start_move(self, tp: TopicPartition, destination: Path) -> None:
+        name = f"{tp[0]}-{tp[1]}"
+        with self._lock:
+            if tp in self.moves:
+                return
+            future = destination / f"{name}.{uuid.uuid4().hex}{FUTURE_DIR_SUFFIX}"
+            self.moves[tp] = (destination, future)
+        log.info("moving %s to log dir %s (future replica %s)", name, destination, future.name)
+
+        def swap(old: PartitionLog, new: PartitionLog) -> None:
+            # runs with the old log's appends paused: the partition and its producer state
+            # switch to the new log before any append goes on (appends that waited retry there)
+            ProducerStateManager.attach(
+                new, producer_id_expiration_ms=self._producer_id_expiration_ms
+            )
+            part = self.partitions.get(tp)
+            if part is not None:
+                part.log = new
+
+        def run() -> None:
+            try:
+                self.log_manager.move_log(tp[0], tp[1], destination, swap, future=future)
+            except Exception:
+                log.exception("moving %s to %s failed; it stays where it was", name, destination)
+                shutil.rmtree(future, ignore_errors=True)
+            finally:
+                with self._lock:
+                    self.moves.pop(tp, None)
+
+        threading.Thread(target=run, name=f"log-dir-mover-{name}", daemon=True).start()
+
+    def _future_replicas(self, log_dir: Path) -> tuple[tuple[str, int, int, int], ...]:
+        out = []
+        for tp, (destination, future) in list(self.moves.items()):
+            if destination != log_dir:
+                continue
+            size = 0
+            copied_end = 0
+            try:
+                for path in future.iterdir():
+                    size += path.stat().st_size
+            except OSError:
+                pass
+            part = self.partitions.get(tp)
+            end = part.log_end_offset if part is not None else 0
+            if size and part is not None:
+                # a lower bound of what is copied: the current log's bytes vs the copy's
+                total = max(part.log.size_in_bytes, 1)
+                copied_end = int(end * min(size / total, 1.0))
+            out.append((tp[0], tp[1], size, max(end - copied_end, 0)))
+        return tuple(sorted(out))
 
     def stop_fetchers(self) -> None:
         """Stops every replica fetcher for good (waiting for their last fetches to return), as
