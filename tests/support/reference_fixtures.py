@@ -77,7 +77,6 @@ def kafka_kraft(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroke
     broker = KafkaBroker(
         tmp_path_factory.mktemp("kafka-kraft"),
         kraft_version(),
-        broker_id=1,
         overrides=dict(SHARED_BROKER_SETTINGS),
     )
     broker.start()
