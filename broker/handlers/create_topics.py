@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections import Counter
 
 from broker.config_describe import describe_topic
-from broker.dispatch import RequestContext
+from broker.dispatch import Later, RequestContext
+from broker.handlers._ready import answer_when_ready
 from broker.registry import error_response, handler
 from coordination.errors import KafkaApiError
 from protocol.acl import CLUSTER_NAME, AclOperation, ResourceType
@@ -21,7 +22,9 @@ from protocol.messages.create_topics import (
 
 
 @handler(ApiKey.CREATE_TOPICS, "0-7", acl=(AclOperation.CREATE, ResourceType.TOPIC))
-def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
+def handle_create_topics(
+    ctx: RequestContext, request: CreateTopicsRequest
+) -> CreateTopicsResponse | Later:
     broker = ctx.services
     default_partitions = broker.config["num.partitions"]
     requested = sum(
@@ -91,7 +94,9 @@ def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> C
             )
             for e in describe_topic(broker.config, topic.configs)
         ]
-    return CreateTopicsResponse(throttle_time_ms=0, topics=results)
+    response = CreateTopicsResponse(throttle_time_ms=0, topics=results)
+    created = {r.name: r.num_partitions for r in results if r.error_code == ErrorCode.NONE}
+    return answer_when_ready(ctx, response, created, request.timeout_ms, request.validate_only)
 
 
 @error_response(ApiKey.CREATE_TOPICS)

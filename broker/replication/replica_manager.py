@@ -31,13 +31,14 @@ import os
 import shutil
 import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from broker.config import TOPIC_CONFIGS, BrokerConfig, parse_value
 from broker.metrics import MetricSamples, MetricsRegistry
 from broker.purgatory import DelayedOperationPurgatory
+from broker.replication.delayed_create import DelayedCreateTopics
 from broker.replication.delayed_fetch import DelayedFetch
 from broker.replication.delayed_produce import DelayedProduce, ProducePartitionStatus
 from broker.replication.errors import NotLeaderOrFollower, UnknownTopicOrPartition, error_of
@@ -183,6 +184,8 @@ class ReplicaManager:
         self.partitions: dict[TopicPartition, Partition] = {}
         #: partitions being moved to another log dir: (destination, future replica directory)
         self.moves: dict[TopicPartition, tuple[Path, Path]] = {}
+        #: CreateTopics / CreatePartitions answers waiting for their partitions, by topic name
+        self.topic_purgatory: DelayedOperationPurgatory[str] = DelayedOperationPurgatory("topic")
         self.fetch_purgatory: DelayedOperationPurgatory[TopicPartition] = DelayedOperationPurgatory(
             "Fetch"
         )
@@ -294,6 +297,42 @@ class ReplicaManager:
         if self._shut_down:
             return  # a late notification (e.g. from ZooKeeper) after the logs were closed
         self._refresh()
+        if self.topic_purgatory.watched:
+            for name, topic in new.topics.items():
+                if old.topics.get(name) is not topic:
+                    self.topic_purgatory.check_and_complete(name)
+
+    # -- waiting for new partitions ------------------------------------------------------------
+
+    def topics_ready(self, topics: Mapping[str, int]) -> bool:
+        """Whether every partition of ``topics`` (name -> at least this many partitions) has a
+        leader in this broker's view, and the ones led here are hosted as leaders."""
+        view = self.metadata.view
+        for name, count in topics.items():
+            topic = view.topics.get(name)
+            if topic is None or len(topic.partitions) < count:
+                return False
+            for p in topic.partitions:
+                if p.leader < 0:
+                    return False
+                if p.leader == self.broker_id:
+                    part = self.partitions.get((name, p.partition))
+                    if part is None or not part.is_leader:
+                        return False
+        return True
+
+    async def wait_for_topics(self, topics: Mapping[str, int], timeout_ms: int) -> set[str]:
+        """Waits (up to ``timeout_ms``) until :meth:`topics_ready`; returns the topics that are
+        still not ready (empty when all are)."""
+        op = DelayedCreateTopics(
+            asyncio.get_running_loop(),
+            timeout_ms=timeout_ms,
+            topics=topics,
+            ready=self.topics_ready,
+        )
+        self.topic_purgatory.try_complete_else_watch(op, topics)
+        await op.future
+        return {name for name, count in topics.items() if not self.topics_ready({name: count})}
 
     def _refresh(self) -> None:
         """Applies the store's current view, diffed against the last view applied. Reading the

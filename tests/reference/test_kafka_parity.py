@@ -1,0 +1,59 @@
+"""Regression tests for the differences the differential corpus found (issue 15): Odradek in
+ZooKeeper mode answers these requests as Apache Kafka 3.9 was seen to answer them (the expected
+values are Kafka's). They need no Kafka, so they keep guarding when the reference cannot run.
+docs/compatibility.md lists the differences."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from protocol.error_codes import ErrorCode
+from tests.integration.broker_process import BrokerProcess
+from tests.reference import corpus as c
+from tests.support.differential import Connection, Context, warm_up
+
+pytestmark = pytest.mark.zookeeper
+
+
+@pytest.fixture
+def conn(odradek_zk: BrokerProcess) -> Iterator[Connection]:
+    warm_up(odradek_zk.bootstrap)
+    connection = Connection(odradek_zk.bootstrap)
+    yield connection
+    connection.close()
+
+
+@pytest.fixture
+def topic() -> str:
+    return f"parity-{uuid.uuid4().hex[:8]}"
+
+
+def run(conn: Connection, *exchanges: c.Exchange) -> list[Any]:
+    ctx = Context("odradek")
+    answers = []
+    for exchange in exchanges:
+        answer = conn.call(exchange.build(ctx), exchange.version)
+        if exchange.capture is not None:
+            exchange.capture(ctx, answer)
+        answers.append(answer)
+    return answers
+
+
+def produced(answer: Any) -> Any:
+    return answer.responses[0].partition_responses[0]
+
+
+def test_produce_right_after_create_topics(conn: Connection, topic: str) -> None:
+    """CreateTopics answers once the partitions have leaders (Kafka's DelayedCreatePartitions):
+    a produce right after it succeeds, on every partition."""
+    created, *appends = run(
+        conn,
+        c.setup_topic(topic, 3),
+        *(c.produce(topic, c.record_bytes(9, 1), partition=p) for p in range(3)),
+    )
+    assert created.topics[0].error_code == ErrorCode.NONE
+    assert [produced(a).error_code for a in appends] == [ErrorCode.NONE] * 3
