@@ -34,7 +34,9 @@ def handle_create_partitions(
     counts = Counter(t.name for t in request.topics)
     results = []
     for t in request.topics:
-        result = CreatePartitionsTopicResult(name=t.name, error_code=ErrorCode.NONE)
+        result = CreatePartitionsTopicResult(
+            name=t.name, error_code=ErrorCode.NONE, error_message=None
+        )
         results.append(result)
         if counts[t.name] > 1:
             result.error_code = ErrorCode.INVALID_REQUEST

@@ -42,7 +42,9 @@ def handle_create_topics(
         AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME, log_denied=False
     )
     for t in request.topics:
-        result = CreatableTopicResult(name=t.name, error_code=ErrorCode.NONE, configs=[])
+        result = CreatableTopicResult(
+            name=t.name, error_code=ErrorCode.NONE, error_message=None, configs=[]
+        )
         results.append(result)
         if counts[t.name] > 1:
             result.error_code = ErrorCode.INVALID_REQUEST
@@ -76,7 +78,8 @@ def handle_create_topics(
             result.error_code = e.error_code
             result.error_message = str(e)
             continue
-        result.topic_id = topic.topic_id
+        if not request.validate_only:
+            result.topic_id = topic.topic_id
         result.num_partitions = len(topic.partitions)
         result.replication_factor = len(topic.partitions[0].replicas) if topic.partitions else -1
         if not ctx.authorize(

@@ -57,3 +57,10 @@ def test_produce_right_after_create_topics(conn: Connection, topic: str) -> None
     )
     assert created.topics[0].error_code == ErrorCode.NONE
     assert [produced(a).error_code for a in appends] == [ErrorCode.NONE] * 3
+
+
+def test_create_topics_answer_fields(conn: Connection, topic: str) -> None:
+    (answer,) = run(conn, c.Exchange(c.create_topic(topic, validate_only=True), 7))
+    assert answer.topics[0].error_code == ErrorCode.NONE
+    assert answer.topics[0].error_message is None  # null, not ""
+    assert answer.topics[0].topic_id == uuid.UUID(int=0)
