@@ -322,6 +322,8 @@ TOPIC_CONFIGS: dict[str, TopicConfigKey] = {k.name: k for k in [
     TopicConfigKey("local.retention.bytes", "long", None, -2),
     TopicConfigKey("local.retention.ms", "long", None, -2),
     TopicConfigKey("remote.storage.enable", "boolean", None, False),
+    TopicConfigKey("remote.log.copy.disable", "boolean", None, False),
+    TopicConfigKey("remote.log.delete.on.disable", "boolean", None, False),
 ]}
 # fmt: on
 

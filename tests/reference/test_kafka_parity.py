@@ -64,3 +64,27 @@ def test_create_topics_answer_fields(conn: Connection, topic: str) -> None:
     assert answer.topics[0].error_code == ErrorCode.NONE
     assert answer.topics[0].error_message is None  # null, not ""
     assert answer.topics[0].topic_id == uuid.UUID(int=0)
+
+
+def test_config_synonyms(conn: Connection, topic: str) -> None:
+    """retention.ms lists no default synonym (only log.retention.hours has a default, and Kafka
+    starts at the preferred key); a broker config lists its static setting then its default."""
+    _, topic_configs, broker_configs = run(
+        conn,
+        c.setup_topic(topic, **{"retention.ms": "3600000"}),
+        c.describe_configs(c.TOPIC_RESOURCE, topic, ["retention.ms", "cleanup.policy"]),
+        c.describe_configs(c.BROKER_RESOURCE, "0", ["num.partitions"]),
+    )
+    synonyms = {
+        e.name: [(s.name, s.value, s.source) for s in e.synonyms]
+        for e in topic_configs.results[0].configs
+    }
+    assert synonyms == {
+        "retention.ms": [("retention.ms", "3600000", 1)],
+        "cleanup.policy": [("log.cleanup.policy", "delete", 5)],
+    }
+    (entry,) = broker_configs.results[0].configs
+    assert [(s.name, s.source) for s in entry.synonyms] == [
+        ("num.partitions", 4),
+        ("num.partitions", 5),
+    ]
