@@ -88,3 +88,14 @@ def test_config_synonyms(conn: Connection, topic: str) -> None:
         ("num.partitions", 4),
         ("num.partitions", 5),
     ]
+
+
+def test_incremental_append_starts_from_the_default(conn: Connection, topic: str) -> None:
+    _, altered, described = run(
+        conn,
+        c.setup_topic(topic),
+        c.incremental_alter(topic, [("cleanup.policy", c.APPEND, "compact")]),
+        c.describe_configs(c.TOPIC_RESOURCE, topic, ["cleanup.policy"]),
+    )
+    assert altered.responses[0].error_code == ErrorCode.NONE
+    assert described.results[0].configs[0].value == "delete,compact"
