@@ -87,8 +87,22 @@ def _reads(ctx: RequestContext, request: Struct) -> list[list[FetchRead]]:
     return topics
 
 
-def _error(read: FetchRead, code: ErrorCode, hw: int = -1, log_start: int = -1) -> PartitionTuple:
-    return (read.index, code, hw, hw, log_start, None, -1, b"")
+#: Errors Kafka answers before reading (the partition is unknown, or its records cannot be
+#: converted): an empty aborted-transactions list, where a failed read leaves it null.
+_EMPTY_ABORTED_ERRORS = frozenset(
+    {
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.UNKNOWN_TOPIC_ID,
+        ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
+    }
+)
+
+
+def _error(read: FetchRead, code: ErrorCode) -> PartitionTuple:
+    """A partition that failed: no offsets at all (Kafka's UnifiedLog.UnknownOffset, -1, for the
+    high watermark, last stable offset and log start offset alike)."""
+    aborted: list[Any] | None = [] if code in _EMPTY_ABORTED_ERRORS else None
+    return (read.index, code, -1, -1, -1, aborted, -1, b"")
 
 
 def _replica_id(request: FetchRequest, version: int) -> int:
@@ -105,7 +119,7 @@ def _partition_tuple(read: FetchRead, version: int, read_committed: bool) -> Par
     if result.error != ErrorCode.NONE:
         if read.name is None and version >= 13:
             return _error(read, ErrorCode.UNKNOWN_TOPIC_ID)
-        return _error(read, result.error, result.high_watermark, result.log_start_offset)
+        return _error(read, result.error)
     hw, log_start = result.high_watermark, result.log_start_offset
     region = result.region
     records: Any = b""
@@ -116,13 +130,13 @@ def _partition_tuple(read: FetchRead, version: int, read_committed: bool) -> Par
                     region.read(), 0 if version <= 1 else 1, fetch_offset=read.fetch_offset
                 )
             except RemoteProtocolError:
-                return _error(read, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, hw, log_start)
+                return _error(read, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
         elif version < ZSTD_MIN_FETCH_VERSION:
             # Kafka's rule (KIP-110): zstd batches go only to Fetch v10+ consumers, so an old
             # consumer's region is read and checked (not sent with sendfile)
             data = region.read()
             if any(h.compression == ZSTD for _, h in iter_batches(data, verify_crc=False)):
-                return _error(read, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, hw, log_start)
+                return _error(read, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
             records = data
         else:
             records = FileRegion(region.fd, region.position, region.length, region)

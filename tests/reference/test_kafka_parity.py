@@ -99,3 +99,20 @@ def test_incremental_append_starts_from_the_default(conn: Connection, topic: str
     )
     assert altered.responses[0].error_code == ErrorCode.NONE
     assert described.results[0].configs[0].value == "delete,compact"
+
+
+def test_fetch_errors_carry_no_offsets(conn: Connection, topic: str) -> None:
+    *_, out_of_range, unknown = run(
+        conn,
+        c.setup_topic(topic),
+        c.produce(topic, c.record_bytes(9, 3)),
+        c.fetch(topic, offset=100),
+        c.fetch(topic, partition=5),
+    )
+    bad = out_of_range.responses[0].partitions[0]
+    assert bad.error_code == ErrorCode.OFFSET_OUT_OF_RANGE
+    assert (bad.high_watermark, bad.last_stable_offset, bad.log_start_offset) == (-1, -1, -1)
+    assert bad.aborted_transactions is None
+    missing = unknown.responses[0].partitions[0]
+    assert missing.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert missing.aborted_transactions == []
