@@ -320,7 +320,9 @@ class Partition:
         over (the ISR's members count as caught up now, so none is removed before it could
         fetch), and a new leader forgets their log ends, which it never saw."""
         plog = self.log
-        if self.replicated and self.leader_epoch >= 0:
+        # replicated or not, as Kafka's makeLeader: the checkpoint knows the epoch before its
+        # first record (ListOffsets and OffsetForLeaderEpoch on an empty log answer it)
+        if self.leader_epoch >= 0:
             plog.assign_epoch_start_offset(self.leader_epoch)
         start = plog.epoch_start_offset(self.leader_epoch)
         self._epoch_start_offset = plog.log_end_offset if start is None else start

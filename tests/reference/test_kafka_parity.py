@@ -12,6 +12,11 @@ from typing import Any
 import pytest
 
 from protocol.error_codes import ErrorCode
+from protocol.messages.offset_for_leader_epoch import (
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderPartition,
+    OffsetForLeaderTopic,
+)
 from tests.integration.broker_process import BrokerProcess
 from tests.reference import corpus as c
 from tests.support.differential import Connection, Context, warm_up
@@ -116,3 +121,33 @@ def test_fetch_errors_carry_no_offsets(conn: Connection, topic: str) -> None:
     missing = unknown.responses[0].partitions[0]
     assert missing.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     assert missing.aborted_transactions == []
+
+
+def test_leader_epochs(conn: Connection, topic: str) -> None:
+    """The epoch is known as soon as the partition has a leader (ListOffsets on an empty log);
+    an epoch above every known one is undefined (-1, -1)."""
+    _, latest = run(conn, c.setup_topic(topic), c.list_offsets(topic, [-1], version=7))
+    assert latest.topics[0].partitions[0].leader_epoch == 0
+    run(conn, c.produce(topic, c.record_bytes(9, 3)))
+    (answer,) = run(
+        conn,
+        c.Exchange(
+            OffsetForLeaderEpochRequest(
+                replica_id=-1,
+                topics=[
+                    OffsetForLeaderTopic(
+                        topic=topic,
+                        partitions=[
+                            OffsetForLeaderPartition(
+                                partition=0, current_leader_epoch=-1, leader_epoch=e
+                            )
+                            for e in (0, 7)
+                        ],
+                    )
+                ],
+            ),
+            4,
+        ),
+    )
+    ends = [(p.leader_epoch, p.end_offset) for p in answer.topics[0].partitions]
+    assert ends == [(0, 3), (-1, -1)]
