@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from protocol.error_codes import ErrorCode
+from protocol.messages.find_coordinator import FindCoordinatorRequest
 from protocol.messages.offset_for_leader_epoch import (
     OffsetForLeaderEpochRequest,
     OffsetForLeaderPartition,
@@ -151,3 +152,14 @@ def test_leader_epochs(conn: Connection, topic: str) -> None:
     )
     ends = [(p.leader_epoch, p.end_offset) for p in answer.topics[0].partitions]
     assert ends == [(0, 3), (-1, -1)]
+
+
+def test_find_coordinator_messages(conn: Connection) -> None:
+    group = f"parity-group-{uuid.uuid4().hex[:8]}"
+    old, new = run(
+        conn,
+        c.Exchange(FindCoordinatorRequest(key=group, key_type=0), 3),
+        c.Exchange(FindCoordinatorRequest(key_type=0, coordinator_keys=[group]), 4),
+    )
+    assert (old.error_code, old.error_message) == (ErrorCode.NONE, "NONE")
+    assert new.coordinators[0].error_message is None
