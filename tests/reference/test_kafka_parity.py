@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from protocol.error_codes import ErrorCode
+from protocol.messages.describe_cluster import DescribeClusterRequest
 from protocol.messages.find_coordinator import FindCoordinatorRequest
 from protocol.messages.offset_for_leader_epoch import (
     OffsetForLeaderEpochRequest,
@@ -163,3 +164,15 @@ def test_find_coordinator_messages(conn: Connection) -> None:
     )
     assert (old.error_code, old.error_message) == (ErrorCode.NONE, "NONE")
     assert new.coordinators[0].error_message is None
+
+
+def test_describe_cluster(conn: Connection) -> None:
+    everything, controllers = run(
+        conn,
+        c.Exchange(DescribeClusterRequest(include_cluster_authorized_operations=True), 1),
+        c.Exchange(DescribeClusterRequest(endpoint_type=2), 1),
+    )
+    # CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE
+    assert everything.cluster_authorized_operations == 8096
+    assert controllers.error_code == ErrorCode.MISMATCHED_ENDPOINT_TYPE
+    assert controllers.endpoint_type == 1
