@@ -58,6 +58,7 @@ from broker.replication.errors import (
     FencedLeaderEpoch,
     NotLeaderOrFollower,
     OffsetOutOfRange,
+    PolicyViolation,
     UnknownLeaderEpoch,
 )
 from broker.replication.log_validator import TopicRules, validate
@@ -927,9 +928,15 @@ class Partition:
 
     def delete_records_on_leader(self, offset: int) -> int:
         """DeleteRecords: moves the log start offset to ``offset`` (-1: the high watermark);
-        returns the new low watermark. Raises NotLeaderOrFollower, OffsetOutOfRange (below 0 or
-        above the high watermark) or a KafkaApiError with the storage error's code."""
+        returns the new low watermark. Raises NotLeaderOrFollower, PolicyViolation (a topic whose
+        ``cleanup.policy`` lacks ``delete``: compacted logs keep their history, as Kafka's
+        Partition.deleteRecordsOnLeader rules), OffsetOutOfRange (below 0 or above the high
+        watermark) or a KafkaApiError with the storage error's code."""
         self._check_leader()
+        if not self.log.config.delete:
+            raise PolicyViolation(
+                f"Records of partition {self} cannot be deleted: its cleanup.policy is not delete"
+            )
         hw = self.high_watermark
         if offset == -1:
             offset = hw

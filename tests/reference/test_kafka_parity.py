@@ -176,3 +176,13 @@ def test_describe_cluster(conn: Connection) -> None:
     assert everything.cluster_authorized_operations == 8096
     assert controllers.error_code == ErrorCode.MISMATCHED_ENDPOINT_TYPE
     assert controllers.endpoint_type == 1
+
+
+def test_delete_records_of_a_compacted_topic(conn: Connection, topic: str) -> None:
+    *_, deleted = run(
+        conn,
+        c.setup_topic(topic, **{"cleanup.policy": "compact"}),
+        c.produce(topic, c.record_bytes(9, 3)),
+        c.delete_records(topic, {0: 1}),
+    )
+    assert deleted.topics[0].partitions[0].error_code == ErrorCode.POLICY_VIOLATION
