@@ -591,12 +591,15 @@ class ProducerStateManager:
 
     @staticmethod
     def _duplicate_answer(partition_log: PartitionLog, batch: BatchMetadata) -> AppendInfo:
+        # Kafka answers a duplicate with the cached batch's offsets and, as its log append time,
+        # the cached batch's timestamp whatever the topic's timestamp type (UnifiedLog's
+        # analyzeAndValidateProducerState): clients see the same answer as the first time
         return AppendInfo(
             first_offset=batch.first_offset,
             last_offset=batch.last_offset,
             max_timestamp=batch.timestamp,
             offset_of_max_timestamp=batch.last_offset,
-            log_append_time=batch.timestamp if partition_log.config.log_append_time else -1,
+            log_append_time=batch.timestamp,
             log_start_offset=partition_log.log_start_offset,
             record_count=0,
             valid_bytes=0,

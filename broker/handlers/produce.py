@@ -113,6 +113,7 @@ def _partition(
     if info is None:
         result.error_code = appended.error
         result.error_message = appended.message
+        result.log_start_offset = appended.log_start_offset
         if appended.record_errors:
             result.record_errors = [
                 BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)

@@ -19,6 +19,7 @@ other than ``producer`` that differs from the batch's codec recompresses. The lo
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 
 from coordination.errors import KafkaApiError
@@ -62,6 +63,11 @@ class TopicRules:
     compacted: bool = False
 
 
+#: The smallest legacy message (Kafka's LegacyRecord.RECORD_OVERHEAD_V0): crc, magic,
+#: attributes, key and value lengths.
+LEGACY_MIN_ENTRY_LENGTH = 14
+
+
 def validate(
     records: memoryview | bytes | None, *, api_version: int, rules: TopicRules, now_ms: int
 ) -> bytearray | memoryview:
@@ -71,6 +77,16 @@ def validate(
     buffer: bytearray | memoryview = (
         records if isinstance(records, memoryview) else memoryview(bytearray(records))
     )
+    if len(buffer) >= 12:
+        # an entry shorter than the smallest legacy message cannot be read at all: Kafka's
+        # ByteBufferLogInputStream refuses it as corrupt before looking at its magic
+        (entry_length,) = struct.unpack_from(">i", buffer, 8)
+        if entry_length < LEGACY_MIN_ENTRY_LENGTH:
+            raise RecordError(
+                f"Record size {entry_length} is below the minimum record overhead "
+                f"({LEGACY_MIN_ENTRY_LENGTH})",
+                ErrorCode.CORRUPT_MESSAGE,
+            )
     try:
         magic = rb.peek_magic(buffer, 0)
         if magic < rb.MAGIC_V2:

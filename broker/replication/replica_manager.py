@@ -84,7 +84,8 @@ def topic_rules(config: dict[str, Any]) -> TopicRules:
 
 
 class AppendResult(NamedTuple):
-    """One partition's answer to a produce: ``info`` when appended, else the error."""
+    """One partition's answer to a produce: ``info`` when appended, else the error, with the
+    log start offset when the partition was reached (else -1)."""
 
     error: ErrorCode
     info: AppendInfo | None = None
@@ -93,6 +94,8 @@ class AppendResult(NamedTuple):
     record_errors: tuple[tuple[int, str], ...] = ()
     #: with acks=all, what the answer must wait for (None: nothing, it is committed)
     waiting: ProducePartitionStatus | None = None
+    #: the partition's log start offset when the failure was met in the log (else -1)
+    log_start_offset: int = -1
 
 
 class LogDirDescription(NamedTuple):
@@ -107,6 +110,22 @@ class LogDirDescription(NamedTuple):
     #: future replicas being copied here by a move (AlterReplicaLogDirs): (topic, partition,
     #: bytes copied so far, offset lag: records of the current replica not yet copied)
     futures: tuple[tuple[str, int, int, int], ...] = ()
+
+
+#: Append failures Kafka answers before reaching the log (the request's own checks, and
+#: ReplicaManager.appendToLocalLog's first cases): no log start offset, no message.
+_UNREACHED_ERRORS = frozenset(
+    {
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.MESSAGE_TOO_LARGE,
+        ErrorCode.RECORD_LIST_TOO_LARGE,
+        ErrorCode.KAFKA_STORAGE_ERROR,
+        ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
+    }
+)
+#: Failures of record validation (Kafka's RecordValidationException): their message is kept.
+_RECORD_VALIDATION_ERRORS = frozenset({ErrorCode.INVALID_RECORD, ErrorCode.INVALID_TIMESTAMP})
 
 
 class FetchRead:
@@ -626,6 +645,29 @@ class ReplicaManager:
 
     # -- produce -----------------------------------------------------------------------------
 
+    @staticmethod
+    def _append_failure(
+        part: Partition,
+        code: ErrorCode,
+        message: str | None,
+        record_errors: tuple[tuple[int, str], ...],
+    ) -> AppendResult:
+        """A failed append as Kafka answers it: errors met before the log (leadership, sizes,
+        corrupt batches, codecs the version may not carry) carry no log start offset; the others
+        carry the partition's. Record validation failures keep their message and record errors
+        (KIP-467), corrupt batches their message; the others have none."""
+        if code in _UNREACHED_ERRORS:
+            return AppendResult(code)
+        if code == ErrorCode.CORRUPT_MESSAGE:
+            return AppendResult(code, None, message)
+        if code in _RECORD_VALIDATION_ERRORS:
+            if not record_errors:  # refused as a whole, before any record was looked at
+                return AppendResult(code)
+            return AppendResult(
+                code, None, message, record_errors, log_start_offset=part.log.log_start_offset
+            )
+        return AppendResult(code, log_start_offset=part.log.log_start_offset)
+
     def append_records(
         self,
         topic: str | None,
@@ -651,12 +693,12 @@ class ReplicaManager:
                 records, api_version=api_version, now_ms=now_ms, required_acks=required_acks
             )
         except RecordError as e:
-            return AppendResult(e.error_code, None, str(e), tuple(e.record_errors))
+            return self._append_failure(part, e.error_code, str(e), tuple(e.record_errors))
         except (KafkaApiError, StorageError) as e:
             if isinstance(e, KafkaStorageError):
                 self.handle_log_dir_failure(part, e)
             code, message = error_of(e)
-            return AppendResult(code, None, message)
+            return self._append_failure(part, code, message, ())
         if required_acks == -1 and part.replicated:
             required = info.last_offset + 1
             status = ProducePartitionStatus(part, required, epoch)

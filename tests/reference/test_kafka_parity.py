@@ -186,3 +186,28 @@ def test_delete_records_of_a_compacted_topic(conn: Connection, topic: str) -> No
         c.delete_records(topic, {0: 1}),
     )
     assert deleted.topics[0].partitions[0].error_code == ErrorCode.POLICY_VIOLATION
+
+
+def test_produce_error_answers(conn: Connection, topic: str) -> None:
+    """Log start offsets and messages as Kafka answers them; a duplicate answers the cached
+    batch's timestamp; an entry below the smallest message is corrupt."""
+    _, pid, first, duplicate, gap, garbage = run(
+        conn,
+        c.setup_topic(topic),
+        c.init_producer_id(),
+        c.produce(topic, c.idempotent_batch(3, sequence=0, start=0)),
+        c.produce(topic, c.idempotent_batch(3, sequence=0, start=0)),
+        c.produce(topic, c.idempotent_batch(1, sequence=9, start=3)),
+        c.produce(topic, b"\x00" * 70),
+    )
+    assert pid.error_code == ErrorCode.NONE
+    assert produced(first).error_code == ErrorCode.NONE
+    dup = produced(duplicate)
+    assert (dup.error_code, dup.base_offset) == (ErrorCode.NONE, 0)
+    assert dup.log_append_time_ms == c.T0 + 20  # the cached batch's max timestamp
+    out_of_order = produced(gap)
+    assert out_of_order.error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert (out_of_order.log_start_offset, out_of_order.error_message) == (0, None)
+    corrupt = produced(garbage)
+    assert corrupt.error_code == ErrorCode.CORRUPT_MESSAGE
+    assert corrupt.log_start_offset == -1
