@@ -39,16 +39,21 @@ ZSTD_MIN_FETCH_VERSION = 10
 
 class RecordError(KafkaApiError):
     """A per-partition produce failure; ``record_errors`` are (record index in its batch, message)
-    for the records Kafka names one by one (KIP-467)."""
+    for the records Kafka names one by one (KIP-467). ``before_log`` marks the checks Kafka makes
+    on the request itself (ProduceRequest.validateRecords), whose answers carry no log start
+    offset."""
 
     def __init__(
         self,
         message: str = "",
         error_code: ErrorCode | None = None,
         record_errors: list[tuple[int, str]] | None = None,
+        *,
+        before_log: bool = False,
     ) -> None:
         super().__init__(message, error_code)
         self.record_errors = record_errors or []
+        self.before_log = before_log
 
 
 @dataclass(frozen=True)
@@ -94,6 +99,7 @@ def validate(
                 raise RecordError(
                     f"Produce v{api_version} needs magic 2 record batches, got magic {magic}",
                     ErrorCode.INVALID_RECORD,
+                    before_log=True,
                 )
             buffer = bytearray(convert.legacy_to_batch(buffer))
         elif magic != rb.MAGIC_V2:

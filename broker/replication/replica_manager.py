@@ -654,15 +654,13 @@ class ReplicaManager:
     ) -> AppendResult:
         """A failed append as Kafka answers it: errors met before the log (leadership, sizes,
         corrupt batches, codecs the version may not carry) carry no log start offset; the others
-        carry the partition's. Record validation failures keep their message and record errors
-        (KIP-467), corrupt batches their message; the others have none."""
+        carry the partition's. Record validation failures naming records keep their message and
+        record errors (KIP-467), corrupt batches their message; the others have none."""
         if code in _UNREACHED_ERRORS:
             return AppendResult(code)
         if code == ErrorCode.CORRUPT_MESSAGE:
             return AppendResult(code, None, message)
-        if code in _RECORD_VALIDATION_ERRORS:
-            if not record_errors:  # refused as a whole, before any record was looked at
-                return AppendResult(code)
+        if code in _RECORD_VALIDATION_ERRORS and record_errors:
             return AppendResult(
                 code, None, message, record_errors, log_start_offset=part.log.log_start_offset
             )
@@ -693,6 +691,8 @@ class ReplicaManager:
                 records, api_version=api_version, now_ms=now_ms, required_acks=required_acks
             )
         except RecordError as e:
+            if e.before_log:
+                return AppendResult(e.error_code)
             return self._append_failure(part, e.error_code, str(e), tuple(e.record_errors))
         except (KafkaApiError, StorageError) as e:
             if isinstance(e, KafkaStorageError):

@@ -269,7 +269,10 @@ def test_broken_records_with_a_valid_crc_are_refused_and_harm_nothing(broker, to
             count = 2 if what == "fewer records than the header says" else 1
             answer = _produce(sock, topic_name, _with_records(records, count), i + 1)
             assert answer.error_code == ErrorCode.INVALID_RECORD, what
-            assert answer.base_offset == -1 and "invalid record" in answer.error_message, what
+            # Kafka 3.9 answers these with no message and the log start offset (checked side by
+            # side in tests/reference)
+            assert answer.base_offset == -1 and answer.error_message is None, what
+            assert answer.log_start_offset == 0, what
     producer.produce(topic_name, value=b"after")
     assert producer.flush(15) == 0
     got = consume_from_start(broker.bootstrap, topic_name, 1, 2)
