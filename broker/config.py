@@ -915,11 +915,12 @@ class ZooKeeperConfig:
 #: Every other key is read-only: changing it needs server.properties and a restart.
 DYNAMIC_BROKER_CONFIGS: frozenset[str] = frozenset(
     {
-        # DynamicLogConfig: the broker-level defaults of topic configs
-        "log.segment.bytes", "log.roll.ms", "log.roll.hours", "log.roll.jitter.ms",
-        "log.roll.jitter.hours", "log.index.size.max.bytes", "log.flush.interval.messages",
+        # DynamicLogConfig: the broker-level defaults of topic configs, by their preferred key
+        # only (Kafka's ServerTopicConfigSynonyms: log.retention.ms, not .minutes or .hours)
+        "log.segment.bytes", "log.roll.ms", "log.roll.jitter.ms",
+        "log.index.size.max.bytes", "log.flush.interval.messages",
         "log.flush.interval.ms", "log.retention.bytes", "log.retention.ms",
-        "log.retention.minutes", "log.retention.hours", "message.max.bytes",
+        "message.max.bytes",
         "log.index.interval.bytes", "log.cleaner.delete.retention.ms",
         "log.cleaner.min.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms",
         "log.segment.delete.delay.ms", "log.cleaner.min.cleanable.ratio", "log.cleanup.policy",

@@ -211,3 +211,20 @@ def test_produce_error_answers(conn: Connection, topic: str) -> None:
     corrupt = produced(garbage)
     assert corrupt.error_code == ErrorCode.CORRUPT_MESSAGE
     assert corrupt.log_start_offset == -1
+
+
+def test_dynamic_broker_configs_are_the_preferred_keys(conn: Connection) -> None:
+    """Only a topic config's preferred broker key is dynamic (Kafka's DynamicLogConfig): the
+    hours and minutes forms of retention and roll times are read-only."""
+    (answer,) = run(
+        conn,
+        c.describe_configs(
+            c.BROKER_RESOURCE, "0", ["log.retention.ms", "log.retention.hours", "log.roll.hours"]
+        ),
+    )
+    read_only = {e.name: e.read_only for e in answer.results[0].configs}
+    assert read_only == {
+        "log.retention.ms": False,
+        "log.retention.hours": True,
+        "log.roll.hours": True,
+    }
