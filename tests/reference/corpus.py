@@ -21,6 +21,12 @@ from collections.abc import Callable
 from typing import Any
 
 from protocol.api_keys import ApiKey
+from protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest
+from protocol.messages.add_partitions_to_txn import (
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnTopic,
+    AddPartitionsToTxnTransaction,
+)
 from protocol.messages.alter_configs import AlterableConfig, AlterConfigsRequest
 from protocol.messages.alter_configs import AlterConfigsResource as AlterResource
 from protocol.messages.api_versions import ApiVersionsRequest
@@ -45,6 +51,11 @@ from protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicStat
 from protocol.messages.describe_cluster import DescribeClusterRequest
 from protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResource
 from protocol.messages.describe_groups import DescribeGroupsRequest
+from protocol.messages.describe_log_dirs import DescribableLogDirTopic, DescribeLogDirsRequest
+from protocol.messages.describe_producers import DescribeProducersRequest
+from protocol.messages.describe_producers import TopicRequest as DescribeProducersTopicRequest
+from protocol.messages.describe_transactions import DescribeTransactionsRequest
+from protocol.messages.end_txn import EndTxnRequest
 from protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
 from protocol.messages.find_coordinator import FindCoordinatorRequest
 from protocol.messages.heartbeat import HeartbeatRequest
@@ -60,6 +71,7 @@ from protocol.messages.list_offsets import (
     ListOffsetsRequest,
     ListOffsetsTopic,
 )
+from protocol.messages.list_transactions import ListTransactionsRequest
 from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 from protocol.messages.offset_commit import (
     OffsetCommitRequest,
@@ -84,6 +96,16 @@ from protocol.messages.offset_for_leader_epoch import (
 )
 from protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment
+from protocol.messages.txn_offset_commit import (
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitRequestPartition,
+    TxnOffsetCommitRequestTopic,
+)
+from protocol.messages.write_txn_markers import (
+    WritableTxnMarker,
+    WritableTxnMarkerTopic,
+    WriteTxnMarkersRequest,
+)
 from protocol.records.legacy import build_message_set
 from protocol.records.record import SimpleRecord, build_batch
 from protocol.schema import Message
@@ -242,11 +264,12 @@ def produce(
     acks: int = -1,
     version: int = V_PRODUCE,
     label: str = "",
+    transactional_id: str | None = None,
 ) -> Exchange:
     def build(ctx: Context) -> Message:
         blob = data(ctx) if callable(data) else data
         return ProduceRequest(
-            transactional_id=None,
+            transactional_id=transactional_id,
             acks=acks,
             timeout_ms=30000,
             topic_data=[
@@ -1493,3 +1516,338 @@ def edge_scenarios(prefix: str) -> list[Scenario]:
         ],
     )
     return out
+
+
+# --- transactions, producers and log dirs -------------------------------------------------------
+
+V_ADD_PARTITIONS = 3
+V_ADD_OFFSETS = 3
+V_END_TXN = 3
+V_TXN_COMMIT = 3
+
+
+def find_txn_coordinator(txn: str) -> Exchange:
+    return Exchange(FindCoordinatorRequest(key=txn, key_type=1), 3, label="transaction coordinator")
+
+
+def init_txn_producer(txn: str, *, key: str = "txn") -> Exchange:
+    def capture(ctx: Context, response: Any) -> None:
+        ctx.values[key] = (response.producer_id, response.producer_epoch)
+
+    return Exchange(
+        InitProducerIdRequest(transactional_id=txn, transaction_timeout_ms=60000),
+        4,
+        capture,
+        label="transactional producer id",
+        # a fresh coordinator may answer CONCURRENT_TRANSACTIONS or load in progress first
+        until=lambda r: r.error_code == 0,
+    )
+
+
+def _pid(ctx: Context, key: str = "txn") -> tuple[int, int]:
+    pid, epoch = ctx.values.get(key, (-1, -1))
+    return int(pid), int(epoch)
+
+
+def add_partitions(
+    txn: str, topic: str, partitions: list[int], *, version: int = V_ADD_PARTITIONS, label: str = ""
+) -> Exchange:
+    def build(ctx: Context) -> Message:
+        pid, epoch = _pid(ctx)
+        topics = [AddPartitionsToTxnTopic(name=topic, partitions=partitions)]
+        if version >= 4:
+            return AddPartitionsToTxnRequest(
+                transactions=[
+                    AddPartitionsToTxnTransaction(
+                        transactional_id=txn,
+                        producer_id=pid,
+                        producer_epoch=epoch,
+                        verify_only=False,
+                        topics=topics,
+                    )
+                ]
+            )
+        return AddPartitionsToTxnRequest(
+            v3_and_below_transactional_id=txn,
+            v3_and_below_producer_id=pid,
+            v3_and_below_producer_epoch=epoch,
+            v3_and_below_topics=topics,
+        )
+
+    return Exchange(build, version, label=label)
+
+
+def txn_batch(count: int, *, sequence: int, start: int) -> Callable[[Context], bytes]:
+    def build(ctx: Context) -> bytes:
+        pid, epoch = _pid(ctx)
+        return build_batch(
+            records(count, start=start),
+            producer_id=pid,
+            producer_epoch=epoch,
+            base_sequence=sequence,
+            transactional=True,
+        )
+
+    return build
+
+
+def add_offsets(txn: str, group: str, *, version: int = V_ADD_OFFSETS) -> Exchange:
+    def build(ctx: Context) -> Message:
+        pid, epoch = _pid(ctx)
+        return AddOffsetsToTxnRequest(
+            transactional_id=txn, producer_id=pid, producer_epoch=epoch, group_id=group
+        )
+
+    return Exchange(build, version)
+
+
+def txn_commit(
+    txn: str, group: str, topic: str, offset: int, *, version: int = V_TXN_COMMIT
+) -> Exchange:
+    def build(ctx: Context) -> Message:
+        pid, epoch = _pid(ctx)
+        return TxnOffsetCommitRequest(
+            transactional_id=txn,
+            group_id=group,
+            producer_id=pid,
+            producer_epoch=epoch,
+            generation_id=-1,
+            member_id="",
+            group_instance_id=None,
+            topics=[
+                TxnOffsetCommitRequestTopic(
+                    name=topic,
+                    partitions=[
+                        TxnOffsetCommitRequestPartition(
+                            partition_index=0,
+                            committed_offset=offset,
+                            committed_leader_epoch=-1,
+                            committed_metadata="txn",
+                        )
+                    ],
+                )
+            ],
+        )
+
+    return Exchange(build, version)
+
+
+def end_txn(
+    txn: str,
+    *,
+    committed: bool = True,
+    version: int = V_END_TXN,
+    epoch_delta: int = 0,
+    label: str = "",
+) -> Exchange:
+    def build(ctx: Context) -> Message:
+        pid, epoch = _pid(ctx)
+        return EndTxnRequest(
+            transactional_id=txn,
+            producer_id=pid,
+            producer_epoch=epoch + epoch_delta,
+            committed=committed,
+        )
+
+    return Exchange(build, version, label=label)
+
+
+def _settled(response: Any) -> bool:
+    return all(not t.transaction_state.startswith("Prepare") for t in response.transaction_states)
+
+
+def describe_txn(txn: str) -> Exchange:
+    return Exchange(
+        DescribeTransactionsRequest(transactional_ids=[txn, f"{txn}-unknown"]), 0, until=_settled
+    )
+
+
+def read_committed(topic: str) -> Exchange:
+    def build(ctx: Context) -> Message:
+        request = fetch(topic, version=V_FETCH).build(ctx)
+        request.isolation_level = 1
+        return request
+
+    return Exchange(build, V_FETCH, label="read committed")
+
+
+def transaction(
+    prefix: str, name: str, *, focus: tuple[str, int] | None = None, committed: bool = True
+) -> list[Exchange]:
+    """A whole transaction: coordinator, producer id, a partition, records, a group's offsets,
+    the end, and what the brokers then say about it. ``focus`` = (API, version) to use."""
+    api, v = focus or ("", -1)
+    t, g, txn = f"{prefix}-{name}", f"{prefix}-{name}-group", f"{prefix}-{name}-txn"
+    return [
+        setup_topic(t, 2),
+        find_group_coordinator(g),
+        find_txn_coordinator(txn),
+        init_txn_producer(txn),
+        add_partitions(txn, t, [0], version=v if api == "add_partitions" else V_ADD_PARTITIONS),
+        add_partitions(
+            txn,
+            f"{t}-missing",
+            [0],
+            version=v if api == "add_partitions" else V_ADD_PARTITIONS,
+            label="unknown topic",
+        ),
+        produce(t, txn_batch(3, sequence=0, start=0), label="without the transactional id"),
+        produce(
+            t,
+            txn_batch(3, sequence=0, start=0),
+            label="transactional records",
+            transactional_id=txn,
+        ),
+        add_offsets(txn, g, version=v if api == "add_offsets" else V_ADD_OFFSETS),
+        txn_commit(txn, g, t, 2, version=v if api == "txn_commit" else V_TXN_COMMIT),
+        end_txn(
+            txn,
+            committed=committed,
+            version=v if api == "end_txn" else V_END_TXN,
+            epoch_delta=-1,
+            label="stale epoch",
+        )
+        if api == "end_txn"
+        else describe_txn(txn),
+        end_txn(txn, committed=committed, version=v if api == "end_txn" else V_END_TXN),
+        describe_txn(txn),
+        read_committed(t),
+        offset_fetch(g, {t: [0]}),
+    ]
+
+
+def transaction_scenarios(prefix: str) -> list[Scenario]:
+    out: list[Scenario] = []
+    p = f"{prefix}-t"
+    for api, key in (
+        ("add_partitions", ApiKey.ADD_PARTITIONS_TO_TXN),
+        ("add_offsets", ApiKey.ADD_OFFSETS_TO_TXN),
+        ("txn_commit", ApiKey.TXN_OFFSET_COMMIT),
+        ("end_txn", ApiKey.END_TXN),
+    ):
+        for v in versions(key):
+            out.append(Scenario(f"{api}/v{v}", transaction(p, f"{api}{v}", focus=(api, v))))
+    out.append(Scenario("edge/transaction-aborted", transaction(p, "abort", committed=False)))
+
+    t = f"{p}-producers"
+    out.append(
+        Scenario(
+            "describe_producers/v0",
+            [
+                setup_topic(t),
+                init_producer_id(),
+                produce(t, idempotent_batch(3, sequence=0, start=0)),
+                Exchange(
+                    DescribeProducersRequest(
+                        topics=[DescribeProducersTopicRequest(name=t, partition_indexes=[0, 4])]
+                    ),
+                    0,
+                ),
+            ],
+        )
+    )
+    txn = f"{p}-list-txn"
+    for v in versions(ApiKey.LIST_TRANSACTIONS):
+        lt = f"{p}-list{v}"
+        out.append(
+            Scenario(
+                f"list_transactions/v{v}",
+                [
+                    setup_topic(lt),
+                    find_txn_coordinator(f"{txn}{v}"),
+                    init_txn_producer(f"{txn}{v}"),
+                    add_partitions(f"{txn}{v}", lt, [0]),
+                    Exchange(
+                        ListTransactionsRequest(
+                            state_filters=[], producer_id_filters=[], duration_filter=-1
+                        ),
+                        v,
+                        project=only_transactions(f"{txn}{v}"),
+                        label="all",
+                    ),
+                    Exchange(
+                        ListTransactionsRequest(state_filters=["Ongoing"], producer_id_filters=[]),
+                        v,
+                        project=only_transactions(f"{txn}{v}"),
+                        label="ongoing",
+                    ),
+                    end_txn(f"{txn}{v}", committed=False),
+                ],
+            )
+        )
+    for v in versions(ApiKey.WRITE_TXN_MARKERS):
+        wt = f"{p}-markers{v}"
+        out.append(
+            Scenario(
+                f"write_txn_markers/v{v}",
+                [
+                    setup_topic(wt),
+                    Exchange(
+                        WriteTxnMarkersRequest(
+                            markers=[
+                                WritableTxnMarker(
+                                    producer_id=424242,
+                                    producer_epoch=0,
+                                    transaction_result=False,
+                                    topics=[
+                                        WritableTxnMarkerTopic(
+                                            name=f"{wt}-missing", partition_indexes=[0]
+                                        ),
+                                        WritableTxnMarkerTopic(name=wt, partition_indexes=[3]),
+                                    ],
+                                    coordinator_epoch=0,
+                                )
+                            ]
+                        ),
+                        v,
+                    ),
+                ],
+            )
+        )
+    for v in versions(ApiKey.DESCRIBE_LOG_DIRS):
+        dt = f"{p}-logdirs{v}"
+        out.append(
+            Scenario(
+                f"describe_log_dirs/v{v}",
+                [
+                    setup_topic(dt, 2),
+                    produce(dt, record_bytes(V_PRODUCE, 3)),
+                    Exchange(
+                        DescribeLogDirsRequest(
+                            topics=[DescribableLogDirTopic(topic=dt, partitions=[0, 1, 7])]
+                        ),
+                        v,
+                    ),
+                    Exchange(
+                        DescribeLogDirsRequest(topics=None),
+                        v,
+                        label="every partition",
+                        project=only_log_dir_topics(dt),
+                    ),
+                ],
+            )
+        )
+    return out
+
+
+def only_transactions(txn: str) -> Callable[[Any], Any]:
+    def project(answer: Any) -> Any:
+        return {
+            **answer,
+            "transaction_states": [
+                t for t in answer["transaction_states"] if t["transactional_id"] == txn
+            ],
+        }
+
+    return project
+
+
+def only_log_dir_topics(prefix: str) -> Callable[[Any], Any]:
+    def project(answer: Any) -> Any:
+        results = []
+        for result in answer["results"]:
+            topics = [t for t in result["topics"] if t["name"].startswith(prefix)]
+            results.append({**result, "topics": topics})
+        return {**answer, "results": results}
+
+    return project

@@ -82,6 +82,10 @@ class Exchange:
     capture: Capture | None = None
     label: str = ""
     project: Callable[[Any], Any] | None = None
+    #: asked again (up to ``until_timeout`` seconds) until this holds of the answer: for state
+    #: a broker reaches asynchronously (a transaction's markers written)
+    until: Callable[[Any], bool] | None = None
+    until_timeout: float = 30.0
 
     def build(self, ctx: Context) -> Message | RawRequest:
         if isinstance(self.request, Message | RawRequest):
@@ -154,9 +158,17 @@ _UUID_IN_TEXT = re.compile(
 _PLACEHOLDERS = {
     "cluster_id": "<cluster-id>",
     "port": "<port>",
+    "log_dir": "<log-dir>",
 }
-#: Fields compared only for being set (non-negative) or not.
-_SET_OR_NOT = {"producer_id", "log_append_time_ms"}
+#: Fields compared only for being set (non-negative) or not: ids and times a broker picks, and
+#: a disk's sizes.
+_SET_OR_NOT = {
+    "producer_id",
+    "log_append_time_ms",
+    "transaction_start_time_ms",
+    "total_bytes",
+    "usable_bytes",
+}
 _ZERO = {"throttle_time_ms"}
 #: Fields whose text is free wording: compared for presence only (null and "" alike: Kafka
 #: itself answers either for "no message", depending on the API).
@@ -302,6 +314,15 @@ def run_scenario(scenario: Scenario, kafka: Connection, odradek: Connection) -> 
             ctx = contexts[target]
             request = exchange.build(ctx)
             response = conn.call(request, exchange.version)
+            deadline = time.monotonic() + exchange.until_timeout
+            while (
+                exchange.until is not None
+                and response is not CLOSED
+                and not exchange.until(response)
+                and time.monotonic() < deadline
+            ):
+                time.sleep(0.05)
+                response = conn.call(request, exchange.version)
             if exchange.capture is not None and response is not CLOSED:
                 exchange.capture(ctx, response)
             answers[target] = normalise(response)
@@ -347,13 +368,15 @@ def reference_ranges(bootstrap: str) -> dict[int, tuple[int, int]]:
 
 def warm_up(bootstrap: str, timeout: float = 120.0) -> None:
     """What a broker does once in its life before the corpus may compare it: create
-    ``__consumer_offsets`` (on the first FindCoordinator) and fetch a producer id block (Kafka
-    3.x asks its controller for one on the first InitProducerId). Not compared: only waited for."""
+    ``__consumer_offsets`` and ``__transaction_state`` (on the first FindCoordinator of each
+    kind) and fetch a producer id block (Kafka 3.x asks its controller for one on the first
+    InitProducerId). Not compared: only waited for."""
     conn = Connection(bootstrap)
     deadline = time.monotonic() + timeout
     try:
         for request, version in (
             (FindCoordinatorRequest(key="odradek-warm-up", key_type=0), 3),
+            (FindCoordinatorRequest(key="odradek-warm-up", key_type=1), 3),
             (InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60000), 4),
         ):
             while True:

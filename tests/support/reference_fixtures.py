@@ -39,6 +39,8 @@ SHARED_BROKER_SETTINGS = {
     "num.partitions": "1",
     "offsets.topic.num.partitions": "50",
     "offsets.topic.replication.factor": "1",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
     "group.initial.rebalance.delay.ms": "0",
     "auto.create.topics.enable": "true",
 }
