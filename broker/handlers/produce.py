@@ -78,6 +78,22 @@ def _unverified(
 Waiting = list[tuple[PartitionProduceResponse, ProducePartitionStatus]]
 
 
+def _has_transactional_records(request: ProduceRequest) -> bool:
+    """Whether a partition's records start with a transactional batch (Kafka's
+    ProduceRequest.hasTransactionalRecords looks at the first batch of each)."""
+    for topic in request.topic_data:
+        for p in topic.partition_data:
+            records = p.records
+            if records is None or len(records) < HEADER_SIZE:
+                continue
+            try:
+                if read_header(records, 0).is_transactional:
+                    return True
+            except RemoteProtocolError:
+                continue  # not a batch: the partition's validator refuses it
+    return False
+
+
 def _partition(
     ctx: RequestContext,
     name: str | None,
@@ -154,6 +170,13 @@ def handle_produce(ctx: RequestContext, request: ProduceRequest) -> ProduceRespo
     now_ms = ctx.now_ms()
     by_id = ctx.services.metadata.view.topics_by_id if version >= 13 else None
     txn_id = request.transactional_id if version >= 3 else None
+    if txn_id is None and _has_transactional_records(request):
+        # Kafka's KafkaApis.handleProduceRequest: transactional records need the request's
+        # transactional id (authorized for WRITE); without it the whole request is refused
+        refused: ProduceResponse = produce_error(
+            request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None
+        )
+        return refused
     responses = []
     waiting: Waiting = []
     failed = False

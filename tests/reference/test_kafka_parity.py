@@ -228,3 +228,31 @@ def test_dynamic_broker_configs_are_the_preferred_keys(conn: Connection) -> None
         "log.retention.hours": True,
         "log.roll.hours": True,
     }
+
+
+def test_transactional_records_need_the_transactional_id(conn: Connection, topic: str) -> None:
+    """Kafka refuses a whole Produce request holding transactional batches without a
+    transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), before looking at partitions."""
+    txn = f"{topic}-txn"
+    ctx = Context("odradek")
+    for exchange in (
+        c.setup_topic(topic),
+        c.find_txn_coordinator(txn),
+        c.init_txn_producer(txn),
+        c.add_partitions(txn, topic, [0]),
+    ):
+        answer = conn.call(exchange.build(ctx), exchange.version)
+        while exchange.until is not None and not exchange.until(answer):
+            answer = conn.call(exchange.build(ctx), exchange.version)
+        if exchange.capture is not None:
+            exchange.capture(ctx, answer)
+    without = c.produce(topic, c.txn_batch(2, sequence=0, start=0))
+    answer = produced(conn.call(without.build(ctx), without.version))
+    assert (answer.error_code, answer.error_message) == (
+        ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+        None,
+    )
+    with_id = c.produce(topic, c.txn_batch(2, sequence=0, start=0), transactional_id=txn)
+    assert produced(conn.call(with_id.build(ctx), with_id.version)).error_code == ErrorCode.NONE
+    end = c.end_txn(txn, committed=False)
+    assert conn.call(end.build(ctx), end.version).error_code == ErrorCode.NONE
