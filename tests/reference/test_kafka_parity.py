@@ -256,3 +256,11 @@ def test_transactional_records_need_the_transactional_id(conn: Connection, topic
     assert produced(conn.call(with_id.build(ctx), with_id.version)).error_code == ErrorCode.NONE
     end = c.end_txn(txn, committed=False)
     assert conn.call(end.build(ctx), end.version).error_code == ErrorCode.NONE
+
+
+def test_describing_an_unknown_transaction(conn: Connection) -> None:
+    (answer,) = run(conn, c.Exchange(c.DescribeTransactionsRequest(transactional_ids=["none"]), 0))
+    state = answer.transaction_states[0]
+    assert state.error_code == ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
+    # Kafka's schema defaults, not -1
+    assert (state.producer_id, state.producer_epoch, state.transaction_start_time_ms) == (0, 0, 0)
