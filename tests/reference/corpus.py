@@ -1668,7 +1668,13 @@ def read_committed(topic: str) -> Exchange:
         request.isolation_level = 1
         return request
 
-    return Exchange(build, V_FETCH, label="read committed")
+    def stable(response: Any) -> bool:
+        p = response.responses[0].partitions[0]
+        return bool(p.last_stable_offset == p.high_watermark)
+
+    # the last stable offset passes the markers a moment after the coordinator says the
+    # transaction is complete: ask until it has
+    return Exchange(build, V_FETCH, label="read committed", until=stable)
 
 
 def transaction(

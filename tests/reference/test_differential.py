@@ -21,7 +21,7 @@ import pytest
 from protocol.api_keys import ApiKey
 from tests.integration.broker_process import BrokerProcess
 from tests.reference.conftest import SUMMARY
-from tests.reference.corpus import api_scenarios, edge_scenarios
+from tests.reference.corpus import api_scenarios, edge_scenarios, transaction_scenarios
 from tests.support.differential import (
     Allowance,
     Connection,
@@ -134,12 +134,6 @@ ALLOWED = [
         "Odradek answers as v1+ do, from record timestamps (the first offset at or after the "
         "time, else the high watermark). Kafka 4 removed v0.",
     ),
-    Allowance(
-        "D10",
-        "edge/transactions-not-yet",
-        r".",
-        "Issue 17: transactions (the transaction coordinator, transactional producer ids).",
-    ),
 ]
 
 
@@ -175,7 +169,9 @@ def corpus_outcomes(
         "4": reference_ranges(kafka_kraft.bootstrap),
     }
     prefix = f"diff-{uuid.uuid4().hex[:6]}"
-    scenarios = api_scenarios(prefix, advertised) + edge_scenarios(prefix)
+    scenarios = (
+        api_scenarios(prefix, advertised) + edge_scenarios(prefix) + transaction_scenarios(prefix)
+    )
     references = {
         "3": Connection(kafka_reference.bootstrap),
         "4": Connection(kafka_kraft.bootstrap),

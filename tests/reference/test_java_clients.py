@@ -31,8 +31,6 @@ SCENARIOS = [
 
 #: Scenarios Odradek fails today, with the issue each waits for.
 ODRADEK_PENDING = {
-    "transactions": "issue 17: transactions (FindCoordinator TRANSACTION, InitProducerId with a "
-    "transactional id, EndTxn) are not implemented yet",
     "consumer-protocol": "issue 19: the KIP-848 consumer group protocol "
     "(ConsumerGroupHeartbeat) is not implemented yet",
 }

@@ -6,8 +6,8 @@ steps against Kafka 3.9; each step's output must be what Kafka's own broker make
 print, after normalising what differs between two clusters (topic ids, log directories, sizes,
 log lines' timestamps).
 
-The steps run once per broker (one JVM each); each test compares one step. kafka-log-dirs needs
-DescribeLogDirs, which issue 16 adds: an expected failure until then.
+The steps run once per broker (one JVM each); each test compares one step. A step Odradek cannot
+pass yet would be a strict expected failure naming its issue (``PENDING``).
 """
 
 from __future__ import annotations
@@ -233,9 +233,7 @@ def steps(topic: str, group: str, offsets_file: Path) -> list[Step]:
 
 
 #: Steps Odradek cannot pass yet, with the issue that makes them pass.
-PENDING = {
-    "log-dirs": "issue 16: DescribeLogDirs is not implemented yet",
-}
+PENDING: dict[str, str] = {}
 
 #: Lines a step's two outputs may differ in, with the allowed difference of docs/compatibility.md
 #: that explains them (D6: the topic configs Kafka 4 removed or changed the default of).
