@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
 
@@ -37,7 +37,10 @@ pytestmark = pytest.mark.zookeeper
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 GROUP = "interchange-group"
-WORKLOAD_TOPICS = {*(f"codec-{c}" for c in CODECS), "compacted", "idempotent"}
+TXN_TOPIC = "transactional"
+#: (records, committed?) per transaction
+TXN_ROUNDS = ((40, True), (25, False), (15, True))
+WORKLOAD_TOPICS = {*(f"codec-{c}" for c in CODECS), "compacted", "idempotent", TXN_TOPIC}
 COMMITS = (("codec-none", 0, 50), ("codec-none", 1, 60), ("idempotent", 2, 7))
 #: Settings both brokers share: a short ZooKeeper session (a SIGKILLed writer's ephemeral
 #: registration goes quickly), few offsets partitions, a busy cleaner.
@@ -46,6 +49,8 @@ SHARED = {
     "zookeeper.session.timeout.ms": "2000",
     "offsets.topic.num.partitions": "5",
     "offsets.topic.replication.factor": "1",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
     "group.initial.rebalance.delay.ms": "0",
     "log.cleaner.backoff.ms": "500",
 }
@@ -94,7 +99,8 @@ class Site:
 
 
 def write_workload(bootstrap: str) -> None:
-    """Every codec, a compacted topic with small segments, an idempotent producer, commits."""
+    """Every codec, a compacted topic with small segments, an idempotent producer, transactions
+    (committed and aborted), commits."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     topics = [NewTopic(f"codec-{c}", 2, 1) for c in CODECS]
     topics.append(
@@ -111,6 +117,7 @@ def write_workload(bootstrap: str) -> None:
         )
     )
     topics.append(NewTopic("idempotent", 3, 1))
+    topics.append(NewTopic(TXN_TOPIC, 1, 1))
     for future in admin.create_topics(topics).values():
         future.result(60)
     for codec in CODECS:
@@ -138,6 +145,20 @@ def write_workload(bootstrap: str) -> None:
     for i in range(200):
         producer.produce("idempotent", key=b"%d" % i, value=b"idempotent-%d" % i)
     assert producer.flush(60) == 0
+    transactional = Producer(
+        {"bootstrap.servers": bootstrap, "transactional.id": "interchange-txn", "linger.ms": 2}
+    )
+    transactional.init_transactions(60)
+    for n, (count, commit) in enumerate(TXN_ROUNDS):
+        transactional.begin_transaction()
+        for i in range(count):
+            transactional.produce(TXN_TOPIC, key=b"%d" % n, value=b"round-%d-%d" % (n, i))
+        # the records reach the log before the end, so an abort leaves aborted records there
+        assert transactional.flush(60) == 0
+        if commit:
+            transactional.commit_transaction(60)
+        else:
+            transactional.abort_transaction(60)
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP})
     consumer.commit(offsets=[TopicPartition(t, p, o) for t, p, o in COMMITS], asynchronous=False)
     consumer.close()
@@ -175,7 +196,7 @@ def read_everything(bootstrap: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     try:
         ranges = {}
-        for topic in sorted(t for t in topics if not t.startswith("__")):
+        for topic in sorted(t for t in topics if not t.startswith("__") and t != TXN_TOPIC):
             for partition in sorted(topics[topic].partitions):
                 ranges[(topic, partition)] = consumer.get_watermark_offsets(
                     TopicPartition(topic, partition), timeout=60
@@ -205,7 +226,42 @@ def read_everything(bootstrap: str) -> dict[str, Any]:
     finally:
         group.close()
     out["committed"] = sorted((c.topic, c.partition, c.offset) for c in committed)
+    everything = sum(count for count, _ in TXN_ROUNDS)
+    kept = sum(count for count, commit in TXN_ROUNDS if commit)
+    out["transactional read_uncommitted"] = _read_transactional(
+        bootstrap, "read_uncommitted", everything
+    )
+    out["transactional read_committed"] = _read_transactional(bootstrap, "read_committed", kept)
     return out
+
+
+def _read_transactional(bootstrap: str, isolation: str, expected: int) -> list[Any]:
+    """The transactional topic's records as a consumer at ``isolation`` sees them (the control
+    records never reach it, so it reads a known count, then checks nothing more comes)."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"interchange-{isolation}",
+            "enable.auto.commit": False,
+            "isolation.level": isolation,
+            "fetch.wait.max.ms": 50,
+        }
+    )
+    records: list[Any] = []
+    try:
+        consumer.assign([TopicPartition(TXN_TOPIC, 0, OFFSET_BEGINNING)])
+        deadline = time.monotonic() + 120
+        while len(records) < expected:
+            assert time.monotonic() < deadline, f"{isolation}: read {len(records)} of {expected}"
+            for message in consumer.consume(1000, 0.2):
+                if not message.error():
+                    records.append((message.offset(), message.key(), message.value()))
+        records += [
+            (m.offset(), m.key(), m.value()) for m in consumer.consume(1000, 1.0) if not m.error()
+        ]
+    finally:
+        consumer.close()
+    return records
 
 
 def assert_same_data(truth: dict[str, Any], served: dict[str, Any]) -> None:
@@ -213,6 +269,9 @@ def assert_same_data(truth: dict[str, Any], served: dict[str, Any]) -> None:
     assert set(served) == set(truth)
     for key in truth:
         if key == "committed":
+            continue
+        if key.startswith(TXN_TOPIC):
+            assert served[key] == truth[key], key
             continue
         t_low, t_high, t_records = truth[key]
         s_low, s_high, s_records = served[key]
@@ -256,11 +315,12 @@ def test_kafka_dump_log_segments_reads_odradek_segments(site: Site) -> None:
     files = sorted(
         p
         for p in site.data.glob("*-*/*")
-        if p.suffix in (".log", ".index", ".timeindex", ".snapshot")
+        if p.suffix in (".log", ".index", ".timeindex", ".snapshot", ".txnindex")
     )
     logs = [str(p) for p in files if p.suffix == ".log"]
     indexes = [str(p) for p in files if p.suffix in (".index", ".timeindex")]
     assert any("__consumer_offsets" in p for p in logs) and any("compacted" in p for p in logs)
+    assert any("__transaction_state" in p for p in logs)
     version = zk_version()
     dump = tool_class(version, "kafka-dump-log")
     deep = run_tool(
@@ -268,10 +328,10 @@ def test_kafka_dump_log_segments_reads_odradek_segments(site: Site) -> None:
     )
     sanity = run_tool(version, dump, "--index-sanity-check", "--files", ",".join(indexes))
     verify = run_tool(version, dump, "--verify-index-only", "--files", ",".join(indexes))
-    snapshots = [str(p) for p in files if p.suffix == ".snapshot"]
-    runs = [deep, sanity, verify]
-    if snapshots:
-        runs.append(run_tool(version, dump, "--files", ",".join(snapshots)))
+    # producer snapshots and the aborted-transaction index of the aborted transaction
+    others = [str(p) for p in files if p.suffix in (".snapshot", ".txnindex")]
+    assert any(p.endswith(".txnindex") for p in others)
+    runs = [deep, sanity, verify, run_tool(version, dump, "--files", ",".join(others))]
     for proc in runs:
         problems = [line for line in proc.stderr.splitlines() if line.strip()]
         problems += [
