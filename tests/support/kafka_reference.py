@@ -262,7 +262,12 @@ def tool_class(version: str, script: str) -> str:
 
 def random_cluster_id() -> str:
     """A cluster id as ``kafka-storage random-uuid`` prints one (base64url of 16 bytes)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    while True:
+        # as Kafka's Uuid.randomUuid, never one starting with "-" (a command line reads that as
+        # an option)
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 @dataclass
