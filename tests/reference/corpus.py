@@ -27,9 +27,23 @@ from protocol.messages.add_partitions_to_txn import (
     AddPartitionsToTxnTopic,
     AddPartitionsToTxnTransaction,
 )
+from protocol.messages.alter_client_quotas import (
+    AlterClientQuotasRequest,
+    QuotaAlteration,
+    QuotaAlterationOp,
+    QuotaEntityComponent,
+)
 from protocol.messages.alter_configs import AlterableConfig, AlterConfigsRequest
 from protocol.messages.alter_configs import AlterConfigsResource as AlterResource
+from protocol.messages.alter_user_scram_credentials import (
+    AlterUserScramCredentialsRequest,
+    ScramCredentialDeletion,
+    ScramCredentialUpsertion,
+)
 from protocol.messages.api_versions import ApiVersionsRequest
+from protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
+from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+from protocol.messages.create_acls import AclCreation, CreateAclsRequest
 from protocol.messages.create_partitions import (
     CreatePartitionsAssignment,
     CreatePartitionsRequest,
@@ -41,6 +55,7 @@ from protocol.messages.create_topics import (
     CreatableTopicConfig,
     CreateTopicsRequest,
 )
+from protocol.messages.delete_acls import DeleteAclsFilter, DeleteAclsRequest
 from protocol.messages.delete_groups import DeleteGroupsRequest
 from protocol.messages.delete_records import (
     DeleteRecordsPartition,
@@ -48,6 +63,11 @@ from protocol.messages.delete_records import (
     DeleteRecordsTopic,
 )
 from protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicState
+from protocol.messages.describe_acls import DescribeAclsRequest
+from protocol.messages.describe_client_quotas import (
+    DescribeClientQuotasRequest,
+    QuotaFilterComponent,
+)
 from protocol.messages.describe_cluster import DescribeClusterRequest
 from protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResource
 from protocol.messages.describe_groups import DescribeGroupsRequest
@@ -55,6 +75,10 @@ from protocol.messages.describe_log_dirs import DescribableLogDirTopic, Describe
 from protocol.messages.describe_producers import DescribeProducersRequest
 from protocol.messages.describe_producers import TopicRequest as DescribeProducersTopicRequest
 from protocol.messages.describe_transactions import DescribeTransactionsRequest
+from protocol.messages.describe_user_scram_credentials import (
+    DescribeUserScramCredentialsRequest,
+    ScramUserName,
+)
 from protocol.messages.end_txn import EndTxnRequest
 from protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
 from protocol.messages.find_coordinator import FindCoordinatorRequest
@@ -95,6 +119,8 @@ from protocol.messages.offset_for_leader_epoch import (
     OffsetForLeaderTopic,
 )
 from protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
+from protocol.messages.sasl_authenticate import SaslAuthenticateRequest
+from protocol.messages.sasl_handshake import SaslHandshakeRequest
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment
 from protocol.messages.txn_offset_commit import (
     TxnOffsetCommitRequest,
@@ -1670,7 +1696,7 @@ def read_committed(topic: str) -> Exchange:
 
     def stable(response: Any) -> bool:
         p = response.responses[0].partitions[0]
-        return bool(p.last_stable_offset == p.high_watermark)
+        return bool(p.error_code == 0 and p.last_stable_offset == p.high_watermark)
 
     # the last stable offset passes the markers a moment after the coordinator says the
     # transaction is complete: ask until it has
@@ -1857,3 +1883,274 @@ def only_log_dir_topics(prefix: str) -> Callable[[Any], Any]:
         return {**answer, "results": results}
 
     return project
+
+
+# --- security and quotas on a plaintext listener without an authorizer, KIP-848 groups ---------
+
+
+def security_scenarios(prefix: str) -> list[Scenario]:
+    """What a plaintext listener with no authorizer answers to the SASL, ACL, quota and SCRAM
+    APIs (the brokers side by side run that way)."""
+    out: list[Scenario] = []
+    p = f"{prefix}-s"
+    for v in versions(ApiKey.SASL_HANDSHAKE):
+        out.append(
+            Scenario(f"sasl_handshake/v{v}", [Exchange(SaslHandshakeRequest(mechanism="PLAIN"), v)])
+        )
+    for v in versions(ApiKey.SASL_AUTHENTICATE):
+        out.append(
+            Scenario(
+                f"sasl_authenticate/v{v}",
+                [Exchange(SaslAuthenticateRequest(auth_bytes=b"\x00user\x00secret"), v)],
+            )
+        )
+    topic_acl = {
+        "resource_type": 2,
+        "resource_name": f"{p}-acl",
+        "principal": "User:alice",
+        "host": "*",
+        "operation": 3,
+        "permission_type": 3,
+    }
+    for v in versions(ApiKey.CREATE_ACLS):
+        out.append(
+            Scenario(
+                f"create_acls/v{v}",
+                [
+                    Exchange(
+                        CreateAclsRequest(
+                            creations=[AclCreation(resource_pattern_type=3, **topic_acl)]
+                        ),
+                        v,
+                    )
+                ],
+            )
+        )
+    acl_filter = {
+        "resource_type_filter": 2,
+        "resource_name_filter": None,
+        "pattern_type_filter": 1,
+        "principal_filter": None,
+        "host_filter": None,
+        "operation": 1,
+        "permission_type": 1,
+    }
+    for v in versions(ApiKey.DESCRIBE_ACLS):
+        out.append(
+            Scenario(f"describe_acls/v{v}", [Exchange(DescribeAclsRequest(**acl_filter), v)])
+        )
+    for v in versions(ApiKey.DELETE_ACLS):
+        out.append(
+            Scenario(
+                f"delete_acls/v{v}",
+                [Exchange(DeleteAclsRequest(filters=[DeleteAclsFilter(**acl_filter)]), v)],
+            )
+        )
+    for v in versions(ApiKey.ALTER_CLIENT_QUOTAS):
+        client = f"{p}-client{v}"
+        entity = [QuotaEntityComponent(entity_type="client-id", entity_name=client)]
+        match = [QuotaFilterComponent(entity_type="client-id", match_type=0, match=client)]
+        out.append(
+            Scenario(
+                f"alter_client_quotas/v{v}",
+                [
+                    Exchange(
+                        AlterClientQuotasRequest(
+                            entries=[
+                                QuotaAlteration(
+                                    entity=entity,
+                                    ops=[
+                                        QuotaAlterationOp(
+                                            key="consumer_byte_rate", value=1048576.0, remove=False
+                                        ),
+                                        QuotaAlterationOp(
+                                            key="no_such_quota", value=1.0, remove=False
+                                        ),
+                                    ],
+                                )
+                            ],
+                            validate_only=False,
+                        ),
+                        v,
+                        label="unknown quota key",
+                    ),
+                    Exchange(
+                        AlterClientQuotasRequest(
+                            entries=[
+                                QuotaAlteration(
+                                    entity=entity,
+                                    ops=[
+                                        QuotaAlterationOp(
+                                            key="consumer_byte_rate", value=1048576.0, remove=False
+                                        )
+                                    ],
+                                )
+                            ],
+                            validate_only=False,
+                        ),
+                        v,
+                    ),
+                    Exchange(
+                        DescribeClientQuotasRequest(components=match, strict=True),
+                        min(v, 1),
+                        until=lambda r: bool(r.entries),
+                        until_timeout=10.0,
+                    ),
+                    Exchange(
+                        AlterClientQuotasRequest(
+                            entries=[
+                                QuotaAlteration(
+                                    entity=entity,
+                                    ops=[
+                                        QuotaAlterationOp(
+                                            key="consumer_byte_rate", value=0.0, remove=True
+                                        )
+                                    ],
+                                )
+                            ],
+                            validate_only=False,
+                        ),
+                        v,
+                        label="remove",
+                    ),
+                ],
+            )
+        )
+    for v in versions(ApiKey.DESCRIBE_CLIENT_QUOTAS):
+        out.append(
+            Scenario(
+                f"describe_client_quotas/v{v}",
+                [
+                    Exchange(
+                        DescribeClientQuotasRequest(
+                            components=[
+                                QuotaFilterComponent(
+                                    entity_type="client-id", match_type=0, match=f"{p}-nobody"
+                                )
+                            ],
+                            strict=False,
+                        ),
+                        v,
+                    )
+                ],
+            )
+        )
+    user = f"{p}-user"
+    salted = bytes(range(32))
+    out.append(
+        Scenario(
+            "user_scram_credentials/v0",
+            [
+                Exchange(
+                    DescribeUserScramCredentialsRequest(users=[ScramUserName(name=user)]),
+                    0,
+                    label="unknown user",
+                ),
+                Exchange(
+                    AlterUserScramCredentialsRequest(
+                        deletions=[],
+                        upsertions=[
+                            ScramCredentialUpsertion(
+                                name=user,
+                                mechanism=1,
+                                iterations=4096,
+                                salt=b"salt-of-16-bytes",
+                                salted_password=salted,
+                            ),
+                            ScramCredentialUpsertion(
+                                name=f"{user}-weak",
+                                mechanism=2,
+                                iterations=10,
+                                salt=b"salt",
+                                salted_password=salted,
+                            ),
+                        ],
+                    ),
+                    0,
+                    label="upsert (one below the minimum iterations)",
+                ),
+                Exchange(
+                    DescribeUserScramCredentialsRequest(
+                        users=[ScramUserName(name=user), ScramUserName(name=f"{user}-weak")]
+                    ),
+                    0,
+                    until=lambda r: bool(r.results and r.results[0].credential_infos),
+                    until_timeout=10.0,
+                ),
+                Exchange(
+                    AlterUserScramCredentialsRequest(
+                        deletions=[ScramCredentialDeletion(name=user, mechanism=1)],
+                        upsertions=[],
+                    ),
+                    0,
+                    label="delete",
+                ),
+            ],
+        )
+    )
+    return out
+
+
+def consumer_group_scenarios(prefix: str) -> list[Scenario]:
+    """KIP-848 groups, against Kafka 4.x (Kafka 3.9 in ZooKeeper mode has no consumer groups)."""
+    out: list[Scenario] = []
+    p = f"{prefix}-k"
+    for api, key in (
+        ("consumer_group_heartbeat", ApiKey.CONSUMER_GROUP_HEARTBEAT),
+        ("consumer_group_describe", ApiKey.CONSUMER_GROUP_DESCRIBE),
+    ):
+        for v in versions(key):
+            t, g = f"{p}-{api[15:]}{v}", f"{p}-{api[15:]}{v}-group"
+            hb = v if api == "consumer_group_heartbeat" else 0
+            member = "ZwsvsQy6Q2iY3VtK8a5o1g" if hb >= 1 else ""
+
+            def heartbeat_request(
+                ctx: Context, epoch: int, g: str = g, t: str = t, member: str = member
+            ) -> Message:
+                return ConsumerGroupHeartbeatRequest(
+                    group_id=g,
+                    member_id=str(ctx.values.get("kip848.member", member)),
+                    member_epoch=epoch,
+                    instance_id=None,
+                    rack_id=None,
+                    rebalance_timeout_ms=10000,
+                    subscribed_topic_names=[t] if epoch == 0 else None,
+                    subscribed_topic_regex=None,
+                    server_assignor=None,
+                    topic_partitions=[] if epoch == 0 else None,
+                )
+
+            def keep(ctx: Context, response: Any) -> None:
+                if response.member_id:
+                    ctx.values["kip848.member"] = response.member_id
+                ctx.values["kip848.epoch"] = response.member_epoch
+
+            out.append(
+                Scenario(
+                    f"{api}/v{v}",
+                    [
+                        setup_topic(t, 2),
+                        find_group_coordinator(g),
+                        Exchange(
+                            lambda ctx, r=heartbeat_request: r(ctx, 0), hb, keep, label="join"
+                        ),
+                        Exchange(
+                            lambda ctx, r=heartbeat_request: r(
+                                ctx, int(ctx.values.get("kip848.epoch", 0))
+                            ),
+                            hb,
+                            keep,
+                            label="heartbeat",
+                        ),
+                        Exchange(
+                            ConsumerGroupDescribeRequest(
+                                group_ids=[g, f"{g}-unknown"], include_authorized_operations=True
+                            ),
+                            v if api == "consumer_group_describe" else 0,
+                        ),
+                        Exchange(lambda ctx, r=heartbeat_request: r(ctx, -1), hb, label="leave"),
+                    ],
+                    prefer="4",
+                )
+            )
+    return out

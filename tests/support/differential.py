@@ -104,6 +104,9 @@ class Scenario:
     #: "3" (Kafka 3.9 in ZooKeeper mode) or "4" (Kafka 4.x KRaft): the reference that speaks
     #: every version the scenario uses; chosen by the corpus.
     reference: str = "3"
+    #: the Kafka line to compare with when it speaks the scenario's versions (KIP-848 groups:
+    #: Kafka 3.9 in ZooKeeper mode advertises them but serves no consumer group)
+    prefer: str | None = None
 
 
 class Connection:
@@ -154,6 +157,10 @@ _UUID_IN_TEXT = re.compile(
     r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 )
 
+#: A Kafka Uuid as Kafka prints it (base64url, 22 characters): KIP-848 member ids.
+_KAFKA_UUID = re.compile(r"[A-Za-z0-9_-]{22}")
+_MEMBER_IDS = {"member_id", "leader"}
+
 #: Fields whose value is chosen by each cluster on its own: replaced by a placeholder.
 _PLACEHOLDERS = {
     "cluster_id": "<cluster-id>",
@@ -174,7 +181,16 @@ _ZERO = {"throttle_time_ms"}
 #: itself answers either for "no message", depending on the API).
 _WORDING = {"error_message", "batch_index_error_message", "documentation"}
 #: Unordered lists: sorted by these keys before comparing.
-_SORT_KEYS = ("name", "topic", "group_id", "api_key", "partition_index", "partition", "node_id")
+_SORT_KEYS = (
+    "name",
+    "topic",
+    "group_id",
+    "user",
+    "api_key",
+    "partition_index",
+    "partition",
+    "node_id",
+)
 
 
 def _decode_records(value: bytes) -> Any:
@@ -236,6 +252,8 @@ def normalise(value: Any, key: str = "") -> Any:
         return "<uuid>" if value != ZERO_UUID else "<zero-uuid>"
     if key == "records" and isinstance(value, bytes | bytearray | memoryview):
         return _decode_records(bytes(value))
+    if key in _MEMBER_IDS and isinstance(value, str) and _KAFKA_UUID.fullmatch(value):
+        return "<uuid>"
     if isinstance(value, str) and _UUID_IN_TEXT.search(value):
         return _UUID_IN_TEXT.sub("<uuid>", value)
     return value
