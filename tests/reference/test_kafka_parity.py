@@ -264,3 +264,17 @@ def test_describing_an_unknown_transaction(conn: Connection) -> None:
     assert state.error_code == ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
     # Kafka's schema defaults, not -1
     assert (state.producer_id, state.producer_epoch, state.transaction_start_time_ms) == (0, 0, 0)
+
+
+def test_group_authorized_operations(conn: Connection, topic: str) -> None:
+    """Kafka's GROUP resource supports READ, DESCRIBE, DELETE, DESCRIBE_CONFIGS and
+    ALTER_CONFIGS (its AclEntry.supportedOperations): 3400 with no authorizer."""
+    group = f"{topic}-group"
+    *_, described = run(
+        conn,
+        c.setup_topic(topic),
+        *c.join_and_sync(group, topic),
+        c.Exchange(c.DescribeGroupsRequest(groups=[group], include_authorized_operations=True), 5),
+    )
+    assert described.groups[0].authorized_operations == 3400
+    run(conn, c.leave(group))
