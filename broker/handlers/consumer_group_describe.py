@@ -88,7 +88,8 @@ def _describe(ctx: RequestContext, group_id: str, include_ops: bool) -> Describe
                 client_id=m.client_id,
                 client_host=m.client_host,
                 subscribed_topic_names=list(m.subscribed_topic_names),
-                subscribed_topic_regex=m.subscribed_topic_regex,
+                # "" without a regex, as Kafka answers (its member records' default)
+                subscribed_topic_regex=m.subscribed_topic_regex or "",
                 assignment=_assignment(m.assignment),
                 target_assignment=_assignment(m.target_assignment),
                 member_type=m.member_type,

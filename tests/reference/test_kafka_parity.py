@@ -278,3 +278,35 @@ def test_group_authorized_operations(conn: Connection, topic: str) -> None:
     )
     assert described.groups[0].authorized_operations == 3400
     run(conn, c.leave(group))
+
+
+def test_consumer_group_member_without_a_regex(conn: Connection, topic: str) -> None:
+    """ConsumerGroupDescribe answers "" for a member's regex when it has none, as Kafka."""
+    group = f"{topic}-kip848"
+    run(conn, c.setup_topic(topic), c.find_group_coordinator(group))
+    (joined,) = run(
+        conn,
+        c.Exchange(
+            c.ConsumerGroupHeartbeatRequest(
+                group_id=group,
+                member_id="",
+                member_epoch=0,
+                rebalance_timeout_ms=10000,
+                subscribed_topic_names=[topic],
+                topic_partitions=[],
+            ),
+            0,
+        ),
+    )
+    assert joined.error_code == ErrorCode.NONE
+    (described,) = run(conn, c.Exchange(c.ConsumerGroupDescribeRequest(group_ids=[group]), 0))
+    assert described.groups[0].members[0].subscribed_topic_regex == ""
+    run(
+        conn,
+        c.Exchange(
+            c.ConsumerGroupHeartbeatRequest(
+                group_id=group, member_id=joined.member_id, member_epoch=-1
+            ),
+            0,
+        ),
+    )
