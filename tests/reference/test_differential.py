@@ -21,7 +21,13 @@ import pytest
 from protocol.api_keys import ApiKey
 from tests.integration.broker_process import BrokerProcess
 from tests.reference.conftest import SUMMARY
-from tests.reference.corpus import api_scenarios, edge_scenarios, transaction_scenarios
+from tests.reference.corpus import (
+    api_scenarios,
+    consumer_group_scenarios,
+    edge_scenarios,
+    security_scenarios,
+    transaction_scenarios,
+)
 from tests.support.differential import (
     Allowance,
     Connection,
@@ -110,6 +116,14 @@ ALLOWED = [
         "sources); Odradek sets it for configs whose source is the default.",
     ),
     Allowance(
+        "D14",
+        "consumer_group_*",
+        r"(member_epoch|group_epoch|assignment_epoch)",
+        "KIP-848 epochs: Kafka 4.x bumps a new group's epoch twice on its first heartbeat (the "
+        "new member, then its subscribed topics' metadata), Odradek once; epochs are only "
+        "compared with one another, never with a number a client expects.",
+    ),
+    Allowance(
         "D11",
         "edge/topic-names-and-replicas",
         r"assigned to an unknown broker v7 \.topics\[0\]\.(error_code|error_message|topic_id)",
@@ -140,8 +154,10 @@ ALLOWED = [
 def _choose_reference(
     scenario: Scenario, ranges: dict[str, dict[int, tuple[int, int]]]
 ) -> str | None:
-    """The Kafka line that speaks every version the scenario uses (3.9 first)."""
-    for line in ("3", "4"):
+    """The Kafka line that speaks every version the scenario uses (3.9 first, unless the
+    scenario prefers another)."""
+    lines = ("3", "4") if scenario.prefer is None else (scenario.prefer, "3", "4")
+    for line in lines:
         if all(
             ranges[line].get(e.api_key, (0, -1))[0]
             <= e.version
@@ -170,7 +186,11 @@ def corpus_outcomes(
     }
     prefix = f"diff-{uuid.uuid4().hex[:6]}"
     scenarios = (
-        api_scenarios(prefix, advertised) + edge_scenarios(prefix) + transaction_scenarios(prefix)
+        api_scenarios(prefix, advertised)
+        + edge_scenarios(prefix)
+        + transaction_scenarios(prefix)
+        + security_scenarios(prefix)
+        + consumer_group_scenarios(prefix)
     )
     references = {
         "3": Connection(kafka_reference.bootstrap),

@@ -30,10 +30,7 @@ SCENARIOS = [
 ]
 
 #: Scenarios Odradek fails today, with the issue each waits for.
-ODRADEK_PENDING = {
-    "consumer-protocol": "issue 19: the KIP-848 consumer group protocol "
-    "(ConsumerGroupHeartbeat) is not implemented yet",
-}
+ODRADEK_PENDING: dict[str, str] = {}
 
 _results: dict[tuple[str, str], dict[str, tuple[bool, str]]] = {}
 
