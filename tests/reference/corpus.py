@@ -35,6 +35,11 @@ from protocol.messages.alter_client_quotas import (
 )
 from protocol.messages.alter_configs import AlterableConfig, AlterConfigsRequest
 from protocol.messages.alter_configs import AlterConfigsResource as AlterResource
+from protocol.messages.alter_partition_reassignments import (
+    AlterPartitionReassignmentsRequest,
+    ReassignablePartition,
+    ReassignableTopic,
+)
 from protocol.messages.alter_user_scram_credentials import (
     AlterUserScramCredentialsRequest,
     ScramCredentialDeletion,
@@ -43,6 +48,7 @@ from protocol.messages.alter_user_scram_credentials import (
 from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
 from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+from protocol.messages.controlled_shutdown import ControlledShutdownRequest
 from protocol.messages.create_acls import AclCreation, CreateAclsRequest
 from protocol.messages.create_partitions import (
     CreatePartitionsAssignment,
@@ -79,6 +85,8 @@ from protocol.messages.describe_user_scram_credentials import (
     DescribeUserScramCredentialsRequest,
     ScramUserName,
 )
+from protocol.messages.elect_leaders import ElectLeadersRequest
+from protocol.messages.elect_leaders import TopicPartitions as ElectLeadersTopicPartitions
 from protocol.messages.end_txn import EndTxnRequest
 from protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
 from protocol.messages.find_coordinator import FindCoordinatorRequest
@@ -94,6 +102,10 @@ from protocol.messages.list_offsets import (
     ListOffsetsPartition,
     ListOffsetsRequest,
     ListOffsetsTopic,
+)
+from protocol.messages.list_partition_reassignments import (
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsTopics,
 )
 from protocol.messages.list_transactions import ListTransactionsRequest
 from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
@@ -2153,4 +2165,118 @@ def consumer_group_scenarios(prefix: str) -> list[Scenario]:
                     prefer="4",
                 )
             )
+    return out
+
+
+# --- the controller's admin APIs ---------------------------------------------------------------
+
+
+def controller_scenarios(prefix: str) -> list[Scenario]:
+    """Leader elections, reassignments and controlled shutdown on a one-broker cluster: what
+    there is to elect or move is nothing, so the answers are the errors Kafka gives for it."""
+    out: list[Scenario] = []
+    p = f"{prefix}-c"
+    for v in versions(ApiKey.ELECT_LEADERS):
+        t = f"{p}-elect{v}"
+        out.append(
+            Scenario(
+                f"elect_leaders/v{v}",
+                [
+                    setup_topic(t, 2),
+                    Exchange(
+                        ElectLeadersRequest(
+                            election_type=0,
+                            topic_partitions=[
+                                ElectLeadersTopicPartitions(topic=t, partitions=[0, 1, 9]),
+                                ElectLeadersTopicPartitions(topic=f"{t}-missing", partitions=[0]),
+                            ],
+                            timeout_ms=30000,
+                        ),
+                        v,
+                        label="preferred",
+                    ),
+                    *(
+                        [
+                            Exchange(
+                                ElectLeadersRequest(
+                                    election_type=1,
+                                    topic_partitions=[
+                                        ElectLeadersTopicPartitions(topic=t, partitions=[0])
+                                    ],
+                                    timeout_ms=30000,
+                                ),
+                                v,
+                                label="unclean",
+                            )
+                        ]
+                        if v >= 1
+                        else []
+                    ),
+                ],
+            )
+        )
+    for v in versions(ApiKey.ALTER_PARTITION_REASSIGNMENTS):
+        t = f"{p}-reassign{v}"
+
+        def reassign(replicas: list[int] | None, topic: str, label: str, v: int = v) -> Exchange:
+            return Exchange(
+                AlterPartitionReassignmentsRequest(
+                    timeout_ms=30000,
+                    topics=[
+                        ReassignableTopic(
+                            name=topic,
+                            partitions=[
+                                ReassignablePartition(partition_index=0, replicas=replicas)
+                            ],
+                        )
+                    ],
+                ),
+                v,
+                label=label,
+            )
+
+        out.append(
+            Scenario(
+                f"alter_partition_reassignments/v{v}",
+                [
+                    setup_topic(t),
+                    reassign([7], t, "to an unknown broker"),
+                    reassign(None, t, "cancel when none is in progress"),
+                    reassign([0], f"{t}-missing", "unknown topic"),
+                    reassign([0], t, "to the same replicas"),
+                ],
+            )
+        )
+    for v in versions(ApiKey.LIST_PARTITION_REASSIGNMENTS):
+        t = f"{p}-listing{v}"
+        out.append(
+            Scenario(
+                f"list_partition_reassignments/v{v}",
+                [
+                    setup_topic(t),
+                    Exchange(
+                        ListPartitionReassignmentsRequest(
+                            timeout_ms=30000,
+                            topics=[
+                                ListPartitionReassignmentsTopics(name=t, partition_indexes=[0, 5])
+                            ],
+                        ),
+                        v,
+                    ),
+                    Exchange(
+                        ListPartitionReassignmentsRequest(timeout_ms=30000, topics=None),
+                        v,
+                        label="every partition",
+                    ),
+                ],
+            )
+        )
+    for v in versions(ApiKey.CONTROLLED_SHUTDOWN):
+        out.append(
+            Scenario(
+                f"controlled_shutdown/v{v}",
+                # a broker that is not registered: the one answer that changes nothing
+                [Exchange(ControlledShutdownRequest(broker_id=99, broker_epoch=-1), v)],
+            )
+        )
     return out

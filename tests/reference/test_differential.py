@@ -24,6 +24,7 @@ from tests.reference.conftest import SUMMARY
 from tests.reference.corpus import (
     api_scenarios,
     consumer_group_scenarios,
+    controller_scenarios,
     edge_scenarios,
     security_scenarios,
     transaction_scenarios,
@@ -191,6 +192,7 @@ def corpus_outcomes(
         + transaction_scenarios(prefix)
         + security_scenarios(prefix)
         + consumer_group_scenarios(prefix)
+        + controller_scenarios(prefix)
     )
     references = {
         "3": Connection(kafka_reference.bootstrap),

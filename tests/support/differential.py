@@ -189,6 +189,7 @@ _SORT_KEYS = (
     "api_key",
     "partition_index",
     "partition",
+    "partition_id",
     "node_id",
 )
 
