@@ -44,7 +44,12 @@ async def handle_alter_partition_reassignments(
     for (topic, p), r in results.items():
         topics.setdefault(topic, []).append(
             ReassignablePartitionResponse(
-                partition_index=p, error_code=r.error, error_message=r.message
+                partition_index=p,
+                error_code=r.error,
+                # the error's own message when there is no other, as Kafka's ApiError answers
+                error_message=r.message
+                if r.message is not None or r.error == ErrorCode.NONE
+                else r.error.message,
             )
         )
     return AlterPartitionReassignmentsResponse(

@@ -49,11 +49,19 @@ async def handle_elect_leaders(
     )
 
 
+def _message(r: ElectionResult) -> str | None:
+    """The result's message, else its error's own, as Kafka's ApiError answers (none without
+    an error)."""
+    if r.message is not None or r.error == ErrorCode.NONE:
+        return r.message
+    return r.error.message
+
+
 def _by_topic(results: dict[tuple[str, int], ElectionResult]) -> list[ReplicaElectionResult]:
     topics: dict[str, list[PartitionResult]] = {}
     for (topic, p), r in results.items():
         topics.setdefault(topic, []).append(
-            PartitionResult(partition_id=p, error_code=r.error, error_message=r.message)
+            PartitionResult(partition_id=p, error_code=r.error, error_message=_message(r))
         )
     return [ReplicaElectionResult(topic=t, partition_result=ps) for t, ps in topics.items()]
 

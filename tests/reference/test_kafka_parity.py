@@ -310,3 +310,38 @@ def test_consumer_group_member_without_a_regex(conn: Connection, topic: str) -> 
             0,
         ),
     )
+
+
+def test_controller_answers_carry_the_errors_messages(conn: Connection, topic: str) -> None:
+    """ElectLeaders and AlterPartitionReassignments answer a partition error with the error's
+    own message when there is no other, as Kafka's ApiError does."""
+    _, elected, reassigned = run(
+        conn,
+        c.setup_topic(topic),
+        c.Exchange(
+            c.ElectLeadersRequest(
+                election_type=0,
+                topic_partitions=[c.ElectLeadersTopicPartitions(topic=topic, partitions=[0])],
+                timeout_ms=30000,
+            ),
+            2,
+        ),
+        c.Exchange(
+            c.AlterPartitionReassignmentsRequest(
+                timeout_ms=30000,
+                topics=[
+                    c.ReassignableTopic(
+                        name=topic,
+                        partitions=[c.ReassignablePartition(partition_index=0, replicas=None)],
+                    )
+                ],
+            ),
+            0,
+        ),
+    )
+    result = elected.replica_election_results[0].partition_result[0]
+    assert result.error_code == ErrorCode.ELECTION_NOT_NEEDED
+    assert result.error_message == ErrorCode.ELECTION_NOT_NEEDED.message
+    partition = reassigned.responses[0].partitions[0]
+    assert partition.error_code == ErrorCode.NO_REASSIGNMENT_IN_PROGRESS
+    assert partition.error_message == ErrorCode.NO_REASSIGNMENT_IN_PROGRESS.message
