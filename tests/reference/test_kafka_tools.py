@@ -227,6 +227,18 @@ def steps(topic: str, group: str, offsets_file: Path) -> list[Step]:
             (*b, "--topic", topic, "--time", "earliest"),
         ),
         Step("log-dirs", "kafka-log-dirs", (*b, "--describe", "--topic-list", topic)),
+        Step(
+            "leader-election",
+            "kafka-leader-election",
+            (*b, "--election-type", "preferred", "--topic", topic, "--partition", "0"),
+        ),
+        Step("reassignments-list", "kafka-reassign-partitions", (*b, "--list")),
+        Step("acls-list", "kafka-acls", (*b, "--list")),
+        Step(
+            "transactions-describe",
+            "kafka-transactions",
+            (*b, "describe", "--transactional-id", f"{group}-none"),
+        ),
         Step("groups-delete", "kafka-consumer-groups", (*b, "--delete", "--group", group)),
         Step("topics-delete", "kafka-topics", (*b, "--delete", "--topic", compact)),
     ]
