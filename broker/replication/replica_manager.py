@@ -492,12 +492,13 @@ class ReplicaManager:
         """AlterReplicaLogDirs (KIP-113): each partition's answer, as Kafka's
         ``alterReplicaLogDirs`` gives them: LOG_DIR_NOT_FOUND for a directory that is not one of
         ``log.dirs``, KAFKA_STORAGE_ERROR for an offline one, REPLICA_NOT_AVAILABLE for a
-        partition not hosted here, NONE when the replica is already there or its move was
-        accepted. A move runs on the ``log-dir-mover`` thread (:meth:`LogManager.move_log`:
-        the future replica is copied while the partition serves, then swapped in with appends
-        briefly paused); DescribeLogDirs shows the future replica meanwhile. A request naming
-        another destination for a partition being moved is answered NONE and ignored until the
-        move ends (Kafka replaces the future replica; here the first move completes)."""
+        partition not hosted here, UNKNOWN_TOPIC_OR_PARTITION for one that does not exist, NONE
+        when the replica is already there or its move was accepted. A move runs on the
+        ``log-dir-mover`` thread (:meth:`LogManager.move_log`: the future replica is copied
+        while the partition serves, then swapped in with appends briefly paused);
+        DescribeLogDirs shows the future replica meanwhile. A request naming another
+        destination for a partition being moved is answered NONE and ignored until the move
+        ends (Kafka replaces the future replica; here the first move completes)."""
         dirs = {str(d): d for d in self.log_manager.log_dirs}
         offline = self.log_manager.offline_dirs
         out: dict[TopicPartition, ErrorCode] = {}
@@ -507,7 +508,16 @@ class ReplicaManager:
                 out[tp] = ErrorCode.LOG_DIR_NOT_FOUND
             elif target in offline:
                 out[tp] = ErrorCode.KAFKA_STORAGE_ERROR
-            elif tp not in self.partitions or self.log_manager.is_offline(*tp):
+            elif tp not in self.partitions:
+                # Kafka: REPLICA_NOT_AVAILABLE for a partition another broker hosts,
+                # UNKNOWN_TOPIC_OR_PARTITION for one that does not exist
+                missing = self.missing_partition_error(*tp)
+                out[tp] = (
+                    ErrorCode.REPLICA_NOT_AVAILABLE
+                    if missing == ErrorCode.NOT_LEADER_OR_FOLLOWER
+                    else missing
+                )
+            elif self.log_manager.is_offline(*tp):
                 out[tp] = ErrorCode.REPLICA_NOT_AVAILABLE
             else:
                 out[tp] = ErrorCode.NONE

@@ -345,3 +345,26 @@ def test_controller_answers_carry_the_errors_messages(conn: Connection, topic: s
     partition = reassigned.responses[0].partitions[0]
     assert partition.error_code == ErrorCode.NO_REASSIGNMENT_IN_PROGRESS
     assert partition.error_message == ErrorCode.NO_REASSIGNMENT_IN_PROGRESS.message
+
+
+def test_moving_a_partition_that_does_not_exist(conn: Connection, topic: str) -> None:
+    """AlterReplicaLogDirs answers UNKNOWN_TOPIC_OR_PARTITION for a partition that does not
+    exist (REPLICA_NOT_AVAILABLE is for one another broker hosts), as Kafka."""
+    _, dirs = run(conn, c.setup_topic(topic), c.Exchange(c.DescribeLogDirsRequest(topics=[]), 1))
+    here = dirs.results[0].log_dir
+    (moved,) = run(
+        conn,
+        c.Exchange(
+            c.AlterReplicaLogDirsRequest(
+                dirs=[
+                    c.AlterReplicaLogDir(
+                        path=here,
+                        topics=[c.AlterReplicaLogDirTopic(name=topic, partitions=[0, 9])],
+                    )
+                ]
+            ),
+            2,
+        ),
+    )
+    answers = {p.partition_index: p.error_code for p in moved.results[0].partitions}
+    assert answers == {0: ErrorCode.NONE, 9: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
