@@ -16,10 +16,6 @@ from confluent_kafka import Consumer, Producer
 from tests.integration.broker_process import BrokerProcess
 from tests.integration.test_operations import as_json, odradek, unique
 
-pytestmark = pytest.mark.xfail(
-    strict=False, reason="awaits the Kafka reference fixtures (issue 15)"
-)
-
 
 @pytest.fixture(scope="module")
 def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
