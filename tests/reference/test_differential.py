@@ -43,6 +43,8 @@ from tests.support.differential import (
 from tests.support.kafka_reference import KafkaBroker
 
 ROOT = Path(__file__).resolve().parents[2]
+#: the corpus runs in the first test's set-up: under a minute, several on a loaded machine
+pytestmark = pytest.mark.timeout(900)
 
 #: Known differences. Each is either what legitimately differs between Kafka and Odradek, or what
 #: belongs to an open issue (named). docs/compatibility.md lists every ident with its reason.

@@ -25,7 +25,8 @@ import pytest
 from tests.integration.broker_process import BrokerProcess
 from tests.support.kafka_reference import KafkaBroker, run_tool, tool_class, zk_version
 
-pytestmark = pytest.mark.zookeeper
+#: the steps run in the first test's set-up: about a minute, several on a loaded machine
+pytestmark = [pytest.mark.zookeeper, pytest.mark.timeout(900)]
 
 
 @dataclass(frozen=True)
