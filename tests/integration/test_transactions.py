@@ -17,7 +17,8 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
 from tests.integration.broker_process import ROOT, BrokerProcess
 from tests.support.kafka_clients import consume_from_start, create_topic
@@ -28,6 +29,8 @@ TXN_BROKER = {
     "offsets.topic.num.partitions": "4",
     "group.initial.rebalance.delay.ms": "0",
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": "500",
+    # the compaction test waits for the cleaner
+    "log.cleaner.backoff.ms": "200",
 }
 
 
@@ -144,6 +147,144 @@ def test_transaction_open_past_its_timeout_is_aborted(txn_broker: BrokerProcess)
     assert [m.value() for m in read(bs, [(topic, 1)], "read_committed", 1)] == [b"on-time"]
     with pytest.raises(KafkaException):
         slow.commit_transaction(10)
+
+
+def _read_to_end(bootstrap: str, topic: str, isolation: str) -> list[tuple[bytes, bytes, int]]:
+    """(key, value, offset) of every record partition 0 hands a consumer, up to its end (the
+    last stable offset for read_committed)."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"{topic}-end-reader",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "isolation.level": isolation,
+            "fetch.wait.max.ms": 100,
+        }
+    )
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    out = []
+    deadline = time.monotonic() + 30
+    try:
+        while time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None:
+                continue
+            if msg.error():
+                if msg.error().code() == KafkaError._PARTITION_EOF:
+                    return out
+                raise KafkaException(msg.error())
+            out.append((msg.key(), msg.value(), msg.offset()))
+    finally:
+        consumer.close()
+    raise AssertionError(f"{topic}: no end of partition within 30 s ({len(out)} records read)")
+
+
+def _control_batches(partition_dir: Path) -> list[tuple[int, int]]:
+    """(base offset, record count) of the control batches in a partition's segment files."""
+    from protocol.records.batch import iter_batches
+
+    out = []
+    for segment in sorted(partition_dir.glob("*.log")):
+        try:
+            data = segment.read_bytes()
+        except FileNotFoundError:
+            continue  # swapped out by the cleaner meanwhile
+        for _, header in iter_batches(data, verify_crc=False):
+            if header.is_control:
+                out.append((header.base_offset, header.record_count))
+    return out
+
+
+def test_read_committed_on_a_compacted_topic_before_and_after_cleaning(
+    txn_broker: BrokerProcess,
+) -> None:
+    """Kafka's cleaner with transactions: aborted records go (and never hide an older committed
+    value of their key), markers stay while their transaction has data below them, an abort
+    marker without data left goes after delete.retention.ms; read_committed consumers read the
+    same committed values before and after."""
+    bs = txn_broker.bootstrap
+    topic = f"compacted-{uuid.uuid4().hex[:6]}"
+    create_topic(
+        bs,
+        topic,
+        1,
+        **{
+            "cleanup.policy": "compact",
+            "segment.bytes": "1024",
+            "min.cleanable.dirty.ratio": "0.01",
+            "delete.retention.ms": "1000",
+            # no cleaning until the test has read the topic as written
+            "min.compaction.lag.ms": "3600000",
+        },
+    )
+    p = producer(bs, f"compact-{uuid.uuid4().hex[:6]}")
+    plan = [  # (keys, value prefix, commit)
+        (range(10), b"c1", True),
+        (range(10), b"a2", False),  # aborted writes of every key
+        (range(5), b"c3", True),
+        (range(5, 10), b"a4", False),
+    ]
+    committed: list[tuple[bytes, bytes]] = []
+    for keys, prefix, commit in plan:
+        p.begin_transaction()
+        for k in keys:
+            key, value = b"k%d" % k, b"%s-%d" % (prefix, k)
+            p.produce(topic, key=key, value=value, partition=0)
+            if commit:
+                committed.append((key, value))
+        if commit:
+            p.commit_transaction(30)
+        else:
+            p.flush(30)
+            p.abort_transaction(30)
+    # plain records roll the transactions out of the active segment
+    filler = Producer({"bootstrap.servers": bs})
+    for i in range(3):
+        filler.produce(topic, key=b"filler", value=b"%d" % i + b"x" * 600, partition=0)
+        filler.flush(30)
+
+    def data(records: list[tuple[bytes, bytes, int]]) -> list[tuple[bytes, bytes]]:
+        return [(k, v) for k, v, _ in records if k != b"filler"]
+
+    assert data(_read_to_end(bs, topic, "read_committed")) == committed
+    assert len(data(_read_to_end(bs, topic, "read_uncommitted"))) == 30
+    partition_dir = txn_broker.data_dir / f"{topic}-0"
+    assert [n for _, n in _control_batches(partition_dir)] == [1, 1, 1, 1]
+
+    admin = AdminClient({"bootstrap.servers": bs})
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    resource.add_incremental_config(
+        ConfigEntry("min.compaction.lag.ms", "0", incremental_operation=AlterConfigOpType.SET)
+    )
+    admin.incremental_alter_configs([resource])[resource].result(timeout=30)
+    txn_broker.wait_for_log(f"cleaned {topic}-0")
+
+    # the latest committed value of each key, in log order: k5..k9 of the first transaction
+    # (the aborted k5..k9 of the last one did not hide them), k0..k4 of the third
+    latest = [(b"k%d" % k, b"c1-%d" % k) for k in range(5, 10)] + [
+        (b"k%d" % k, b"c3-%d" % k) for k in range(5)
+    ]
+    assert data(_read_to_end(bs, topic, "read_committed")) == latest
+    # the aborted records are gone from the log itself
+    assert data(_read_to_end(bs, topic, "read_uncommitted")) == latest
+
+    # the second abort's marker stays while its (emptied) batch is the producer's last; the
+    # first abort's goes once a pass found no batch of its transaction (stamping its delete
+    # horizon) and a later one came after the horizon. As in Kafka, passes need new dirty
+    # segments: plain records keep coming meanwhile
+    def first_abort_marker_gone() -> bool:
+        controls = _control_batches(partition_dir)
+        return len(controls) == 3 and all(n == 1 for _, n in controls)
+
+    deadline = time.monotonic() + 60
+    while not first_abort_marker_gone() and time.monotonic() < deadline:
+        filler.produce(topic, key=b"filler", value=b"x" * 600, partition=0)
+        filler.flush(30)
+        time.sleep(0.5)
+    assert first_abort_marker_gone(), _control_batches(partition_dir)
+    assert data(_read_to_end(bs, topic, "read_committed")) == latest
+    assert data(_read_to_end(bs, topic, "read_uncommitted")) == latest
 
 
 def _committed_values(bootstrap: str, topic: str, partitions: int, expected: int) -> list[bytes]:
