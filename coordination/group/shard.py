@@ -59,6 +59,7 @@ from coordination.runtime.runtime import (
     ShardContext,
     TransactionalRecord,
     TransactionMarker,
+    loaded_offset,
 )
 from protocol.error_codes import ErrorCode
 
@@ -106,9 +107,10 @@ class GroupCoordinatorShard:
                 continue
             producer_id = -1
             if isinstance(item, TransactionalRecord):
-                producer_id, key_bytes, value_bytes = item
+                producer_id, key_bytes, value_bytes = item.producer_id, item.key, item.value
             else:
-                key_bytes, value_bytes = item
+                key_bytes, value_bytes = item[0], item[1]
+            record_offset = loaded_offset(item)
             try:
                 consumer_record = parse_consumer_record(key_bytes, value_bytes)
                 if consumer_record is not None:
@@ -130,6 +132,7 @@ class GroupCoordinatorShard:
                             parsed.metadata,
                             parsed.commit_timestamp,
                             parsed.expire_timestamp,
+                            record_offset=record_offset,
                         ),
                     )
                 elif isinstance(key, OffsetKey):
@@ -147,6 +150,7 @@ class GroupCoordinatorShard:
                                 v.metadata,
                                 v.commit_timestamp,
                                 v.expire_timestamp,
+                                record_offset=record_offset,
                             ),
                         )
                 elif isinstance(key, GroupKey):

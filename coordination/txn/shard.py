@@ -133,7 +133,7 @@ class TransactionCoordinatorShard:
         for item in records:
             if isinstance(item, TransactionalRecord | TransactionMarker):
                 continue  # never written to __transaction_state
-            key, value = item
+            key, value = item[0], item[1]
             try:
                 txn_id = parse_txn_key(key)
                 if value is None:

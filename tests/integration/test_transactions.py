@@ -22,6 +22,7 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 
 from tests.integration.broker_process import ROOT, BrokerProcess
 from tests.support.kafka_clients import consume_from_start, create_topic
+from tests.support.waiting import wait_for
 
 #: small coordinator topics keep start-up and loading quick on 2 cores
 TXN_BROKER = {
@@ -320,6 +321,53 @@ def test_restart_recovers_lso_and_open_transaction(tmp_path: Path) -> None:
         p.produce(topic, value=b"last")
         p.commit_transaction(60)
         assert _committed_values(bs, topic, 1, 2) == [b"open", b"last"]
+    finally:
+        proc.stop()
+
+
+def test_transactional_and_regular_offset_commits_in_log_order(tmp_path: Path) -> None:
+    """A transactional offset commit applies at its commit marker only if its record is later
+    in __consumer_offsets than the regular commit of the same partition (Kafka's
+    OffsetMetadataManager), live and after the broker loads the partition again."""
+    proc = BrokerProcess(tmp_path / "data", TXN_BROKER)
+    proc.start()
+    try:
+        bs = proc.bootstrap
+        topic = f"order-{uuid.uuid4().hex[:6]}"
+        create_topic(bs, topic, 2)
+        group = f"order-{uuid.uuid4().hex[:6]}"
+        consumer = Consumer(
+            {"bootstrap.servers": bs, "group.id": group, "enable.auto.commit": False}
+        )
+        p = producer(bs, f"order-{uuid.uuid4().hex[:6]}")
+        # partition 1: regular commit, then the transactional one
+        consumer.commit(offsets=[TopicPartition(topic, 1, 9)], asynchronous=False)
+        p.begin_transaction()
+        p.produce(topic, value=b"x", partition=0)
+        p.send_offsets_to_transaction(
+            [TopicPartition(topic, 0, 5), TopicPartition(topic, 1, 5)],
+            consumer.consumer_group_metadata(),
+            30,
+        )
+        # partition 0: the transactional commit, then a regular one before the marker
+        consumer.commit(offsets=[TopicPartition(topic, 0, 9)], asynchronous=False)
+        p.commit_transaction(30)
+        expected = {0: 9, 1: 5}
+
+        def offsets() -> dict[int, int] | None:
+            c = Consumer({"bootstrap.servers": proc.bootstrap, "group.id": group})
+            try:
+                got = c.committed([TopicPartition(topic, 0), TopicPartition(topic, 1)], 10)
+            except KafkaException:
+                return None  # the markers are still being written (UNSTABLE_OFFSET_COMMIT)
+            finally:
+                c.close()
+            return {tp.partition: tp.offset for tp in got}
+
+        wait_for(lambda: offsets() == expected, f"offsets {expected}")
+        consumer.close()
+        proc.restart()  # the coordinator loads the records again, with their offsets
+        wait_for(lambda: offsets() == expected, f"offsets {expected} after a restart")
     finally:
         proc.stop()
 
