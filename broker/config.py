@@ -127,6 +127,7 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in [
     _k("max.connections", "int", 2147483647, "Connections the broker accepts at once; at the limit it stops accepting until one closes, as Kafka does."),
     _k("max.connections.per.ip", "int", 2147483647, "Connections one IP address may hold; more are closed at once."),
     _k("max.connections.per.ip.overrides", "string", "", "Per-IP (or hostname) limits: 'host:count,host:count'."),
+    _k("request.timeout.ms", "int", 30000, "How long the broker waits for another broker's answer to a request it sends on its own behalf (KIP-890 verification with a transaction coordinator)."),
     _k("request.receive.timeout.ms", "long", 60000, "Ours (Kafka has no such key): a request whose first bytes arrived must be complete within this time, or the connection is closed (a client trickling bytes cannot hold a frame buffer forever)."),
     _k("fetch.max.bytes", "int", 57671680),
     _k("max.incremental.fetch.session.cache.slots", "int", 1000),

@@ -35,6 +35,7 @@ from broker.coordinators.markers import TransactionMarkerChannel
 from broker.coordinators.partition_log import PartitionCoordinatorLog
 from broker.coordinators.scheduler import LoopScheduler
 from broker.coordinators.transactions import TransactionService, txn_config, txn_topic_spec
+from broker.coordinators.verification import TransactionVerifier
 from broker.dispatch import Dispatcher
 from broker.dynamic_config import DynamicBrokerConfig
 from broker.handlers import load_handlers
@@ -510,7 +511,16 @@ class Broker:
             log_=partition_log,
             cap_replication_factor=config["zookeeper.connect"] is None,
         )
-        return TransactionService(coordinator, topic, markers)
+        verifier = TransactionVerifier(
+            loop,
+            broker_id=self.broker_id,
+            metadata=metadata,
+            partition_for=coordinator.partition_for,
+            listener=config.inter_broker_listener_name,
+            security=self.inter_broker,
+            request_timeout_s=int(config["request.timeout.ms"]) / 1000,
+        )
+        return TransactionService(coordinator, topic, markers, verifier)
 
     async def _resolve_broker_id(self) -> None:
         """``broker.id=-1`` (or unset in cluster mode): the stored or a generated id

@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Final, NamedTuple, Protocol
+from typing import Any, Final, NamedTuple, Protocol
 
 from protocol.records import batch as rb
 from protocol.records.batch import NO_TIMESTAMP
@@ -97,13 +97,15 @@ class ProducerStateHook(Protocol):
         batches: Sequence[tuple[int, rb.BatchHeader]],
         buf: bytes | bytearray | memoryview,
         validate: bool = True,
+        verification: Any = None,
     ) -> AppendInfo | None:
         """Called, when the append has batches with a producer id, with (position in the
         appended buffer, header before offset assignment) for each of them, and the buffer (a
         control batch's marker is read from it). Raise a StorageError to reject the append;
         return an AppendInfo to answer a duplicate without appending anything. A follower's
         append (``validate=False``) is the leader's, already checked: its markers are read,
-        nothing is refused."""
+        nothing is refused. ``verification``: the KIP-890 verification guard the append
+        carries (None: not checked)."""
 
     def after_append(
         self, log: PartitionLog, info: AppendInfo, batches: Sequence[rb.BatchHeader]
@@ -324,9 +326,13 @@ class PartitionLog:
         leader_epoch: int = rb.NO_PARTITION_LEADER_EPOCH,
         now_ms: int | None = None,
         assign_offsets: bool = True,
+        verification: Any = None,
     ) -> AppendInfo:
         """Appends already-validated magic-2 batches (the broker ran
-        :func:`protocol.records.batch.validate_batches` on them).
+        :func:`protocol.records.batch.validate_batches` on them). ``verification``: the
+        KIP-890 verification guard of a producer's request, handed to the producer state (a
+        transactional batch that would start a transaction needs the guard of its verification;
+        None: not checked).
 
         With ``assign_offsets`` (a leader's append) each batch's baseOffset is rewritten in place
         to the next offsets and its partitionLeaderEpoch set to ``leader_epoch`` (both outside the
@@ -368,7 +374,7 @@ class PartitionLog:
                     hook = self.producer_state
                     if hook is not None and producer_id >= 0:
                         header = _tuple_new(rb.BatchHeader, _HEADER_UNPACK(buf, 0))
-                        answer = hook.before_append(self, [(0, header)], buf)
+                        answer = hook.before_append(self, [(0, header)], buf, True, verification)
                         if answer is not None:
                             return answer
                     first = local.log_end_offset
@@ -407,7 +413,9 @@ class PartitionLog:
                 if flush_needed:
                     self.flush()
                 return info
-        return self._append_batches(buf, total, leader_epoch, now, assign_offsets, config)
+        return self._append_batches(
+            buf, total, leader_epoch, now, assign_offsets, config, verification
+        )
 
     def _append_batches(
         self,
@@ -417,6 +425,7 @@ class PartitionLog:
         now: int,
         assign_offsets: bool,
         config: LogConfig,
+        verification: Any = None,
     ) -> AppendInfo:
         """:meth:`append` for anything but the one-batch leader append: several batches, kept
         offsets, LogAppendTime, or input to refuse."""
@@ -462,7 +471,9 @@ class PartitionLog:
                 # takes the leader's batches as they are, as Kafka's appendAsFollower does
                 with_pid = [(p, _new_header(f)) for p, f in scan if f[_PRODUCER_ID] >= 0]
                 answer = (
-                    hook.before_append(self, with_pid, buf, assign_offsets) if with_pid else None
+                    hook.before_append(self, with_pid, buf, assign_offsets, verification)
+                    if with_pid
+                    else None
                 )
                 if answer is not None:
                     return answer

@@ -71,7 +71,7 @@ from protocol.records.control import ControlRecordType, build_control_batch
 from storage import errors as storage_errors
 from storage.file_records import FetchRegion
 from storage.log import AppendInfo, OffsetAndTimestamp, PartitionLog
-from storage.producer_state import ProducerStateEntry, ProducerStateManager
+from storage.producer_state import ProducerStateEntry, ProducerStateManager, VerificationGuard
 from storage.txn_index import AbortedTxn
 
 log = logging.getLogger(__name__)
@@ -434,6 +434,19 @@ class Partition:
         state = self.log.producer_state
         return isinstance(state, ProducerStateManager) and producer_id in state.ongoing
 
+    def maybe_start_transaction_verification(
+        self, producer_id: int, sequence: int, epoch: int
+    ) -> VerificationGuard | None:
+        """Kafka's ``maybeStartTransactionVerification`` (KIP-890): None when the producer has
+        a transaction open here, else the guard its first batch must carry once the
+        coordinator verified the partition is in its transaction. Raises
+        NotLeaderOrFollower."""
+        self._check_leader()
+        state = self.log.producer_state
+        if not isinstance(state, ProducerStateManager):
+            return None
+        return state.maybe_start_verification(producer_id, sequence, epoch)
+
     def active_producers(self) -> list[ProducerStateEntry]:
         """The producers this partition's producer state knows (DescribeProducers)."""
         state = self.log.producer_state
@@ -450,11 +463,14 @@ class Partition:
         api_version: int,
         now_ms: int,
         required_acks: int = 1,
+        verification: VerificationGuard | None = None,
     ) -> AppendInfo:
         """Validates a producer's batches and appends them (Kafka's ``appendRecordsToLeader``).
         With ``required_acks=-1`` the ISR must hold ``min.insync.replicas`` members first
-        (else NOT_ENOUGH_REPLICAS, nothing appended). Raises NotLeaderOrFollower, RecordError
-        (invalid batches), a KafkaApiError or a storage error."""
+        (else NOT_ENOUGH_REPLICAS, nothing appended). ``verification``: the KIP-890 guard of
+        a transactional produce (see :meth:`maybe_start_transaction_verification`). Raises
+        NotLeaderOrFollower, RecordError (invalid batches), a KafkaApiError or a storage
+        error."""
         self._check_leader()
         if required_acks == -1 and len(self.isr) < self.min_insync_replicas:
             raise KafkaApiError(
@@ -463,7 +479,7 @@ class Partition:
                 ErrorCode.NOT_ENOUGH_REPLICAS,
             )
         batches = validate(records, api_version=api_version, rules=self.rules, now_ms=now_ms)
-        return self._append(batches, now_ms)
+        return self._append(batches, now_ms, verification)
 
     def append_batches_to_leader(self, batches: bytearray, *, now_ms: int) -> AppendInfo:
         """Appends batches this broker built itself (a coordinator's records): no validation.
@@ -494,16 +510,25 @@ class Partition:
         )
         return self._append(bytearray(batch), now_ms)
 
-    def _append(self, batches: bytearray | memoryview, now_ms: int) -> AppendInfo:
+    def _append(
+        self,
+        batches: bytearray | memoryview,
+        now_ms: int,
+        verification: VerificationGuard | None = None,
+    ) -> AppendInfo:
         epoch = self.leader_epoch
         plog = self.log
         try:
-            info = plog.append(batches, leader_epoch=epoch, now_ms=now_ms)
+            info = plog.append(
+                batches, leader_epoch=epoch, now_ms=now_ms, verification=verification
+            )
         except storage_errors.KafkaStorageError:
             if self.log is plog:
                 raise
             # the log moved to another log dir while this append waited: append to the new one
-            info = self.log.append(batches, leader_epoch=epoch, now_ms=now_ms)
+            info = self.log.append(
+                batches, leader_epoch=epoch, now_ms=now_ms, verification=verification
+            )
         if not self.replicated:
             # the high watermark follows the log end: the appended bytes are readable at once
             with self._bytes_lock:

@@ -51,6 +51,7 @@ from broker.replication.partition import (
     Partition,
     TopicPartition,
 )
+from broker.replication.txn_verification import ProduceVerification
 from broker.security.inter_broker import InterBrokerSecurity
 from coordination.errors import KafkaApiError
 from coordination.metadata.store import MetadataStore
@@ -61,7 +62,7 @@ from storage.errors import KafkaStorageError, StorageError
 from storage.files import FUTURE_DIR_SUFFIX
 from storage.log import AppendInfo, PartitionLog
 from storage.manager import LogManager
-from storage.producer_state import ProducerStateManager
+from storage.producer_state import ProducerStateManager, VerificationGuard
 
 log = logging.getLogger(__name__)
 
@@ -685,11 +686,13 @@ class ReplicaManager:
         api_version: int,
         now_ms: int,
         required_acks: int = 1,
+        verification: VerificationGuard | None = None,
     ) -> AppendResult:
         """Appends one partition's part of a Produce request (its batches are validated by the
         partition); the error, if any, is returned for the response. With ``required_acks=-1``
         on a replicated partition whose high watermark has not reached the appended batches,
-        ``waiting`` says what the produce must wait for (see :meth:`wait_for_replicas`)."""
+        ``waiting`` says what the produce must wait for (see :meth:`wait_for_replicas`).
+        ``verification``: the KIP-890 guard of a transactional produce (None: unchecked)."""
         part = self.partitions.get((topic, partition)) if topic is not None else None
         if part is None:
             return AppendResult(self.missing_partition_error(topic, partition))
@@ -698,7 +701,11 @@ class ReplicaManager:
         epoch = part.leadership_epoch
         try:
             info = part.append_records_to_leader(
-                records, api_version=api_version, now_ms=now_ms, required_acks=required_acks
+                records,
+                api_version=api_version,
+                now_ms=now_ms,
+                required_acks=required_acks,
+                verification=verification,
             )
         except RecordError as e:
             if e.before_log:
@@ -718,6 +725,33 @@ class ReplicaManager:
             if status.error != ErrorCode.NONE:
                 return AppendResult(status.error, None)
         return AppendResult(ErrorCode.NONE, info)
+
+    def start_transaction_verification(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        base_sequences: dict[tuple[str, int], int],
+    ) -> ProduceVerification:
+        """KIP-890 for one transactional produce (Kafka's
+        ``maybeStartTransactionVerificationForPartitions``): a guard in each partition of
+        ``base_sequences`` (its first batch's sequence) where the producer has no transaction
+        open, to verify with the coordinator; a partition this broker does not lead is
+        answered with its error; one not hosted is left to the append."""
+        verification = ProduceVerification(producer_id, producer_epoch)
+        for tp, sequence in base_sequences.items():
+            part = self.partitions.get(tp)
+            if part is None:
+                continue
+            try:
+                guard = part.maybe_start_transaction_verification(
+                    producer_id, sequence, producer_epoch
+                )
+            except (KafkaApiError, StorageError) as e:
+                verification.errors[tp] = error_of(e)
+                continue
+            if guard is not None:
+                verification.guards[tp] = guard
+        return verification
 
     async def wait_for_replicas(
         self, statuses: list[ProducePartitionStatus], timeout_ms: int

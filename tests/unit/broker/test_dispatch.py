@@ -59,6 +59,7 @@ class FakeReplicaManager:
         api_version: int,
         now_ms: int,
         required_acks: int = 1,
+        verification: object = None,
     ) -> AppendResult:
         self.appends.append((topic, partition, len(records)))
         if topic == "missing":
@@ -157,6 +158,27 @@ def test_produce_maps_the_replica_managers_answers(registry: Any) -> None:
     topics = conn.request_metrics.topics
     assert topics["t"][PRODUCE_REQUESTS] == 1 and topics["t"][FAILED_PRODUCE] == 0
     assert topics["missing"][PRODUCE_REQUESTS] == 1 and topics["missing"][FAILED_PRODUCE] == 1
+
+
+def test_transactional_records_need_a_transactional_id(registry: Any) -> None:
+    """Kafka's hasTransactionalRecords check: a produce whose batches are transactional needs a
+    transactional id (else every partition answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED and
+    nothing is appended); a transactional id alone changes nothing."""
+    rm = FakeReplicaManager()
+    dispatcher = Dispatcher(services(rm), registry)
+    conn = FakeConnection(session())
+    request = produce("t")
+    txn = make_batch(2, producer_id=7, producer_epoch=0, base_sequence=0, transactional=True)
+    request.topic_data[0].partition_data[0].records = bytes(txn)
+    response = call(dispatcher, conn, request, 9)
+    assert response.responses[0].partition_responses[0].error_code == (
+        ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    )
+    assert rm.appends == []
+    plain = produce("t")
+    plain.transactional_id = "app"
+    response = call(dispatcher, conn, plain, 9)
+    assert response.responses[0].partition_responses[0].error_code == ErrorCode.NONE
 
 
 def test_acks_0_sends_nothing_and_a_failure_closes(registry: Any) -> None:
