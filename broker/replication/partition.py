@@ -840,7 +840,7 @@ class Partition:
             info = None
             if len(records):
                 try:
-                    rb.validate_batches(records)
+                    rb.validate_replicated_batches(records)
                 except RemoteProtocolError as e:
                     raise KafkaApiError(str(e), ErrorCode.CORRUPT_MESSAGE) from None
                 try:

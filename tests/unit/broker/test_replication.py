@@ -16,9 +16,12 @@ from broker.purgatory import DelayedOperationPurgatory
 from broker.replication.fetcher import truncation_offset
 from broker.replication.log_validator import TopicRules
 from broker.replication.partition import DivergingEpoch, FetchIsolation, Partition, TopicPartition
+from coordination.errors import KafkaApiError
 from coordination.metadata.view import LeaderAndIsr, PartitionState
 from protocol.error_codes import ErrorCode
+from protocol.records.record import build_empty_batch as empty_batch
 from storage.manager import LogManager
+from storage.producer_state import ProducerStateManager
 from tests.unit.storage.util import make_batch
 
 NOW = 1_700_000_000_000
@@ -230,6 +233,59 @@ def test_follower_appends_take_the_leaders_high_watermark(manager: LogManager) -
     assert info is not None and follower.log_end_offset == end
     assert follower.high_watermark == 2
     assert follower.log.read_batches(0) == data  # the leader's bytes, as they are
+
+
+def test_followers_replicate_what_producers_may_not_write(manager: LogManager) -> None:
+    """A leader's log holds transaction markers (control batches), coordinators' transactional
+    batches without sequences and the empty batches compaction keeps: followers take them as
+    they are (Kafka's follower append checks CRCs, not producer rules)."""
+    leader, _, _ = partition(manager, name="lead-txn")
+    leader.append_batches_to_leader(
+        bytearray(
+            make_batch(2, producer_id=7, producer_epoch=0, base_sequence=0, transactional=True)
+        ),
+        now_ms=1,
+    )
+    leader.append_txn_marker(
+        producer_id=7, producer_epoch=0, committed=True, coordinator_epoch=0, now_ms=1
+    )
+    # a TxnOffsetCommit's batch: a producer id, no sequence
+    leader.append_batches_to_leader(
+        bytearray(make_batch(1, producer_id=8, producer_epoch=0, transactional=True)), now_ms=1
+    )
+    follower, _, _ = partition(manager, broker_id=2, name="follow-txn")
+    ProducerStateManager.attach(follower.log)
+    data = leader.log.read_batches(0)
+    info = follower.append_as_follower(
+        memoryview(data), leader_epoch=5, leader_high_watermark=4, leader_log_start_offset=0
+    )
+    assert info is not None and follower.log_end_offset == leader.log_end_offset == 4
+    assert follower.log.read_batches(0) == data
+    assert follower.in_transaction(8) and not follower.in_transaction(7)
+    # an empty batch (what compaction leaves of a producer's last batch)
+    empty = empty_batch(
+        base_offset=4,
+        last_offset_delta=1,
+        partition_leader_epoch=5,
+        timestamp_type=0,
+        max_timestamp=1,
+        producer_id=9,
+        producer_epoch=0,
+        base_sequence=0,
+        transactional=False,
+        control=False,
+    )
+    follower.append_as_follower(
+        memoryview(empty), leader_epoch=5, leader_high_watermark=6, leader_log_start_offset=0
+    )
+    assert follower.log_end_offset == 6
+    # a corrupt batch is still refused
+    bad = bytearray(make_batch(1))
+    bad[-1] ^= 0xFF
+    with pytest.raises(KafkaApiError):
+        follower.append_as_follower(
+            memoryview(bad), leader_epoch=5, leader_high_watermark=6, leader_log_start_offset=0
+        )
 
 
 def test_truncation_offsets(manager: LogManager) -> None:
