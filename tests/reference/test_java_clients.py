@@ -1,7 +1,9 @@
 """Kafka's own Java client against Odradek (issue 15): kafka-clients 3.9.x and the newest 4.x run
 the scenarios of tests/reference/java/ClientScenarios.java (idempotent producers with every
 codec, a group consumer, eager and cooperative-sticky rebalances, the admin client's everyday
-calls, transactions, KIP-848 groups) against Odradek, and the same against Apache Kafka as a
+calls, transactions (commit and abort with a read_committed consumer, a zombie fenced by a
+second producer with its transactional id, consume-transform-produce with
+sendOffsetsToTransaction), KIP-848 groups) against Odradek, and the same against Apache Kafka as a
 sanity check of the scenarios themselves (3.9 in ZooKeeper mode for the 3.9 client, 4.x KRaft
 for the 4.x client).
 
@@ -26,6 +28,8 @@ SCENARIOS = [
     "groups-cooperative",
     "admin",
     "transactions",
+    "transactions-fencing",
+    "transactions-eos",
     "consumer-protocol",
 ]
 

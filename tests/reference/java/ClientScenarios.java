@@ -40,6 +40,7 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -87,6 +88,8 @@ public final class ClientScenarios {
             case "groups-cooperative": return groups("org.apache.kafka.clients.consumer.CooperativeStickyAssignor", true);
             case "admin": return admin();
             case "transactions": return transactions();
+            case "transactions-fencing": return transactionsFencing();
+            case "transactions-eos": return transactionsEos();
             case "consumer-protocol": return consumerProtocol();
             default: throw new IllegalArgumentException("unknown scenario " + name);
         }
@@ -345,6 +348,116 @@ public final class ClientScenarios {
             check(got.size() == 10 && got.stream().allMatch(r -> r.value().startsWith("committed-")), "read_committed saw " + got.size());
         }
         return "committed 10, aborted 5, read_committed saw 10";
+    }
+
+    /** A second producer with the same transactional id fences the first and aborts its open
+     *  transaction; the first cannot commit; read_committed sees only the second's records. */
+    private String transactionsFencing() throws Exception {
+        String topic = prefix + "-fence";
+        try (Admin admin = admin_()) {
+            createTopic(admin, topic, 2, Map.of());
+        }
+        Map<String, String> txn = Map.of(ProducerConfig.TRANSACTIONAL_ID_CONFIG, prefix + "-fence-id",
+                ProducerConfig.MAX_BLOCK_MS_CONFIG, "30000");
+        String fenced;
+        try (KafkaProducer<String, String> zombie = producer(txn)) {
+            zombie.initTransactions();
+            zombie.beginTransaction();
+            for (int i = 0; i < 4; i++) zombie.send(new ProducerRecord<>(topic, i % 2, "k", "zombie-" + i)).get(60, TimeUnit.SECONDS);
+            try (KafkaProducer<String, String> fresh = producer(txn)) {
+                fresh.initTransactions(); // fences the zombie, aborts its transaction
+                fresh.beginTransaction();
+                for (int i = 0; i < 4; i++) fresh.send(new ProducerRecord<>(topic, i % 2, "k", "fresh-" + i));
+                fresh.commitTransaction();
+            }
+            try {
+                zombie.send(new ProducerRecord<>(topic, 0, "k", "zombie-late"));
+                zombie.commitTransaction();
+                throw new AssertionError("the fenced producer committed");
+            } catch (KafkaException e) {
+                Throwable cause = e.getCause() != null && !(e.getClass().getSimpleName().contains("Fenced")
+                        || e.getClass().getSimpleName().contains("InvalidProducerEpoch")) ? e.getCause() : e;
+                fenced = cause.getClass().getSimpleName();
+                check(fenced.contains("Fenced") || fenced.contains("InvalidProducerEpoch"), "the zombie got " + e);
+            }
+        }
+        try (KafkaConsumer<String, String> c = consumer(null, Map.of(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed"))) {
+            c.assign(List.of(new TopicPartition(topic, 0), new TopicPartition(topic, 1)));
+            List<ConsumerRecord<String, String>> got = drain(c, 4);
+            for (ConsumerRecords<String, String> more = c.poll(Duration.ofSeconds(1)); !more.isEmpty(); more = c.poll(Duration.ofSeconds(1)))
+                for (ConsumerRecord<String, String> r : more) got.add(r);
+            check(got.size() == 4 && got.stream().allMatch(r -> r.value().startsWith("fresh-")), "read_committed saw " + got.size());
+        }
+        try (KafkaConsumer<String, String> c = consumer(null, Map.of(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_uncommitted"))) {
+            c.assign(List.of(new TopicPartition(topic, 0), new TopicPartition(topic, 1)));
+            List<ConsumerRecord<String, String>> got = drain(c, 8);
+            check(got.stream().filter(r -> r.value().startsWith("zombie-")).count() == 4, "read_uncommitted saw " + got.size());
+        }
+        return "the zombie was fenced (" + fenced + "), its transaction aborted; read_committed saw the 4 committed";
+    }
+
+    /** Consume-transform-produce with sendOffsetsToTransaction: the output and the group's
+     *  offsets move together; an aborted round moves neither. */
+    private String transactionsEos() throws Exception {
+        String source = prefix + "-eos-in";
+        String sink = prefix + "-eos-out";
+        String group = prefix + "-eos-group";
+        try (Admin admin = admin_()) {
+            createTopic(admin, source, 2, Map.of());
+            createTopic(admin, sink, 2, Map.of());
+        }
+        try (KafkaProducer<String, String> p = producer(Map.of(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true"))) {
+            for (int i = 0; i < 20; i++) p.send(new ProducerRecord<>(source, i % 2, "k" + i, "v" + i));
+            p.flush();
+        }
+        Map<String, String> txn = Map.of(ProducerConfig.TRANSACTIONAL_ID_CONFIG, prefix + "-eos-id",
+                ProducerConfig.MAX_BLOCK_MS_CONFIG, "30000");
+        try (KafkaConsumer<String, String> c = consumer(group, Map.of(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed"));
+             KafkaProducer<String, String> p = producer(txn)) {
+            p.initTransactions();
+            c.subscribe(List.of(source));
+            List<ConsumerRecord<String, String>> batch = drain(c, 20);
+            // an aborted round: nothing of it counts
+            p.beginTransaction();
+            for (ConsumerRecord<String, String> r : batch) p.send(new ProducerRecord<>(sink, r.partition(), r.key(), "aborted-" + r.value()));
+            Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
+            for (ConsumerRecord<String, String> r : batch)
+                offsets.merge(new TopicPartition(r.topic(), r.partition()), new OffsetAndMetadata(r.offset() + 1),
+                        (a, b) -> a.offset() > b.offset() ? a : b);
+            p.sendOffsetsToTransaction(offsets, c.groupMetadata());
+            p.abortTransaction();
+            try (Admin admin = admin_()) {
+                Map<TopicPartition, OffsetAndMetadata> committed = admin.listConsumerGroupOffsets(group)
+                        .partitionsToOffsetAndMetadata().get(60, TimeUnit.SECONDS);
+                check(committed.isEmpty(), "offsets after an abort: " + committed);
+            }
+            p.beginTransaction();
+            for (ConsumerRecord<String, String> r : batch) p.send(new ProducerRecord<>(sink, r.partition(), r.key(), "copy-" + r.value()));
+            p.sendOffsetsToTransaction(offsets, c.groupMetadata());
+            p.commitTransaction();
+            try (Admin admin = admin_()) {
+                waitUntil(() -> {
+                    try {
+                        Map<TopicPartition, OffsetAndMetadata> committed = admin.listConsumerGroupOffsets(group)
+                                .partitionsToOffsetAndMetadata().get(60, TimeUnit.SECONDS);
+                        return committed.equals(offsets);
+                    } catch (Exception e) {
+                        return false;
+                    }
+                }, "the transaction's offsets");
+            }
+        }
+        try (KafkaConsumer<String, String> c = consumer(null, Map.of(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed"))) {
+            c.assign(List.of(new TopicPartition(sink, 0), new TopicPartition(sink, 1)));
+            List<ConsumerRecord<String, String>> got = drain(c, 20);
+            for (ConsumerRecords<String, String> more = c.poll(Duration.ofSeconds(1)); !more.isEmpty(); more = c.poll(Duration.ofSeconds(1)))
+                for (ConsumerRecord<String, String> r : more) got.add(r);
+            Set<String> values = new TreeSet<>();
+            for (ConsumerRecord<String, String> r : got) values.add(r.value());
+            check(got.size() == 20 && values.size() == 20 && got.stream().allMatch(r -> r.value().startsWith("copy-")),
+                    "read_committed saw " + got.size() + " (" + values.size() + " distinct)");
+        }
+        return "20 records copied once with their offsets; the aborted round left neither";
     }
 
     /** The consumer group protocol of KIP-848 (group.protocol=consumer). */
