@@ -19,11 +19,11 @@ from __future__ import annotations
 import asyncio
 import socket
 import ssl
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from broker.security.inter_broker import InterBrokerAuthenticationError, InterBrokerSecurity
-from coordination.metadata.view import BrokerInfo, Endpoint
+from coordination.metadata.view import BrokerInfo, ClusterView, Endpoint
 from protocol.api_keys import ApiKey
 from protocol.client import ClientConnection, UnsupportedApi, api_versions_request
 from protocol.error_codes import ErrorCode
@@ -247,3 +247,52 @@ class AsyncInterBrokerLink:
             self._writer.close()
         self._reader = self._writer = None
         self._conn = None
+
+
+class AsyncInterBrokerLinks:
+    """One :class:`AsyncInterBrokerLink` per other broker, found in the metadata view on the
+    inter-broker listener and replaced when that broker's endpoint changes. One event loop."""
+
+    def __init__(
+        self,
+        view: Callable[[], ClusterView],
+        *,
+        listener: str | None,
+        client_id: str,
+        apis: Mapping[int, tuple[int, int]],
+        security: InterBrokerSecurity | None = None,
+        timeout_s: float = 30.0,
+    ) -> None:
+        self._view = view
+        self.listener = listener
+        self.client_id = client_id
+        self.apis = apis
+        self.security = security
+        self.timeout_s = timeout_s
+        self._links: dict[int, AsyncInterBrokerLink] = {}
+
+    def get(self, broker_id: int) -> AsyncInterBrokerLink | None:
+        """The link to ``broker_id`` (None: not a live broker)."""
+        info = self._view().brokers.get(broker_id)
+        if info is None:
+            return None
+        ep = info.endpoint(self.listener)
+        link = self._links.get(broker_id)
+        if link is None or (link.host, link.port) != (ep.host, ep.port):
+            if link is not None:
+                link.close()
+            link = AsyncInterBrokerLink(
+                ep.host,
+                ep.port,
+                client_id=self.client_id,
+                apis=self.apis,
+                security=self.security,
+                timeout_s=self.timeout_s,
+            )
+            self._links[broker_id] = link
+        return link
+
+    def close(self) -> None:
+        for link in self._links.values():
+            link.close()
+        self._links.clear()

@@ -27,7 +27,7 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from broker.interbroker import AsyncInterBrokerLink
+from broker.interbroker import AsyncInterBrokerLinks
 from broker.replication.errors import error_of
 from broker.replication.replica_manager import ReplicaManager
 from broker.security.inter_broker import InterBrokerSecurity
@@ -138,7 +138,14 @@ class TransactionMarkerChannel:
         self.clock = clock
         #: set once the group coordinator exists (markers to __consumer_offsets complete it)
         self.groups: GroupCoordinator | None = None
-        self._links: dict[int, AsyncInterBrokerLink] = {}
+        self._links = AsyncInterBrokerLinks(
+            lambda: metadata.view,
+            listener=listener,
+            client_id=f"broker-{broker_id}-txn-markers",
+            apis={ApiKey.WRITE_TXN_MARKERS: (1, 1)},
+            security=security,
+            timeout_s=REQUEST_TIMEOUT_S,
+        )
         self._stopped = False
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -177,9 +184,7 @@ class TransactionMarkerChannel:
 
     def shutdown(self) -> None:
         self._stopped = True
-        for link in self._links.values():
-            link.close()
-        self._links.clear()
+        self._links.close()
 
     # -- on the main loop ------------------------------------------------------------------------
 
@@ -278,7 +283,7 @@ class TransactionMarkerChannel:
         )
         results = dict.fromkeys(tps, ErrorCode.NOT_LEADER_OR_FOLLOWER)
         try:
-            link = self._link(broker)
+            link = self._links.get(broker)
             if link is not None:
                 answer = await link.request(request)
                 for marker in answer.markers:
@@ -293,23 +298,3 @@ class TransactionMarkerChannel:
         self._finish_if_done(job)
         if job.pending and not job.finished:
             self.loop.call_later(RETRY_BACKOFF_S, self._attempt, job)
-
-    def _link(self, broker: int) -> AsyncInterBrokerLink | None:
-        info = self.metadata.view.brokers.get(broker)
-        if info is None:
-            return None
-        ep = info.endpoint(self.listener)
-        link = self._links.get(broker)
-        if link is None or (link.host, link.port) != (ep.host, ep.port):
-            if link is not None:
-                link.close()
-            link = AsyncInterBrokerLink(
-                ep.host,
-                ep.port,
-                client_id=f"broker-{self.broker_id}-txn-markers",
-                apis={ApiKey.WRITE_TXN_MARKERS: (1, 1)},
-                security=self.security,
-                timeout_s=REQUEST_TIMEOUT_S,
-            )
-            self._links[broker] = link
-        return link

@@ -32,7 +32,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from broker.interbroker import AsyncInterBrokerLink
+from broker.interbroker import AsyncInterBrokerLinks
 from broker.security.inter_broker import InterBrokerSecurity
 from coordination.metadata.store import MetadataStore
 from coordination.metadata.view import TRANSACTION_STATE_TOPIC
@@ -91,7 +91,14 @@ class TransactionVerifier:
         self.request_timeout_s = request_timeout_s
         self._pending: dict[int, dict[str, _Verification]] = {}
         self._in_flight: set[int] = set()
-        self._links: dict[int, AsyncInterBrokerLink] = {}
+        self._links = AsyncInterBrokerLinks(
+            lambda: metadata.view,
+            listener=listener,
+            client_id=f"broker-{broker_id}-txn-verification",
+            apis={ApiKey.ADD_PARTITIONS_TO_TXN: VERIFY_VERSIONS},
+            security=security,
+            timeout_s=request_timeout_s,
+        )
         self._tasks: set[asyncio.Task[None]] = set()
         self._stopped = False
         #: verifications sent and answered (metrics, tests)
@@ -124,9 +131,7 @@ class TransactionVerifier:
         for batch in pending.values():
             for verification in batch.values():
                 verification.fail(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        for link in self._links.values():
-            link.close()
-        self._links.clear()
+        self._links.close()
 
     # -- on the main loop ------------------------------------------------------------------------
 
@@ -204,7 +209,7 @@ class TransactionVerifier:
         def everyone(error: ErrorCode) -> dict[str, dict[TopicPartition, ErrorCode]]:
             return {t: dict.fromkeys(v.partitions, error) for t, v in batch.items()}
 
-        link = self._link(node)
+        link = self._links.get(node)
         if link is None:
             return everyone(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         transactions = []
@@ -260,23 +265,3 @@ class TransactionVerifier:
                     )
             out[result.transactional_id] = failed
         return out
-
-    def _link(self, node: int) -> AsyncInterBrokerLink | None:
-        info = self.metadata.view.brokers.get(node)
-        if info is None:
-            return None
-        ep = info.endpoint(self.listener)
-        link = self._links.get(node)
-        if link is None or (link.host, link.port) != (ep.host, ep.port):
-            if link is not None:
-                link.close()
-            link = AsyncInterBrokerLink(
-                ep.host,
-                ep.port,
-                client_id=f"broker-{self.broker_id}-txn-verification",
-                apis={ApiKey.ADD_PARTITIONS_TO_TXN: VERIFY_VERSIONS},
-                security=self.security,
-                timeout_s=self.request_timeout_s,
-            )
-            self._links[node] = link
-        return link

@@ -214,11 +214,8 @@ class TransactionCoordinatorShard:
         now = self.context.now_ms()
         txn = self.txns.get(transactional_id)
         if txn is None:
-            try:
-                producer_id = self._producer_ids()
-            except Exception:
-                log.exception("allocating a producer id failed")
-                callback(TxnResult(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+            producer_id = self._new_producer_id(callback)
+            if producer_id is None:
                 return
             new = TransactionMetadata(
                 transactional_id,
@@ -267,11 +264,8 @@ class TransactionCoordinatorShard:
             not expected or expected_producer_epoch == txn.producer_epoch
         ):
             # a new producer id (Kafka's prepareProducerIdRotation)
-            try:
-                producer_id = self._producer_ids()
-            except Exception:
-                log.exception("allocating a producer id failed")
-                callback(TxnResult(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+            producer_id = self._new_producer_id(callback)
+            if producer_id is None:
                 return
             new = txn.copy(
                 producer_id=producer_id,
@@ -300,6 +294,16 @@ class TransactionCoordinatorShard:
             callback(TxnResult(ErrorCode.PRODUCER_FENCED))
             return
         self._write(txn, new, lambda e: callback(self._init_answer(e, new)))
+
+    def _new_producer_id(self, callback: TxnCallback) -> int | None:
+        """A producer id from the broker's blocks, or None (the caller was answered
+        COORDINATOR_NOT_AVAILABLE)."""
+        try:
+            return self._producer_ids()
+        except Exception:
+            log.exception("allocating a producer id failed")
+            callback(TxnResult(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+            return None
 
     @staticmethod
     def _init_answer(error: ErrorCode | None, new: TransactionMetadata) -> TxnResult:
