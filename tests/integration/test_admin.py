@@ -155,7 +155,7 @@ def test_alter_replica_log_dirs_answers_per_partition(fresh_broker, tmp_path, to
     from kafka.errors import (
         LogDirNotFoundError,
         NoError,
-        ReplicaNotAvailableError,
+        UnknownTopicOrPartitionError,
     )
     from kafka.structs import TopicPartitionReplica as TPR
 
@@ -172,9 +172,9 @@ def test_alter_replica_log_dirs_answers_per_partition(fresh_broker, tmp_path, to
         assert client.alter_replica_log_dirs({replica: "/elsewhere"}) == {
             replica: LogDirNotFoundError
         }
-        missing = TPR(topic_name, 7, 0)
+        missing = TPR(topic_name, 7, 0)  # no such partition: Kafka's answer
         assert client.alter_replica_log_dirs({missing: str(here)}) == {
-            missing: ReplicaNotAvailableError
+            missing: UnknownTopicOrPartitionError
         }
         assert client.alter_replica_log_dirs({replica: str(there)}) == {replica: NoError}
         wait_for(lambda: (there / f"{topic_name}-0").is_dir(), "the partition moved")

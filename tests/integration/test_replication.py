@@ -211,6 +211,11 @@ class NumberedProducer(threading.Thread):
                 "request.timeout.ms": 15000,
                 "retry.backoff.ms": 100,
                 "topic.metadata.refresh.interval.ms": 1000,
+                **(
+                    {"debug": os.environ["ODRADEK_CHAOS_DEBUG"]}
+                    if os.environ.get("ODRADEK_CHAOS_DEBUG")
+                    else {}
+                ),
             }
         )
 
@@ -317,7 +322,13 @@ def test_chaos_sigkill_loses_no_acknowledged_record(cluster: ProcessCluster) -> 
         values = [v for _, v in records]
         assert offsets == sorted(set(offsets)), f"partition {p}: offsets repeat or go back"
         assert values == sorted(values), f"partition {p}: records out of order"
-        assert len(set(values)) == len(values), f"partition {p}: a record appears twice"
+        if len(set(values)) != len(values):
+            seen_at: dict[int, list[int]] = defaultdict(list)
+            for offset, value in records:
+                seen_at[value].append(offset)
+            twice = {v: o for v, o in seen_at.items() if len(o) > 1}
+            keep = ", ".join(str(cluster.brokers[b].log_path) for b in BROKERS)
+            raise AssertionError(f"partition {p}: records twice {twice}; logs: {keep}")
         by_offset = dict(records)
         present = set(values)
         for offset, value in producer.acked.get(p, []):
