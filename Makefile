@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 BIN    := $(VENV)/bin
 
-.PHONY: serve test check fmt bench fuzz venv dev-env system-deps js-clients clean
+.PHONY: serve test check fmt bench fuzz venv dev-env system-deps js-clients reference-kafka clean
 
 # A virtualenv with the runtime dependencies, re-installed when pyproject.toml changes or the
 # optional compiled accelerator's source does (pip builds it where a C compiler is available).
@@ -35,10 +35,21 @@ $(JS_CLIENTS)/node_modules/.package-lock.json: $(JS_CLIENTS)/package-lock.json |
 	cd $(JS_CLIENTS) && npm ci --no-audit --no-fund --loglevel=error
 js-clients: $(JS_CLIENTS)/node_modules/.package-lock.json
 
+# Apache Kafka itself, the reference (issue 15): its broker, tools and Java client of the releases in
+# tests/reference/versions.mk, copied from Maven Central into tests/reference/.cache/<version>/ once
+# (the cache is git-ignored; re-runs need no network). Needs mvn and a JDK, which system-deps installs.
+include tests/reference/versions.mk
+REFERENCE_CACHE := tests/reference/.cache
+$(REFERENCE_CACHE)/$(KAFKA_ZK_VERSION)/.complete: tests/reference/pom.xml tests/reference/versions.mk | system-deps
+	scripts/fetch-kafka.sh $(KAFKA_ZK_VERSION) 3
+$(REFERENCE_CACHE)/$(KAFKA_KRAFT_VERSION)/.complete: tests/reference/pom.xml tests/reference/versions.mk | system-deps
+	scripts/fetch-kafka.sh $(KAFKA_KRAFT_VERSION) 4
+reference-kafka: $(REFERENCE_CACHE)/$(KAFKA_ZK_VERSION)/.complete $(REFERENCE_CACHE)/$(KAFKA_KRAFT_VERSION)/.complete
+
 serve: $(VENV)/.runtime
 	$(BIN)/odradek serve
 
-test: $(VENV)/.dev system-deps js-clients
+test: $(VENV)/.dev system-deps js-clients reference-kafka
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 check: $(VENV)/.dev
@@ -56,7 +67,7 @@ $(VENV)/.bench: $(VENV)/.dev
 	$(PY) -m pip install -q -e '.[dev,spark,bench]'
 	touch $@
 
-bench: $(VENV)/.bench system-deps
+bench: $(VENV)/.bench system-deps reference-kafka
 	$(PY) -m bench
 
 clean:

@@ -13,18 +13,12 @@ import sys
 import uvloop
 
 from broker.config import BrokerConfig, ConfigError
+from broker.loggers import FORMATS as LOG_FORMATS
+from broker.loggers import configure as configure_logging
 from storage.dump import dump_files
 from storage.util import INT32_MAX
 
 log = logging.getLogger("odradek")
-
-
-def _setup_logging(level: str) -> None:
-    logging.basicConfig(
-        level=getattr(logging, level.upper(), logging.INFO),
-        format="[%(asctime)s] %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
 
 
 async def _serve(config: BrokerConfig) -> int:
@@ -52,12 +46,22 @@ async def _serve(config: BrokerConfig) -> int:
 
 def serve(config_path: str | None, overrides: list[str], log_level: str = "INFO") -> int:
     """Runs a broker until SIGTERM or SIGINT; returns the exit status."""
-    _setup_logging(log_level)
     try:
         config = BrokerConfig.load(config_path, overrides)
     except (ConfigError, OSError) as e:
+        configure_logging("kafka", log_level)
         print(f"odradek: configuration error: {e}", file=sys.stderr)
         return 2
+    fmt = str(config["log.format"]).lower()
+    if fmt not in LOG_FORMATS:
+        configure_logging("kafka", log_level)
+        print(
+            f"odradek: configuration error: log.format must be one of {sorted(LOG_FORMATS)}, "
+            f"not {fmt!r}",
+            file=sys.stderr,
+        )
+        return 2
+    configure_logging(fmt, log_level)
     code: int = uvloop.run(_serve(config))
     return code
 

@@ -95,9 +95,9 @@ def _k(
 # fmt: off
 #: Broker keys, with Kafka's defaults except where Odradek's standalone defaults differ (noted).
 BROKER_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in [
-    _k("broker.id", "int", 0, "Broker id; Kafka's default is -1 (generated), ours 0 for standalone use."),
-    _k("broker.id.generation.enable", "boolean", True, implemented=False),
-    _k("reserved.broker.max.id", "int", 1000),
+    _k("broker.id", "int", 0, "Broker id. -1, or unset in cluster mode (Kafka's default is -1): the id in meta.properties, else one generated from ZooKeeper's /brokers/seqid above reserved.broker.max.id and kept in meta.properties; a standalone broker without one is 0."),
+    _k("broker.id.generation.enable", "boolean", True, "Generate broker ids (broker.id=-1) from ZooKeeper's /brokers/seqid; configured ids may then not exceed reserved.broker.max.id."),
+    _k("reserved.broker.max.id", "int", 1000, "Highest configurable broker id; generated ids start above it."),
     _k("broker.rack", "string", None, "Rack of this broker (rack-aware assignment)."),
     _k("listeners", "list", ["PLAINTEXT://127.0.0.1:9092"], "Ours: 127.0.0.1:9092; Kafka's: PLAINTEXT://:9092."),
     _k("advertised.listeners", "list", None, "Addresses given to clients; default: listeners."),
@@ -127,6 +127,7 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in [
     _k("max.connections", "int", 2147483647, "Connections the broker accepts at once; at the limit it stops accepting until one closes, as Kafka does."),
     _k("max.connections.per.ip", "int", 2147483647, "Connections one IP address may hold; more are closed at once."),
     _k("max.connections.per.ip.overrides", "string", "", "Per-IP (or hostname) limits: 'host:count,host:count'."),
+    _k("request.timeout.ms", "int", 30000, "How long the broker waits for another broker's answer to a request it sends on its own behalf (KIP-890 verification with a transaction coordinator)."),
     _k("request.receive.timeout.ms", "long", 60000, "Ours (Kafka has no such key): a request whose first bytes arrived must be complete within this time, or the connection is closed (a client trickling bytes cannot hold a frame buffer forever)."),
     _k("telemetry.max.bytes", "int", 1048576, "Largest metrics payload a client may push (KIP-714 PushTelemetry); larger answers TELEMETRY_TOO_LARGE."),
     _k("fetch.max.bytes", "int", 57671680),
@@ -142,6 +143,8 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in [
     _k("log.retention.minutes", "int", None),
     _k("log.retention.hours", "int", 168),
     _k("log.retention.bytes", "long", -1, read_only=False),
+    _k("log.local.retention.bytes", "long", -2, implemented=False),
+    _k("log.local.retention.ms", "long", -2, implemented=False),
     _k("log.retention.check.interval.ms", "long", 300000),
     _k("log.flush.interval.messages", "long", LONG_MAX, read_only=False),
     _k("log.flush.interval.ms", "long", None, read_only=False),
@@ -184,7 +187,16 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in [
     _k("group.min.session.timeout.ms", "int", 6000),
     _k("group.max.session.timeout.ms", "int", 1800000),
     _k("group.max.size", "int", INT_MAX),
-    _k("group.coordinator.rebalance.protocols", "list", ["classic"]),
+    _k("group.coordinator.rebalance.protocols", "list", ["classic", "consumer"], "Group protocols served: classic (JoinGroup...) and consumer (KIP-848 ConsumerGroupHeartbeat); classic cannot be disabled."),
+    _k("group.consumer.session.timeout.ms", "int", 45000, "KIP-848 consumer groups: a member that sends no heartbeat for this long is removed."),
+    _k("group.consumer.min.session.timeout.ms", "int", 45000, "Lower bound of group.consumer.session.timeout.ms."),
+    _k("group.consumer.max.session.timeout.ms", "int", 60000, "Upper bound of group.consumer.session.timeout.ms."),
+    _k("group.consumer.heartbeat.interval.ms", "int", 5000, "KIP-848 consumer groups: how often members heartbeat (told to them in every answer)."),
+    _k("group.consumer.min.heartbeat.interval.ms", "int", 5000, "Lower bound of group.consumer.heartbeat.interval.ms."),
+    _k("group.consumer.max.heartbeat.interval.ms", "int", 15000, "Upper bound of group.consumer.heartbeat.interval.ms (which must stay below the session timeout)."),
+    _k("group.consumer.max.size", "int", INT_MAX, "Members a KIP-848 consumer group may have."),
+    _k("group.consumer.assignors", "list", ["uniform", "range"], "Server-side assignors of consumer groups, the first the default (uniform, range, or Kafka's class names); a member may ask for one with server_assignor."),
+    _k("group.consumer.migration.policy", "string", "bidirectional", "Online conversion between classic and consumer groups: disabled, upgrade, downgrade or bidirectional."),
     _k("transaction.max.timeout.ms", "int", 900000),
     _k("transactional.id.expiration.ms", "int", 604800000),
     _k("transaction.state.log.num.partitions", "int", 50),
@@ -205,8 +217,13 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in [
     _k("zookeeper.session.timeout.ms", "int", 18000),
     _k("zookeeper.connection.timeout.ms", "int", None),
     _k("zookeeper.max.in.flight.requests", "int", 10, implemented=False),
-    _k("controlled.shutdown.enable", "boolean", True, implemented=False),
-    _k("auto.leader.rebalance.enable", "boolean", True, implemented=False),
+    _k("controlled.shutdown.enable", "boolean", True, "Cluster mode: on SIGTERM the broker asks the controller to move the leadership of its partitions to other in-sync replicas (ControlledShutdown) before it stops."),
+    _k("controlled.shutdown.max.retries", "int", 3, "Controlled shutdown requests sent before the broker stops anyway."),
+    _k("controlled.shutdown.retry.backoff.ms", "long", 5000, "Wait between controlled shutdown requests."),
+    _k("controller.socket.timeout.ms", "int", 30000, "How long a controlled shutdown request waits for the controller's answer."),
+    _k("auto.leader.rebalance.enable", "boolean", True, "Cluster mode: the controller moves leadership back to each partition's preferred (first) replica when it is alive and in the ISR, for brokers above leader.imbalance.per.broker.percentage."),
+    _k("leader.imbalance.check.interval.seconds", "long", 300, "How often the controller checks the preferred leaders."),
+    _k("leader.imbalance.per.broker.percentage", "int", 10, "Share (percent) of a broker's preferred partitions led elsewhere above which the controller elects the preferred leaders."),
     _k("replica.lag.time.max.ms", "long", 30000, "A follower that has not caught up with the leader's log end for this long leaves the ISR."),
     _k("replica.fetch.max.bytes", "int", 1048576, "Bytes a follower asks per partition in one fetch."),
     _k("replica.fetch.response.max.bytes", "int", 10485760, "Bytes a follower asks for in one fetch, over all its partitions."),
@@ -217,6 +234,7 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in [
     _k("replica.socket.timeout.ms", "int", 30000, "Socket timeout of followers' connections to leaders."),
     _k("replica.high.watermark.checkpoint.interval.ms", "long", 5000, "How often high watermarks are written to replication-offset-checkpoint."),
     _k("num.replica.fetchers", "int", 1, "Fetcher threads per source broker."),
+    _k("log.format", "string", "kafka", "Log lines: kafka (Kafka's log4j layout, [time] LEVEL message (logger)) or json (one object per line: time, level, logger, thread, message, exception)."),
     _k("metrics.port", "int", 0, "Port of the Prometheus /metrics endpoint; 0 (default) disables it."),
     _k("metrics.host", "string", "127.0.0.1", "Address the metrics endpoint binds."),
     _k("metric.reporters", "list", [], implemented=False),
@@ -309,9 +327,11 @@ TOPIC_CONFIGS: dict[str, TopicConfigKey] = {k.name: k for k in [
     TopicConfigKey("unclean.leader.election.enable", "boolean", "unclean.leader.election.enable", False),
     TopicConfigKey("leader.replication.throttled.replicas", "list", None, []),
     TopicConfigKey("follower.replication.throttled.replicas", "list", None, []),
-    TopicConfigKey("local.retention.bytes", "long", None, -2),
-    TopicConfigKey("local.retention.ms", "long", None, -2),
+    TopicConfigKey("local.retention.bytes", "long", "log.local.retention.bytes", -2),
+    TopicConfigKey("local.retention.ms", "long", "log.local.retention.ms", -2),
     TopicConfigKey("remote.storage.enable", "boolean", None, False),
+    TopicConfigKey("remote.log.copy.disable", "boolean", None, False),
+    TopicConfigKey("remote.log.delete.on.disable", "boolean", None, False),
 ]}
 # fmt: on
 
@@ -319,6 +339,7 @@ _VALID_CHOICES: dict[str, tuple[str, ...]] = {
     "compression.type": ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
     "message.timestamp.type": ("CreateTime", "LogAppendTime"),
     "log.message.timestamp.type": ("CreateTime", "LogAppendTime"),
+    "log.format": ("kafka", "json"),
 }
 
 
@@ -582,10 +603,13 @@ class BrokerConfig:
     # -- derived values ----------------------------------------------------------------------
 
     def _validate(self) -> None:
+        self._validate_group_coordinator()
         if self["num.network.threads"] < 1:
             raise ConfigError("num.network.threads must be >= 1")
         if self["message.max.bytes"] < 0:
             raise ConfigError("message.max.bytes must be >= 0")
+        if self["leader.imbalance.check.interval.seconds"] < 1:
+            raise ConfigError("leader.imbalance.check.interval.seconds must be >= 1")
         listeners = self.listeners
         if not listeners:
             raise ConfigError("listeners is empty")
@@ -653,6 +677,67 @@ class BrokerConfig:
         if "security.inter.broker.protocol" not in self.explicit and advertised:
             return advertised[0].name  # our default: the first listener, whatever it is
         return protocol
+
+    def _validate_group_coordinator(self) -> None:
+        """Kafka's GroupCoordinatorConfig checks of the consumer group keys."""
+        protocols = [p.strip().lower() for p in self["group.coordinator.rebalance.protocols"]]
+        for p in protocols:
+            if p not in ("classic", "consumer"):
+                raise ConfigError(f"group.coordinator.rebalance.protocols: unknown protocol {p!r}")
+        if "classic" not in protocols:
+            raise ConfigError("Disabling the 'classic' protocol is not supported.")
+        lo, hi = (
+            self["group.consumer.min.session.timeout.ms"],
+            self["group.consumer.max.session.timeout.ms"],
+        )
+        session = self["group.consumer.session.timeout.ms"]
+        hb_lo, hb_hi = (
+            self["group.consumer.min.heartbeat.interval.ms"],
+            self["group.consumer.max.heartbeat.interval.ms"],
+        )
+        heartbeat = self["group.consumer.heartbeat.interval.ms"]
+        if lo > hi:
+            raise ConfigError(
+                "group.consumer.min.session.timeout.ms must be less than or equal to group.consumer.max.session.timeout.ms"
+            )
+        if not lo <= session <= hi:
+            raise ConfigError(
+                "group.consumer.session.timeout.ms must be between group.consumer.min.session.timeout.ms and group.consumer.max.session.timeout.ms"
+            )
+        if hb_lo < 1 or hb_lo > hb_hi:
+            raise ConfigError(
+                "group.consumer.min.heartbeat.interval.ms must be at least 1 and at most group.consumer.max.heartbeat.interval.ms"
+            )
+        if not hb_lo <= heartbeat <= hb_hi:
+            raise ConfigError(
+                "group.consumer.heartbeat.interval.ms must be between group.consumer.min.heartbeat.interval.ms and group.consumer.max.heartbeat.interval.ms"
+            )
+        if heartbeat >= session:
+            raise ConfigError(
+                "group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms"
+            )
+        if self["group.consumer.max.size"] < 1:
+            raise ConfigError("group.consumer.max.size must be at least 1")
+        if self["group.consumer.migration.policy"].lower() not in (
+            "disabled",
+            "upgrade",
+            "downgrade",
+            "bidirectional",
+        ):
+            raise ConfigError(
+                "group.consumer.migration.policy must be disabled, upgrade, downgrade or bidirectional"
+            )
+        assignors = [a.strip() for a in self["group.consumer.assignors"] if a.strip()]
+        if not assignors:
+            raise ConfigError("group.consumer.assignors must not be empty")
+        for a in assignors:
+            if a not in ("uniform", "range") and a not in (
+                "org.apache.kafka.coordinator.group.assignor.UniformAssignor",
+                "org.apache.kafka.coordinator.group.assignor.RangeAssignor",
+            ):
+                raise ConfigError(
+                    f"group.consumer.assignors: unknown assignor {a!r} (uniform, range)"
+                )
 
     @property
     def broker_id(self) -> int:
@@ -806,6 +891,9 @@ class ZooKeeperConfig:
     session_timeout_ms: int
     connection_timeout_ms: int | None
     unclean_leader_election_enable: bool
+    auto_leader_rebalance_enable: bool = True
+    leader_imbalance_check_interval_s: float = 300.0
+    leader_imbalance_per_broker_percentage: int = 10
 
     @classmethod
     def from_broker(cls, config: BrokerConfig) -> ZooKeeperConfig:
@@ -815,6 +903,13 @@ class ZooKeeperConfig:
             session_timeout_ms=int(config["zookeeper.session.timeout.ms"]),
             connection_timeout_ms=int(timeout) if timeout is not None else None,
             unclean_leader_election_enable=bool(config["unclean.leader.election.enable"]),
+            auto_leader_rebalance_enable=bool(config["auto.leader.rebalance.enable"]),
+            leader_imbalance_check_interval_s=float(
+                config["leader.imbalance.check.interval.seconds"]
+            ),
+            leader_imbalance_per_broker_percentage=int(
+                config["leader.imbalance.per.broker.percentage"]
+            ),
         )
 
 
@@ -826,11 +921,12 @@ class ZooKeeperConfig:
 #: Every other key is read-only: changing it needs server.properties and a restart.
 DYNAMIC_BROKER_CONFIGS: frozenset[str] = frozenset(
     {
-        # DynamicLogConfig: the broker-level defaults of topic configs
-        "log.segment.bytes", "log.roll.ms", "log.roll.hours", "log.roll.jitter.ms",
-        "log.roll.jitter.hours", "log.index.size.max.bytes", "log.flush.interval.messages",
+        # DynamicLogConfig: the broker-level defaults of topic configs, by their preferred key
+        # only (Kafka's ServerTopicConfigSynonyms: log.retention.ms, not .minutes or .hours)
+        "log.segment.bytes", "log.roll.ms", "log.roll.jitter.ms",
+        "log.index.size.max.bytes", "log.flush.interval.messages",
         "log.flush.interval.ms", "log.retention.bytes", "log.retention.ms",
-        "log.retention.minutes", "log.retention.hours", "message.max.bytes",
+        "message.max.bytes",
         "log.index.interval.bytes", "log.cleaner.delete.retention.ms",
         "log.cleaner.min.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms",
         "log.segment.delete.delay.ms", "log.cleaner.min.cleanable.ratio", "log.cleanup.policy",

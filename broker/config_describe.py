@@ -80,8 +80,9 @@ class ConfigEntry:
 def describe_topic(
     config: BrokerConfig, overrides: Mapping[str, str], keys: Iterable[str] | None = None
 ) -> list[ConfigEntry]:
-    """Every topic config with its synonyms in precedence order (topic override, static broker
-    key, default); the value and source are the first synonym's."""
+    """Every topic config with its synonyms in precedence order (topic override, then its broker
+    key's, see :func:`_broker_synonyms`); the source is the first synonym's, or DEFAULT_CONFIG
+    when there is none (Kafka lists no synonym for a config whose broker key has no value)."""
     wanted = set(keys) if keys is not None else None
     entries = []
     for name, key in sorted(TOPIC_CONFIGS.items()):
@@ -93,9 +94,7 @@ def describe_topic(
         effective = format_value(key.kind, config.topic_default(name))
         if key.broker_key is not None:
             synonyms.extend(_broker_synonyms(config, key.broker_key))
-        if len(synonyms) == (1 if name in overrides else 0):
-            synonyms.append((key.broker_key or name, effective, ConfigSource.DEFAULT_CONFIG))
-        source = synonyms[0][2]
+        source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
         value = overrides.get(name, effective)
         entries.append(
             ConfigEntry(
@@ -115,7 +114,10 @@ def describe_topic(
 def _broker_synonyms(config: BrokerConfig, name: str) -> list[tuple[str, str | None, ConfigSource]]:
     """Where broker key ``name`` (and its synonyms, such as ``log.retention.hours`` for
     ``log.retention.ms``) is set, in Kafka's order of precedence: this broker's dynamic
-    config, the cluster-wide default, server.properties, Kafka's default."""
+    config, the cluster-wide default, server.properties, Kafka's default. As Kafka's
+    ConfigHelper.configSynonyms, the list starts at the first entry for ``name`` itself: a value
+    only a lesser synonym has (the default of ``log.retention.hours``) is not listed for
+    ``log.retention.ms``."""
     out: list[tuple[str, str | None, ConfigSource]] = []
     names = broker_synonyms(name)
     for level, source in (
@@ -137,13 +139,16 @@ def _broker_synonyms(config: BrokerConfig, name: str) -> list[tuple[str, str | N
         key = BROKER_CONFIGS[n]
         if key.default is not None:
             out.append((n, format_value(key.kind, key.default), ConfigSource.DEFAULT_CONFIG))
+    while out and out[0][0] != name:
+        out.pop(0)
     return out
 
 
 def describe_broker(config: BrokerConfig, keys: Iterable[str] | None = None) -> list[ConfigEntry]:
-    """This broker's configs: the value in force, its source, and every synonym; then the
-    ``listener.name.*`` keys given. The values of sensitive keys (passwords, JAAS configs,
-    private keys) are never returned, as Kafka hides them."""
+    """This broker's configs: the value in force, its source (the first synonym's, else
+    DEFAULT_CONFIG) and its synonyms (:func:`_broker_synonyms`), as Kafka's ConfigHelper lists
+    them; then the ``listener.name.*`` keys given. The values of sensitive keys (passwords,
+    JAAS configs, private keys) are never returned, as Kafka hides them."""
     wanted = set(keys) if keys is not None else None
     entries = []
     for name, value, key in config.listener_keys():
@@ -169,11 +174,7 @@ def describe_broker(config: BrokerConfig, keys: Iterable[str] | None = None) -> 
         synonyms = _broker_synonyms(config, name)
         if key.sensitive:
             synonyms = [(n, None, src) for n, _, src in synonyms]
-        own = [s for s in synonyms if s[0] == name]
-        source = own[0][2] if own else ConfigSource.DEFAULT_CONFIG
-        if source == ConfigSource.DEFAULT_CONFIG and synonyms and synonyms[0][2] != source:
-            # set through a synonym (log.retention.hours for log.retention.ms)
-            source = synonyms[0][2]
+        source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
         entries.append(
             ConfigEntry(
                 name=name,
@@ -183,7 +184,7 @@ def describe_broker(config: BrokerConfig, keys: Iterable[str] | None = None) -> 
                 sensitive=key.sensitive,
                 type=_TYPE_OF[key.kind],
                 documentation=key.doc or None,
-                synonyms=synonyms or [(name, value, source)],
+                synonyms=synonyms,
             )
         )
     return entries

@@ -34,7 +34,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from broker.metrics import RequestMetrics
+from broker.metrics import FETCH_CONSUMER, FETCH_FOLLOWER, RequestMetrics
 from broker.net.connection import CloseConnection, Connection, Deferred, HandleResult, Response
 from broker.net.session import Session
 from broker.registry import Handler, HandlerRegistry
@@ -225,6 +225,14 @@ def _api_name(key: int) -> str:
     return ApiKey(key).name if key in ApiKey._value2member_map_ else str(key)
 
 
+def _replica_id(fetch: Any, version: int) -> int:
+    """A Fetch request's follower id (-1 for a consumer)."""
+    if version >= 15:
+        state = fetch.replica_state
+        return int(state.replica_id) if state is not None else -1
+    return int(fetch.replica_id)
+
+
 _SASL_APIS = frozenset({ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
 
 
@@ -240,7 +248,7 @@ class Dispatcher:
         self._api_versions_schema = SCHEMAS[ApiKey.API_VERSIONS]
 
     def handle(self, conn: Connection, frame: memoryview) -> HandleResult:
-        received = time.perf_counter_ns()
+        received = time.monotonic_ns()
         session = conn.session
         if (
             not session.authenticated
@@ -310,14 +318,41 @@ class Dispatcher:
         except Exception as e:  # noqa: BLE001 - every failure becomes a response or a close
             result = self._error_result(handler, ctx, body, e)
         if result is None:
-            metrics.record(header.api_key, time.perf_counter_ns() - received)
+            self._record(metrics, ctx, body, time.monotonic_ns() - received, 0)
             return None
         if result.__class__ is Later:
-            later = self._finish_later(handler, ctx, body, metrics, result.awaitable)
+            later = self._finish_later(
+                handler, ctx, body, metrics, result.awaitable, time.monotonic_ns()
+            )
             # pipelined: the handler's effects are done, the next requests may be handled
             return Deferred(later) if result.pipelined else later
-        metrics.record(header.api_key, time.perf_counter_ns() - received)
+        self._record(metrics, ctx, body, time.monotonic_ns() - received, 0)
         return self._frame(handler, ctx, body, result)
+
+    @staticmethod
+    def _record(
+        metrics: RequestMetrics, ctx: RequestContext, body: Any, local_ns: int, remote_ns: int
+    ) -> None:
+        """Kafka's RequestMetrics of one request: the time it waited behind its connection's
+        earlier requests (since the read that preceded its handling), in its handler, and
+        waiting for other components; a fetch counts as FetchConsumer or FetchFollower too."""
+        header = ctx.header
+        conn = ctx.conn
+        queue_ns = ctx.received_ns - conn.read_ns if conn is not None else 0
+        fetch_key = 0
+        if header.api_key == ApiKey.FETCH:
+            fetch_key = (
+                FETCH_FOLLOWER if _replica_id(body, header.api_version) >= 0 else FETCH_CONSUMER
+            )
+        metrics.record(
+            header.api_key,
+            header.api_version,
+            max(queue_ns, 0),
+            local_ns,
+            remote_ns,
+            ctx.throttle_ms,
+            fetch_key,
+        )
 
     async def _finish_later(
         self,
@@ -326,14 +361,17 @@ class Dispatcher:
         body: Any,
         metrics: RequestMetrics,
         awaitable: Awaitable[Any],
+        started: int,
     ) -> Response:
+        """``started``: when the handler returned (what follows is remote time)."""
         try:
             result = await awaitable
         except CloseConnection:
             raise
         except Exception as e:  # noqa: BLE001 - every failure becomes a response or a close
             result = self._error_result(handler, ctx, body, e)
-        metrics.record(ctx.header.api_key, time.perf_counter_ns() - ctx.received_ns)
+        now = time.monotonic_ns()
+        self._record(metrics, ctx, body, started - ctx.received_ns, now - started)
         if result is None:
             return None
         return self._frame(handler, ctx, body, result)
@@ -341,7 +379,6 @@ class Dispatcher:
     async def _run_async(
         self, handler: Handler, ctx: RequestContext, body: Any, metrics: RequestMetrics
     ) -> Response:
-        header = ctx.header
         try:
             if self._authorizer is not None:
                 self._authorize_cluster(handler, ctx)
@@ -351,7 +388,8 @@ class Dispatcher:
             raise
         except Exception as e:  # noqa: BLE001 - every failure becomes a response or a close
             result = self._error_result(handler, ctx, body, e)
-        metrics.record(header.api_key, time.perf_counter_ns() - ctx.received_ns)
+        # an asynchronous handler waits on other components (purgatory, coordinators): remote
+        self._record(metrics, ctx, body, 0, time.monotonic_ns() - ctx.received_ns)
         if result is None:
             return None
         return self._frame(handler, ctx, body, result)
@@ -360,16 +398,20 @@ class Dispatcher:
         self, handler: Handler, ctx: RequestContext, body: Any, metrics: RequestMetrics
     ) -> Response:
         """A handler registered ``blocking=True`` (it waits on the metadata store) runs on the
-        broker's blocking-call threads; this loop serves its other connections meanwhile."""
+        broker's blocking-call threads; this loop serves its other connections meanwhile. A
+        :class:`Later` it returns (CreateTopics waiting for its leaders) is awaited here, on the
+        loop. All of it is remote time (waiting on other components), as for async handlers."""
         try:
             if self._authorizer is not None:
                 self._authorize_cluster(handler, ctx)
             result = await ctx.run_blocking(handler.fn, ctx, body)
+            if result.__class__ is Later:
+                result = await result.awaitable
         except CloseConnection:
             raise
         except Exception as e:  # noqa: BLE001 - every failure becomes a response or a close
             result = self._error_result(handler, ctx, body, e)
-        metrics.record(ctx.header.api_key, time.perf_counter_ns() - ctx.received_ns)
+        self._record(metrics, ctx, body, 0, time.monotonic_ns() - ctx.received_ns)
         if result is None:
             return None
         return self._frame(handler, ctx, body, result)
@@ -390,7 +432,7 @@ class Dispatcher:
         """The request-time quota, then the response's throttle_time_ms and the mute."""
         quotas = self._quotas
         if quotas is not None and quotas.request.enabled:
-            elapsed_ns = time.perf_counter_ns() - ctx.received_ns
+            elapsed_ns = time.monotonic_ns() - ctx.received_ns
             ctx.throttle(
                 quotas.request.record(
                     ctx.quota_user, ctx.client_id, elapsed_ns * 1e-7, ctx.now_ms()

@@ -1,6 +1,8 @@
-"""A blocking connection from this broker to another (Kafka's ``NetworkClient`` as its
-``BrokerBlockingSender`` uses it): replica fetchers, the controlled-shutdown request and, later,
-transaction markers speak to other brokers through it.
+"""Connections from this broker to another (Kafka's ``NetworkClient``): the blocking
+:class:`InterBrokerConnection` (as Kafka's ``BrokerBlockingSender`` uses it) for replica
+fetchers and the controlled-shutdown request, and the asyncio :class:`AsyncInterBrokerLink` for
+work on the main loop (transaction markers, KIP-890 verification), both through the
+inter-broker listener's TLS and SASL (:class:`~broker.security.inter_broker.InterBrokerSecurity`).
 
 The protocol state (correlation ids, version negotiation, framing, response decoding) is
 :class:`protocol.client.ClientConnection`'s; this class owns the socket, its timeouts, and the
@@ -8,17 +10,20 @@ choice of the other broker's endpoint for the inter-broker listener. Any socket 
 failure closes the connection and raises :class:`InterBrokerUnavailable`; the next call
 reconnects.
 
-Thread-safety: one thread at a time (each fetcher owns its connections).
+Thread-safety: an InterBrokerConnection is used by one thread at a time (each fetcher owns its
+connections); an AsyncInterBrokerLink by one event loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import ssl
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from broker.security.inter_broker import InterBrokerAuthenticationError, InterBrokerSecurity
-from coordination.metadata.view import BrokerInfo, Endpoint
+from coordination.metadata.view import BrokerInfo, ClusterView, Endpoint
 from protocol.api_keys import ApiKey
 from protocol.client import ClientConnection, UnsupportedApi, api_versions_request
 from protocol.error_codes import ErrorCode
@@ -166,3 +171,128 @@ class InterBrokerConnection:
                 sock.close()
             except OSError:
                 pass
+
+
+class AsyncInterBrokerLink:
+    """An asyncio connection to one other broker, one request at a time, for the APIs in
+    ``apis`` (key -> the version range this side speaks). It connects on first use (ApiVersions,
+    then TLS and SASL through ``security`` when the inter-broker listener has them); any failure
+    closes it and raises (OSError, TimeoutError, ProtocolError, UnsupportedApi when the other
+    broker speaks no version of the API), and the next request reconnects."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        client_id: str,
+        apis: Mapping[int, tuple[int, int]],
+        security: InterBrokerSecurity | None = None,
+        timeout_s: float = 30.0,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.client_id = client_id
+        self.apis = {int(ApiKey.API_VERSIONS): (0, 3), **{int(k): v for k, v in apis.items()}}
+        self.security = security
+        self.timeout_s = timeout_s
+        self._lock = asyncio.Lock()
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._conn: ClientConnection | None = None
+
+    def __repr__(self) -> str:
+        return f"AsyncInterBrokerLink({self.host}:{self.port}, {self.client_id})"
+
+    async def _exchange(self, body: Any, version: int | None) -> Any:
+        assert self._reader is not None and self._writer is not None and self._conn is not None
+        _, frame = self._conn.send(body, version)
+        self._writer.write(frame)
+        await self._writer.drain()
+        while True:
+            data = await self._reader.read(65536)
+            if not data:
+                raise ConnectionError("the broker closed the connection")
+            responses = self._conn.receive_data(data)
+            if responses:
+                return responses[0].body
+
+    async def _connect(self) -> None:
+        self._conn = ClientConnection(self.apis, client_id=self.client_id)
+        if self.security is not None:
+            # TLS and SASL of the inter-broker listener; ApiVersions negotiated there
+            self._reader, self._writer = await self.security.connect(
+                self.host, self.port, self._conn
+            )
+            return
+        self._reader, self._writer = await asyncio.open_connection(self.host, self.port)
+        body, version = api_versions_request(self.client_id, "1")
+        answer = await self._exchange(body, version)
+        self._conn.apply_api_versions(answer)
+
+    async def request(self, body: Any, version: int | None = None) -> Any:
+        """Sends ``body`` (at ``version``, or the highest both sides speak) and returns the
+        decoded response body."""
+        async with self._lock:
+            try:
+                if self._conn is None or self._conn.broken:
+                    await asyncio.wait_for(self._connect(), self.timeout_s)
+                return await asyncio.wait_for(self._exchange(body, version), self.timeout_s)
+            except BaseException:
+                self.close()
+                raise
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+        self._reader = self._writer = None
+        self._conn = None
+
+
+class AsyncInterBrokerLinks:
+    """One :class:`AsyncInterBrokerLink` per other broker, found in the metadata view on the
+    inter-broker listener and replaced when that broker's endpoint changes. One event loop."""
+
+    def __init__(
+        self,
+        view: Callable[[], ClusterView],
+        *,
+        listener: str | None,
+        client_id: str,
+        apis: Mapping[int, tuple[int, int]],
+        security: InterBrokerSecurity | None = None,
+        timeout_s: float = 30.0,
+    ) -> None:
+        self._view = view
+        self.listener = listener
+        self.client_id = client_id
+        self.apis = apis
+        self.security = security
+        self.timeout_s = timeout_s
+        self._links: dict[int, AsyncInterBrokerLink] = {}
+
+    def get(self, broker_id: int) -> AsyncInterBrokerLink | None:
+        """The link to ``broker_id`` (None: not a live broker)."""
+        info = self._view().brokers.get(broker_id)
+        if info is None:
+            return None
+        ep = info.endpoint(self.listener)
+        link = self._links.get(broker_id)
+        if link is None or (link.host, link.port) != (ep.host, ep.port):
+            if link is not None:
+                link.close()
+            link = AsyncInterBrokerLink(
+                ep.host,
+                ep.port,
+                client_id=self.client_id,
+                apis=self.apis,
+                security=self.security,
+                timeout_s=self.timeout_s,
+            )
+            self._links[broker_id] = link
+        return link
+
+    def close(self) -> None:
+        for link in self._links.values():
+            link.close()
+        self._links.clear()

@@ -26,17 +26,21 @@ import time
 
 from broker.admin import TopicAdmin
 from broker.blocking import BlockingCalls
+from broker.broker_id import resolve_broker_id
 from broker.config import BrokerConfig, ConfigError, Listener, NetworkConfig, ZooKeeperConfig
+from broker.controlled_shutdown import ControlledShutdownConfig, controlled_shutdown
+from broker.controller_metrics import controller_metrics
 from broker.coordinators.groups import GroupService, group_config, offsets_topic_spec
 from broker.coordinators.internal_topic import InternalTopicCoordinator
 from broker.coordinators.markers import TransactionMarkerChannel
 from broker.coordinators.partition_log import PartitionCoordinatorLog
 from broker.coordinators.scheduler import LoopScheduler
 from broker.coordinators.transactions import TransactionService, txn_config, txn_topic_spec
+from broker.coordinators.verification import TransactionVerifier
 from broker.dispatch import Dispatcher
 from broker.dynamic_config import DynamicBrokerConfig
 from broker.handlers import load_handlers
-from broker.metrics import MetricsRegistry, network_samples, process_samples, serve_metrics
+from broker.metrics import MetricsRegistry, NetworkMetrics, process_samples, serve_metrics
 from broker.net.acceptor import Acceptor
 from broker.net.limits import ConnectionQuotas, RequestMemoryPool
 from broker.net.processor import Processor, TransportFactory, plaintext
@@ -157,6 +161,7 @@ class Broker:
                 health=self.health,
                 ready=self.ready,
             )
+        await self._resolve_broker_id()
         self.metadata = metadata = self._make_metadata_store()
         self._start_metadata_store(metadata)
         # dynamic broker configs stored in the cluster apply before the logs load, as in Kafka
@@ -184,12 +189,14 @@ class Broker:
         )
         # log recovery may take long: off the main loop, which answers /health and /ready
         await asyncio.to_thread(replica_manager.startup)
+        self.metrics.add(lambda: controller_metrics(metadata))
         self._add_reconfigurables(dynamic, replica_manager, log_manager)
         dynamic.follow(metadata)
         self.admin = admin = TopicAdmin(config, metadata)
         self.groups = groups = self._make_group_service(loop, metadata, replica_manager, admin)
         groups.startup()
         self.metrics.add(groups.metrics)
+        self.metrics.add(lambda: groups.lag_metrics(replica_manager.high_watermark))
         blocking = self.blocking
         producer_ids = ProducerIdManager(metadata, background=lambda fn: blocking.call_soon(fn))
         producer_ids.prefetch()
@@ -244,7 +251,13 @@ class Broker:
         ]
         acceptor = self.acceptor
         self.metrics.add(
-            lambda: network_samples(processors, acceptor, self.quotas, self.memory_pool)
+            NetworkMetrics(
+                processors,
+                acceptor,
+                self.quotas,
+                self.memory_pool,
+                topics=lambda: metadata.view.topics,
+            )
         )
         self.metrics.add(self.audit.samples)
         self.metrics.add(process_samples)
@@ -456,7 +469,12 @@ class Broker:
             OFFSETS_TOPIC,
             compression=int(config["offsets.topic.compression.codec"]),
         )
-        coordinator = GroupCoordinator(groups_config, LoopScheduler(loop), partition_log)
+        coordinator = GroupCoordinator(
+            groups_config,
+            LoopScheduler(loop),
+            partition_log,
+            cluster=lambda: metadata.view,
+        )
         topic = InternalTopicCoordinator(
             offsets_topic_spec(config, groups_config.num_partitions),
             coordinator,
@@ -466,7 +484,7 @@ class Broker:
             log_=partition_log,
             cap_replication_factor=config["zookeeper.connect"] is None,
         )
-        return GroupService(coordinator, topic)
+        return GroupService(coordinator, topic, metadata)
 
     def _make_transaction_service(
         self,
@@ -514,7 +532,25 @@ class Broker:
             log_=partition_log,
             cap_replication_factor=config["zookeeper.connect"] is None,
         )
-        return TransactionService(coordinator, topic, markers)
+        verifier = TransactionVerifier(
+            loop,
+            broker_id=self.broker_id,
+            metadata=metadata,
+            partition_for=coordinator.partition_for,
+            listener=config.inter_broker_listener_name,
+            security=self.inter_broker,
+            request_timeout_s=int(config["request.timeout.ms"]) / 1000,
+        )
+        return TransactionService(coordinator, topic, markers, verifier)
+
+    async def _resolve_broker_id(self) -> None:
+        """``broker.id=-1`` (or unset in cluster mode): the stored or a generated id
+        (:mod:`broker.broker_id`); every component built after this uses it."""
+        try:
+            self.broker_id = await asyncio.to_thread(resolve_broker_id, self.config)
+        except (ConfigError, ZooKeeperStartupError) as e:
+            raise StartupError(str(e)) from None
+        self.config.values["broker.id"] = self.broker_id
 
     def _broker_info(self) -> BrokerInfo:
         return BrokerInfo(
@@ -537,6 +573,9 @@ class Broker:
                 stored_cluster_id=self._stored_cluster_id(),
                 security_protocol_map=self.config.security_protocol_map,
                 unclean_leader_election_enable=zk.unclean_leader_election_enable,
+                auto_leader_rebalance_enable=zk.auto_leader_rebalance_enable,
+                leader_imbalance_check_interval_s=zk.leader_imbalance_check_interval_s,
+                leader_imbalance_per_broker_percentage=zk.leader_imbalance_per_broker_percentage,
             )
         path = self.config.log_dirs[0] / EMBEDDED_METADATA_FILE
         return EmbeddedMetadataStore(
@@ -564,6 +603,8 @@ class Broker:
             return
         self._stopping = True
         log.info("Odradek broker %d shutting down", self.broker_id)
+        # while this broker still serves: its partitions' leadership moves to other replicas
+        await self._controlled_shutdown()
         if self.acceptor is not None:
             self.acceptor.close()
         if self._metrics_server is not None:
@@ -587,6 +628,34 @@ class Broker:
             log.info("Odradek broker %d stopped cleanly", self.broker_id)
         else:
             log.info("Odradek broker %d stopped (it had not finished starting)", self.broker_id)
+
+    async def _controlled_shutdown(self) -> None:
+        """Cluster mode with ``controlled.shutdown.enable``: stops the replica fetchers, then
+        asks the controller to move this broker's leadership to other in-sync replicas
+        (:mod:`broker.controlled_shutdown`), as Kafka's brokers do before they stop."""
+        config = self.config
+        rm, metadata = self.replica_manager, self.metadata
+        if (
+            not self.started.is_set()
+            or not config["controlled.shutdown.enable"]
+            or not config["zookeeper.connect"]
+            or rm is None
+            or metadata is None
+        ):
+            return
+        settings = ControlledShutdownConfig(
+            broker_id=self.broker_id,
+            max_retries=int(config["controlled.shutdown.max.retries"]),
+            retry_backoff_ms=int(config["controlled.shutdown.retry.backoff.ms"]),
+            socket_timeout_ms=int(config["controller.socket.timeout.ms"]),
+            inter_broker_listener=config.inter_broker_listener_name,
+            security=self.inter_broker,
+        )
+        try:
+            await asyncio.to_thread(rm.stop_fetchers)
+            await asyncio.to_thread(controlled_shutdown, settings, metadata)
+        except Exception:
+            log.exception("controlled shutdown failed; stopping anyway")
 
     async def _drain_in_flight(self, timeout_s: float) -> None:
         """Waits (briefly) for requests being handled to finish and their responses to leave."""

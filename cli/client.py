@@ -18,16 +18,19 @@ Not thread-safe: one client per thread (the CLI has one).
 from __future__ import annotations
 
 import socket
+import ssl
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from cli.security import Security
 from protocol.api_keys import ApiKey
 from protocol.client import ClientConnection, UnsupportedApi, api_versions_request
 from protocol.error_codes import ErrorCode
 from protocol.errors import ProtocolError
 from protocol.messages.api_versions import ApiVersionsRequest
+from protocol.scram import SaslClient, ScramError
 
 T = TypeVar("T")
 TopicPartition = tuple[str, int]
@@ -55,6 +58,19 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.DESCRIBE_CLUSTER: (0, 1),
     ApiKey.DESCRIBE_LOG_DIRS: (1, 4),
     ApiKey.ALTER_REPLICA_LOG_DIRS: (1, 2),
+    ApiKey.SASL_HANDSHAKE: (1, 1),
+    ApiKey.SASL_AUTHENTICATE: (0, 2),
+    ApiKey.CREATE_ACLS: (1, 3),
+    ApiKey.DESCRIBE_ACLS: (1, 3),
+    ApiKey.DELETE_ACLS: (1, 3),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
+    ApiKey.LIST_TRANSACTIONS: (0, 1),
+    ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
+    ApiKey.DESCRIBE_PRODUCERS: (0, 0),
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: (0, 1),
+    ApiKey.ALTER_CLIENT_QUOTAS: (0, 1),
+    ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 1),
 }
 
 #: Errors after which a fresh lookup (metadata, coordinator) and a retry may succeed.
@@ -134,10 +150,19 @@ def parse_bootstrap(text: str) -> list[tuple[str, int]]:
 class Connection:
     """A blocking connection to one broker, with its negotiated versions."""
 
-    def __init__(self, host: str, port: int, *, client_id: str, timeout_s: float) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        client_id: str,
+        timeout_s: float,
+        security: Security | None = None,
+    ) -> None:
         self.host, self.port = host, port
         self.client_id = client_id
         self.timeout_s = timeout_s
+        self.security = security or Security()
         self._sock: socket.socket | None = None
         self._protocol = ClientConnection(CLIENT_VERSIONS, client_id=client_id)
 
@@ -152,6 +177,13 @@ class Connection:
         except OSError as e:
             raise Unreachable(f"cannot connect to {self}: {e.strerror or e}") from None
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        context = self.security.ssl_context
+        if context is not None:
+            try:
+                sock = context.wrap_socket(sock, server_hostname=self.host)
+            except (OSError, ssl.SSLError) as e:
+                sock.close()
+                raise Unreachable(f"TLS with {self} failed: {e}") from None
         self._sock = sock
         self._protocol = ClientConnection(CLIENT_VERSIONS, client_id=self.client_id)
         try:
@@ -161,9 +193,39 @@ class Connection:
             if retry is not None:
                 body = self.request(ApiVersionsRequest(), retry)
             self._protocol.apply_api_versions(body)
+            if self.security.sasl:
+                self._authenticate()
         except BaseException:
             self.close()
             raise
+
+    def _authenticate(self) -> None:
+        """SaslHandshake v1, then SaslAuthenticate until the exchange is done."""
+        from protocol.messages.sasl_authenticate import SaslAuthenticateRequest
+        from protocol.messages.sasl_handshake import SaslHandshakeRequest
+
+        sec = self.security
+        assert sec.mechanism is not None and sec.username is not None
+        answer = self.request(SaslHandshakeRequest(mechanism=sec.mechanism), 1)
+        if answer.error_code:
+            raise KafkaError(
+                answer.error_code,
+                f"SASL/{sec.mechanism} with {self}",
+                f"the broker offers {', '.join(answer.mechanisms)}",
+            )
+        sasl = SaslClient(sec.mechanism, sec.username, sec.password or "")
+        token: bytes | None = sasl.first()
+        version = self._protocol.version_for(ApiKey.SASL_AUTHENTICATE)
+        while token is not None:
+            reply = self.request(SaslAuthenticateRequest(auth_bytes=token), version)
+            if reply.error_code:
+                raise KafkaError(
+                    reply.error_code, f"authenticating with {self}", reply.error_message
+                )
+            try:
+                token = sasl.step(bytes(reply.auth_bytes))
+            except ScramError as e:
+                raise ClientError(f"authenticating with {self}: SCRAM: {e}") from None
 
     def supports(self, api_key: int) -> bool:
         self.connect()
@@ -265,15 +327,22 @@ class AdminClient:
     """Cluster-level requests, routed and retried as Kafka's admin client does."""
 
     def __init__(
-        self, bootstrap: str, *, client_id: str = "odradek-cli", timeout_s: float = 30.0
+        self,
+        bootstrap: str,
+        *,
+        client_id: str = "odradek-cli",
+        timeout_s: float = 30.0,
+        security: Security | None = None,
     ) -> None:
         self.bootstrap = parse_bootstrap(bootstrap)
         self.client_id = client_id
         self.timeout_s = timeout_s
+        self.security = security or Security()
         self.cluster = ClusterMeta()
         self._nodes: dict[int, Connection] = {}
         self._seeds = [
-            Connection(h, p, client_id=client_id, timeout_s=timeout_s) for h, p in self.bootstrap
+            Connection(h, p, client_id=client_id, timeout_s=timeout_s, security=self.security)
+            for h, p in self.bootstrap
         ]
         self._coordinators: dict[str, int] = {}
 
@@ -311,7 +380,11 @@ class AdminClient:
             if conn is not None:
                 conn.close()
             conn = Connection(
-                broker.host, broker.port, client_id=self.client_id, timeout_s=self.timeout_s
+                broker.host,
+                broker.port,
+                client_id=self.client_id,
+                timeout_s=self.timeout_s,
+                security=self.security,
             )
             self._nodes[node_id] = conn
         return conn
@@ -756,3 +829,149 @@ class AdminClient:
         for t in body.results:
             for p in t.partitions:
                 check(p.error_code, f"AlterReplicaLogDirs {t.topic_name}-{p.partition_index}")
+
+
+class SecurityAdmin:
+    """ACLs, SCRAM users, client quotas, transactions and KIP-848 group descriptions: requests
+    Kafka's admin client sends to any broker (the controller for changes) or to a coordinator."""
+
+    def __init__(self, client: AdminClient) -> None:
+        self.client = client
+
+    # -- ACLs (KIP-140) ------------------------------------------------------------------------
+
+    def create_acls(self, creations: list[Any]) -> list[Any]:
+        from protocol.messages.create_acls import CreateAclsRequest
+
+        body = self.client.controller().request(CreateAclsRequest(creations=creations))
+        return list(body.results)
+
+    def describe_acls(self, acl_filter: Any) -> list[Any]:
+        body = self.client.any().request(acl_filter)
+        check(body.error_code, "DescribeAcls", body.error_message)
+        return list(body.resources)
+
+    def delete_acls(self, filters: list[Any]) -> list[Any]:
+        from protocol.messages.delete_acls import DeleteAclsRequest
+
+        body = self.client.controller().request(DeleteAclsRequest(filters=filters))
+        return list(body.filter_results)
+
+    # -- SCRAM users (KIP-554) -----------------------------------------------------------------
+
+    def describe_users(self, users: list[str] | None) -> Any:
+        from protocol.messages.describe_user_scram_credentials import (
+            DescribeUserScramCredentialsRequest,
+            ScramUserName,
+        )
+
+        request = DescribeUserScramCredentialsRequest(
+            users=[ScramUserName(name=u) for u in users] if users else None
+        )
+        body = self.client.any().request(request)
+        check(body.error_code, "DescribeUserScramCredentials", body.error_message)
+        return body
+
+    def alter_users(self, upsertions: list[Any], deletions: list[Any]) -> list[Any]:
+        from protocol.messages.alter_user_scram_credentials import (
+            AlterUserScramCredentialsRequest,
+        )
+
+        body = self.client.controller().request(
+            AlterUserScramCredentialsRequest(deletions=deletions, upsertions=upsertions)
+        )
+        return list(body.results)
+
+    # -- client quotas (KIP-546) ---------------------------------------------------------------
+
+    def describe_quotas(self, components: list[Any], strict: bool) -> list[Any]:
+        from protocol.messages.describe_client_quotas import DescribeClientQuotasRequest
+
+        body = self.client.any().request(
+            DescribeClientQuotasRequest(components=components, strict=strict)
+        )
+        check(body.error_code, "DescribeClientQuotas", body.error_message)
+        return list(body.entries or [])
+
+    def alter_quotas(self, entries: list[Any], validate_only: bool) -> list[Any]:
+        from protocol.messages.alter_client_quotas import AlterClientQuotasRequest
+
+        body = self.client.controller().request(
+            AlterClientQuotasRequest(entries=entries, validate_only=validate_only)
+        )
+        return list(body.entries)
+
+    # -- transactions (KIP-664) ----------------------------------------------------------------
+
+    def list_transactions(self, states: list[str], producer_ids: list[int]) -> list[Any]:
+        """Every broker's transactions (each answers for the ids it coordinates)."""
+        from protocol.messages.list_transactions import ListTransactionsRequest
+
+        out = []
+        for node in sorted(self.client.metadata([]).brokers):
+            body = self.client.retrying(
+                "ListTransactions",
+                lambda n=node: self.client.node(n).request(  # type: ignore[misc]
+                    ListTransactionsRequest(
+                        state_filters=states, producer_id_filters=producer_ids, duration_filter=-1
+                    )
+                ),
+            )
+            check(body.error_code, "ListTransactions")
+            out.extend(body.transaction_states)
+        return out
+
+    def describe_transaction(self, transactional_id: str) -> Any:
+        from protocol.messages.describe_transactions import DescribeTransactionsRequest
+        from protocol.messages.find_coordinator import FindCoordinatorRequest
+
+        def attempt() -> Any:
+            found = self.client.any().request(
+                FindCoordinatorRequest(key=transactional_id, key_type=1)
+            )
+            check(found.error_code, f"FindCoordinator {transactional_id}", found.error_message)
+            body = self.client.node(found.node_id).request(
+                DescribeTransactionsRequest(transactional_ids=[transactional_id])
+            )
+            state = body.transaction_states[0]
+            check(state.error_code, f"DescribeTransactions {transactional_id}")
+            return state
+
+        return self.client.retrying("DescribeTransactions", attempt)
+
+    def describe_producers(self, topic: str, partitions: list[int]) -> dict[int, Any]:
+        """Each partition's answer, from its leader."""
+        from protocol.messages.describe_producers import DescribeProducersRequest, TopicRequest
+
+        out: dict[int, Any] = {}
+        for leader, tps in self.client.by_leader([(topic, p) for p in partitions]).items():
+            body = self.client.node(leader).request(
+                DescribeProducersRequest(
+                    topics=[TopicRequest(name=topic, partition_indexes=[p for _, p in tps])]
+                )
+            )
+            for t in body.topics:
+                for p in t.partitions:
+                    out[p.partition_index] = p
+        return out
+
+    # -- KIP-848 consumer groups ---------------------------------------------------------------
+
+    def consumer_group_describe(self, group: str) -> Any | None:
+        """ConsumerGroupDescribe of ``group``; None when it is not a KIP-848 consumer group (a
+        classic group: GROUP_ID_NOT_FOUND) or the coordinator does not know the API."""
+        from protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
+
+        def make(conn: Connection) -> Any | None:
+            if not conn.supports(ApiKey.CONSUMER_GROUP_DESCRIBE):
+                return None
+            body = conn.request(
+                ConsumerGroupDescribeRequest(group_ids=[group], include_authorized_operations=False)
+            )
+            described = body.groups[0]
+            if described.error_code == ErrorCode.GROUP_ID_NOT_FOUND:
+                return None
+            check(described.error_code, f"ConsumerGroupDescribe {group}", described.error_message)
+            return described
+
+        return self.client.group_request(group, "ConsumerGroupDescribe", make)

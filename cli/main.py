@@ -26,18 +26,35 @@ def odradek() -> None:
     odradek config describe --broker 0   broker, topic and logger configs
     odradek cluster describe          brokers and the controller
     odradek log-dirs                  log directories and their partitions
+    odradek acl / user / quota        ACLs, SCRAM users, client quotas
+    odradek transaction list          transactions and producers
     odradek dump-log / check-log      read segment files offline
     """
 
 
 def _register() -> None:
-    from cli.commands import cluster, config, group, local, log_dirs, topic
+    from cli.commands import (
+        acl,
+        cluster,
+        config,
+        group,
+        local,
+        log_dirs,
+        quota,
+        topic,
+        transaction,
+        user,
+    )
 
     odradek.add_command(topic.topic)
     odradek.add_command(group.group)
     odradek.add_command(cluster.cluster)
     odradek.add_command(config.config)
     odradek.add_command(log_dirs.log_dirs)
+    odradek.add_command(acl.acl)
+    odradek.add_command(user.user)
+    odradek.add_command(quota.quota)
+    odradek.add_command(transaction.transaction)
     for command in local.COMMANDS:
         odradek.add_command(command)
 

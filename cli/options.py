@@ -1,5 +1,6 @@
-"""Options every cluster command shares: ``-b/--bootstrap-server`` and ``--timeout``, and how
-failures end a command."""
+"""Options every cluster command shares: ``-b/--bootstrap-server``, ``--timeout``, the security
+options (``--command-config`` with Kafka client properties, and flags: :mod:`cli.security`), and
+how failures end a command."""
 
 from __future__ import annotations
 
@@ -10,6 +11,13 @@ from typing import Any, TypeVar
 import click
 
 from cli.client import AdminClient, ClientError
+from cli.security import (
+    MECHANISMS,
+    PROTOCOLS,
+    SecurityConfigError,
+    load_command_config,
+    security_from,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -37,10 +45,53 @@ def with_client(fn: F) -> F:
         show_default=True,
         help="seconds an operation keeps retrying",
     )
+    @click.option(
+        "--command-config",
+        type=click.Path(dir_okay=False),
+        envvar="ODRADEK_COMMAND_CONFIG",
+        help="Kafka client properties (security.protocol, sasl.mechanism, sasl.jaas.config, "
+        "ssl.truststore.location...), as Kafka's tools take them",
+    )
+    @click.option(
+        "--security-protocol",
+        type=click.Choice(PROTOCOLS, case_sensitive=False),
+        help="PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (wins over --command-config)",
+    )
+    @click.option("--sasl-mechanism", type=click.Choice(MECHANISMS, case_sensitive=False))
+    @click.option("--sasl-username")
+    @click.option("--sasl-password", envvar="ODRADEK_SASL_PASSWORD")
+    @click.option("--ssl-cafile", type=click.Path(dir_okay=False), help="CA certificates (PEM)")
+    @click.option("--ssl-certfile", type=click.Path(dir_okay=False), help="client certificate")
+    @click.option("--ssl-keyfile", type=click.Path(dir_okay=False), help="its private key")
     @functools.wraps(fn)
-    def wrapper(bootstrap: str, timeout_s: float, **kwargs: Any) -> Any:
+    def wrapper(
+        bootstrap: str,
+        timeout_s: float,
+        command_config: str | None,
+        security_protocol: str | None,
+        sasl_mechanism: str | None,
+        sasl_username: str | None,
+        sasl_password: str | None,
+        ssl_cafile: str | None,
+        ssl_certfile: str | None,
+        ssl_keyfile: str | None,
+        **kwargs: Any,
+    ) -> Any:
         try:
-            with AdminClient(bootstrap, timeout_s=timeout_s) as client:
+            security = security_from(
+                load_command_config(command_config),
+                protocol=security_protocol,
+                mechanism=sasl_mechanism,
+                username=sasl_username,
+                password=sasl_password,
+                cafile=ssl_cafile,
+                certfile=ssl_certfile,
+                keyfile=ssl_keyfile,
+            )
+        except SecurityConfigError as e:
+            raise click.UsageError(str(e)) from None
+        try:
+            with AdminClient(bootstrap, timeout_s=timeout_s, security=security) as client:
                 return fn(client=client, **kwargs)
         except ClientError as e:
             raise Failure(str(e)) from None

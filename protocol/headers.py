@@ -2,6 +2,7 @@
 
 Request header v1: api_key int16, api_version int16, correlation_id int32, client_id as an
 int16-length nullable string. v2 adds tagged fields, but client_id stays an int16-length string.
+Header v0 (no client_id) is used by one request only: ControlledShutdown v0.
 Response header v0: correlation_id; v1 adds tagged fields. ApiVersions responses always use v0.
 """
 
@@ -10,12 +11,16 @@ from __future__ import annotations
 import struct
 from typing import Any, NamedTuple
 
+from protocol.api_keys import ApiKey
 from protocol.errors import MalformedMessage, UnsupportedVersion
 from protocol.messages import SCHEMAS, ApiSchema
 from protocol.primitives import Buffer, read_uvarint
 
 _FIXED = struct.Struct(">hhih")  # api_key, api_version, correlation_id, client_id length
+_FIXED_V0 = struct.Struct(">hhi")  # api_key, api_version, correlation_id
 _CORRELATION = struct.Struct(">i")
+#: the one API whose v0 request has header v0 (no client id)
+_HEADER_V0_API = int(ApiKey.CONTROLLED_SHUTDOWN)
 _SIZE_CORRELATION = struct.Struct(">ii")
 
 
@@ -46,6 +51,10 @@ def decode_request_header(frame: Buffer) -> tuple[RequestHeader, int]:
     if len(frame) < 10:
         raise MalformedMessage(f"request of {len(frame)} bytes is too short for a header")
     api_key, api_version, correlation_id, n = _FIXED.unpack_from(frame, 0)
+    if api_key == _HEADER_V0_API and api_version == 0:
+        # ControlledShutdown v0: header v0, no client id (its body is 4 bytes, so the frame
+        # is long enough for the unpack above)
+        return RequestHeader(api_key, api_version, correlation_id, None), 8
     pos = 10
     if n < 0:
         if n != -1:
@@ -73,6 +82,8 @@ def decode_request_header(frame: Buffer) -> tuple[RequestHeader, int]:
 
 
 def encode_request_header(header: RequestHeader, header_version: int) -> bytes:
+    if header_version == 0:
+        return _FIXED_V0.pack(header.api_key, header.api_version, header.correlation_id)
     client = None if header.client_id is None else header.client_id.encode()
     out = bytearray(
         _FIXED.pack(

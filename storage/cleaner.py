@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
+import heapq
 import logging
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
+from protocol.errors import ProtocolError
 from protocol.records import batch as rb
+from protocol.records.control import ControlRecordType, parse_control_key
 from storage import files
 from storage import records as stored_records
 from storage.checkpoint import CorruptCheckpoint, read_offsets_checkpoint, write_offsets_checkpoint
 from storage.log import PartitionLog
+from storage.producer_state import ProducerStateManager
 from storage.segment import LogSegment
+from storage.txn_index import AbortedTxn, TransactionIndex
 from storage.util import INT32_MAX, LONG_MAX
 
 log = logging.getLogger(__name__)
@@ -94,9 +100,18 @@ class LogCleaner:
     - records without a key are removed (Kafka rejects them on compacted topics);
     - rewritten batches keep their base offset, last offset delta, producer id/epoch, base
       sequence, leader epoch, codec and flags (as Kafka's cleaner does); a batch left empty is kept,
-      as a header without records, when it is its producer's last batch in the log, so the
-      producer's last sequence survives; batches untouched are copied byte for byte;
-    - control batches are kept as they are (transactions come with a later issue).
+      as a header without records, when it holds its producer's last data offset (or is the
+      marker carrying the epoch of a producer without data left) or ends the cleaning round, so
+      the producer's last sequence and epoch and the round's last offset survive; batches
+      untouched are copied byte for byte;
+    - transactions (Kafka's "transaction metadata" handling, :class:`CleanedTransactionMetadata`):
+      the batches of aborted transactions (found through the segments' ``.txnindex`` entries)
+      are removed, and left out of the key map so they never hide an older committed value; a
+      commit or abort marker is removed once no batch of its transaction is left below it and
+      its delete horizon (stamped on the first pass that finds it so, ``delete.retention.ms``
+      later) has passed; the abort markers kept keep their entries in the cleaned segment's
+      ``.txnindex`` (rebuilt), so read_committed consumers still drop what remains of them.
+      Nothing at or after the last stable offset's segment is cleaned.
 
     Consecutive segments are merged while they fit ``segment.bytes`` and 32-bit relative offsets.
 
@@ -164,11 +179,12 @@ class LogCleaner:
         first_dirty = self._checkpoints.get(tp, log_start)
         if first_dirty < log_start or first_dirty > log_end:
             first_dirty = log_start
-        # never the active segment, nor the segment holding the high watermark
+        # never the active segment, nor the segment holding the last stable offset (which is
+        # at or below the high watermark: no undecided transaction is cleaned)
         uncleanable = snapshot.active.base_offset
-        hw_segment = snapshot.floor(partition_log.high_watermark)
-        if hw_segment is not None:
-            uncleanable = min(uncleanable, hw_segment.base_offset)
+        lso_segment = snapshot.floor(partition_log.last_stable_offset)
+        if lso_segment is not None:
+            uncleanable = min(uncleanable, lso_segment.base_offset)
         forced = False
         clean_bytes = 0
         dirty_bytes = 0
@@ -240,13 +256,21 @@ class LogCleaner:
         self, candidate: _Candidate, stats: CleanerStats
     ) -> tuple[dict[bytes, int], int]:
         """key -> latest offset over whole dirty segments; returns the map and its end offset
-        (the offset after the last segment it covers)."""
+        (the offset after the last segment it covers). Records of aborted transactions are left
+        out (Kafka's ``buildOffsetMap``: they must not hide an older committed value of their
+        key), and so are control records."""
         partition_log = candidate.log
         budget = self.dedupe_buffer_size
         used = 0
         offsets: dict[bytes, int] = {}
         end_offset = candidate.first_dirty
         snapshot = partition_log.segments
+        txns = CleanedTransactionMetadata()
+        txns.add_aborted(
+            partition_log.collect_aborted_transactions(
+                candidate.first_dirty, candidate.first_uncleanable
+            )
+        )
         # between() stops below first_uncleanable
         for segment in snapshot.between(candidate.first_dirty, candidate.first_uncleanable):
             segment_map: dict[bytes, int] = {}
@@ -255,9 +279,13 @@ class LogCleaner:
                 if info.last_offset < candidate.first_dirty:
                     continue
                 data = segment.log.pread(info.size, info.position)
-                decoded = stored_records.decode(data)
-                if decoded.header.is_control:
+                header = rb.read_header(data)
+                if header.is_control:
+                    txns.on_control_batch(header, data)
                     continue
+                if txns.on_batch(header):
+                    continue  # aborted
+                decoded = stored_records.decode(data)
                 for record in decoded.records:
                     if record.key is None or record.offset < candidate.first_dirty:
                         continue
@@ -274,13 +302,30 @@ class LogCleaner:
         return offsets, min(end_offset, candidate.first_uncleanable)
 
     @staticmethod
-    def _last_batch_of_producers(partition_log: PartitionLog) -> dict[int, int]:
-        """producer id -> last offset of its last data batch in the log (header scan)."""
-        last: dict[int, int] = {}
+    def _last_records_of_active_producers(partition_log: PartitionLog) -> dict[int, LastRecord]:
+        """Kafka's ``lastRecordsOfActiveProducers``: for each producer the producer state knows,
+        the last offset of its last data batch (None once a marker with a newer epoch followed)
+        and its epoch. A log without a producer state (tools, tests) gets the same from a scan
+        of its batch headers."""
+        state = partition_log.producer_state
+        if isinstance(state, ProducerStateManager):
+            return {
+                e.producer_id: LastRecord(
+                    e.last_data_offset if e.last_data_offset >= 0 else None, e.producer_epoch
+                )
+                for e in state.active_producers()
+            }
+        last: dict[int, LastRecord] = {}
         for segment in partition_log.segments:
             for info in segment.log.batches_from(0):
-                if info.magic == rb.MAGIC_V2 and info.producer_id >= 0 and not info.is_control:
-                    last[info.producer_id] = info.last_offset
+                if info.magic != rb.MAGIC_V2 or info.producer_id < 0:
+                    continue
+                epoch = rb.read_header(segment.log.pread(rb.HEADER_SIZE, info.position))
+                previous = last.get(info.producer_id)
+                if not info.is_control:
+                    last[info.producer_id] = LastRecord(info.last_offset, epoch.producer_epoch)
+                elif previous is None or previous.producer_epoch != epoch.producer_epoch:
+                    last[info.producer_id] = LastRecord(None, epoch.producer_epoch)
         return last
 
     def _groups(self, segments: list[LogSegment], max_bytes: int) -> list[list[LogSegment]]:
@@ -301,18 +346,25 @@ class LogCleaner:
         stats = CleanerStats(candidate.tp, first_dirty_offset=candidate.first_dirty)
         offsets, end_offset = self._build_offset_map(candidate, stats)
         stats.end_offset = end_offset
-        horizon = now_ms + partition_log.config.delete_retention_ms
-        producers_last = self._last_batch_of_producers(partition_log)
+        producers_last = self._last_records_of_active_producers(partition_log)
         snapshot = partition_log.segments
         to_clean = [s for s in snapshot if s.base_offset < end_offset and s is not snapshot.active]
         stats.latest_delete_horizon = None
+        # the transactions' state carries over from group to group, as in Kafka's doClean
+        txns = CleanedTransactionMetadata()
+        round_ = _Round(
+            offsets=offsets,
+            map_end=end_offset,
+            upper_bound=candidate.first_uncleanable,
+            now_ms=now_ms,
+            delete_retention_ms=partition_log.config.delete_retention_ms,
+            producers_last=producers_last,
+        )
         for group in self._groups(to_clean, partition_log.config.segment_bytes):
-            cleaned = self._clean_group(
-                partition_log, group, offsets, end_offset, horizon, now_ms, producers_last, stats
-            )
+            cleaned = self._clean_group(partition_log, group, round_, txns, stats)
             if cleaned is None:
                 stats.groups_aborted += 1
-                continue
+                break  # the transactions' state no longer follows the log: start over
             if partition_log.replace_segments(group, [cleaned], now_ms=now_ms):
                 stats.groups_swapped += 1
                 stats.segments_cleaned += len(group)
@@ -320,6 +372,7 @@ class LogCleaner:
                 stats.groups_aborted += 1
                 cleaned.log.close()
                 cleaned.delete_files()
+                break
         if stats.groups_aborted == 0:
             self._checkpoints[candidate.tp] = end_offset
         # else: retention or a truncation removed segments meanwhile; the next pass starts over
@@ -344,11 +397,8 @@ class LogCleaner:
         self,
         partition_log: PartitionLog,
         group: list[LogSegment],
-        offsets: dict[bytes, int],
-        map_end: int,
-        horizon: int,
-        now_ms: int,
-        producers_last: dict[int, int],
+        round_: _Round,
+        txns: CleanedTransactionMetadata,
         stats: CleanerStats,
     ) -> LogSegment | None:
         base = group[0].base_offset
@@ -356,22 +406,30 @@ class LogCleaner:
             partition_log.directory,
             base,
             partition_log.config,
-            created_ms=now_ms,
+            created_ms=round_.now_ms,
             suffix=files.CLEANED_FILE_SUFFIX,
             active=False,
         )
+        # the retained abort markers' entries go to the cleaned segment's index
+        txns.cleaned_index = cleaned.txn_index
         try:
-            for segment in group:
+            for i, segment in enumerate(group):
                 if segment.deleted:
                     raise _Aborted
+                # the aborted transactions of the whole segment's range (Kafka collects them
+                # per segment: the cleaned index is rebuilt from them)
+                upper = (
+                    group[i + 1].base_offset if i + 1 < len(group) else segment.read_next_offset()
+                )
+                txns.add_aborted(
+                    partition_log.collect_aborted_transactions(segment.base_offset, upper)
+                )
                 for info in segment.log.batches_from(0):
                     data = segment.log.pread(info.size, info.position)
                     if len(data) != info.size:
                         raise _Aborted
                     stats.bytes_read += info.size
-                    out = self._clean_batch(
-                        data, offsets, map_end, horizon, now_ms, producers_last, stats
-                    )
+                    out = self._clean_batch(data, round_, txns, stats)
                     if out is None:
                         continue
                     header = rb.read_header(out)
@@ -391,34 +449,67 @@ class LogCleaner:
             cleaned.log.close()
             cleaned.delete_files()
             return None
+        finally:
+            txns.cleaned_index = None
 
     def _clean_batch(
         self,
         data: bytes,
-        offsets: dict[bytes, int],
-        map_end: int,
-        horizon: int,
-        now_ms: int,
-        producers_last: dict[int, int],
+        round_: _Round,
+        txns: CleanedTransactionMetadata,
         stats: CleanerStats,
     ) -> bytes | None:
-        """The batch to write for ``data`` (itself, rebuilt, empty) or None to drop it."""
+        """The batch to write for ``data`` (itself, rebuilt, empty) or None to drop it: Kafka's
+        ``cleanInto`` filter (``checkBatchRetention``, ``shouldRetainRecord``) and
+        ``MemoryRecords.filterTo``.
+
+        - A data batch of an aborted transaction loses its records; a commit or abort marker
+          whose transaction has no data left below it (seen by this pass) can go, but only
+          once its delete horizon passed: the first pass that finds it so stamps the horizon
+          (``now + delete.retention.ms``), a later one removes it.
+        - A batch stays, emptied if need be, when it holds its producer's last data offset (or
+          is the marker of a producer with no data left that carries its epoch), so the
+          producer's sequence and epoch survive; and when it ends the cleaning round, so the
+          round's last offset survives.
+        """
         header = rb.read_header(data)
-        if header.is_control:
-            return data
-        decoded = stored_records.decode(data)
         existing_horizon = stored_records.delete_horizon_ms(header)
-        keep_tombstones = existing_horizon is None or now_ms < existing_horizon
+        if header.is_control:
+            can_discard = txns.on_control_batch(header, data)
+            discard_records = (
+                can_discard and existing_horizon is not None and existing_horizon <= round_.now_ms
+            )
+        else:
+            can_discard = txns.on_batch(header)
+            discard_records = can_discard
+        if (
+            header.has_producer_id and round_.is_last_record_of_producer(header)
+        ) or header.next_offset == round_.upper_bound:
+            # the producer's last sequence or epoch, or the round's last offset, stays
+            retention = _Retention.RETAIN_EMPTY
+        elif discard_records:
+            retention = _Retention.DELETE
+        else:
+            retention = _Retention.DELETE_EMPTY
+        marker_for_empty_txn = can_discard and header.is_control
+        if retention is _Retention.DELETE:
+            stats.records_removed += header.record_count
+            stats.records_read += header.record_count
+            return None
+        decoded = stored_records.decode(data)
+        keep_tombstones = existing_horizon is None or round_.now_ms < existing_horizon
         kept = []
         has_tombstone = False
         for record in decoded.records:
             stats.records_read += 1
-            if record.offset >= map_end:
+            if discard_records:
+                keep = False
+            elif header.is_control or record.offset >= round_.map_end:
                 keep = True
             elif record.key is None:
                 keep = False
             else:
-                latest = offsets.get(record.key, -1)
+                latest = round_.offsets.get(record.key, -1)
                 keep = record.offset >= latest and (record.value is not None or keep_tombstones)
             if keep:
                 kept.append(record)
@@ -426,24 +517,143 @@ class LogCleaner:
                     has_tombstone = True
             else:
                 stats.records_removed += 1
-        set_horizon = has_tombstone and existing_horizon is None
-        kept_horizon = horizon if set_horizon else existing_horizon
-        if has_tombstone and kept_horizon is not None:
+        if not kept:
+            if retention is _Retention.RETAIN_EMPTY:
+                stats.empty_batches_kept += 1
+                return stored_records.empty(header)
+            return None
+        set_horizon = (has_tombstone or marker_for_empty_txn) and existing_horizon is None
+        kept_horizon = (
+            round_.now_ms + round_.delete_retention_ms if set_horizon else existing_horizon
+        )
+        if (has_tombstone or marker_for_empty_txn) and kept_horizon is not None:
             previous = stats.latest_delete_horizon
             stats.latest_delete_horizon = (
                 kept_horizon if previous is None else max(previous, kept_horizon)
             )
         if len(kept) == len(decoded.records) and not set_horizon:
             return data
-        if not kept:
-            if (
-                header.producer_id >= 0
-                and producers_last.get(header.producer_id) == header.last_offset
-            ):
-                stats.empty_batches_kept += 1
-                return stored_records.rebuild(header, [], delete_horizon_ms=existing_horizon)
-            return None
         return stored_records.rebuild(header, kept, delete_horizon_ms=kept_horizon)
+
+
+class _Retention(Enum):
+    """Kafka's ``RecordFilter.BatchRetention``."""
+
+    #: the batch goes, records and all
+    DELETE = 1
+    #: the batch goes if none of its records is kept
+    DELETE_EMPTY = 2
+    #: the batch stays, as an empty header if none of its records is kept
+    RETAIN_EMPTY = 3
+
+
+class LastRecord(NamedTuple):
+    """What the cleaner keeps of an active producer (Kafka's ``LastRecord``): the last offset of
+    its last data batch (None: none since its epoch last changed) and its epoch."""
+
+    last_data_offset: int | None
+    producer_epoch: int
+
+
+@dataclass(frozen=True)
+class _Round:
+    """What one cleaning round decides with."""
+
+    offsets: dict[bytes, int]
+    #: the offset map's end: records at or after it are kept
+    map_end: int
+    #: the round's first uncleanable offset (its last batch before it stays)
+    upper_bound: int
+    now_ms: int
+    delete_retention_ms: int
+    producers_last: dict[int, LastRecord]
+
+    def is_last_record_of_producer(self, header: rb.BatchHeader) -> bool:
+        last = self.producers_last.get(header.producer_id)
+        if last is None:
+            return False
+        if last.last_data_offset is not None:
+            return header.last_offset == last.last_data_offset
+        return header.is_control and header.producer_epoch == last.producer_epoch
+
+
+class _AbortedTxnState:
+    __slots__ = ("aborted", "last_observed_offset")
+
+    def __init__(self, aborted: AbortedTxn) -> None:
+        self.aborted = aborted
+        self.last_observed_offset: int | None = None
+
+
+class CleanedTransactionMetadata:
+    """The transactions the cleaner walks through (Kafka's ``CleanedTransactionMetadata``):
+    which producers are inside an aborted transaction (from the ``.txnindex`` entries) or a
+    committed one, so that an aborted transaction's batches are dropped and a marker is
+    dropped only once no batch of its transaction is left below it; the abort markers kept
+    get their ``AbortedTxn`` entry in the cleaned segment's index.
+
+    Not thread-safe: one cleaning pass uses it.
+    """
+
+    def __init__(self) -> None:
+        self._ongoing_committed: set[int] = set()
+        self._ongoing_aborted: dict[int, _AbortedTxnState] = {}
+        #: aborted transactions not reached yet, by first offset
+        self._aborted: list[tuple[int, int, AbortedTxn]] = []
+        self._seq = 0
+        #: where the kept abort markers' entries go (the cleaned segment's index)
+        self.cleaned_index: TransactionIndex | None = None
+
+    def add_aborted(self, aborted: Iterable[AbortedTxn]) -> None:
+        for entry in aborted:
+            self._seq += 1
+            heapq.heappush(self._aborted, (entry.first_offset, self._seq, entry))
+
+    def _consume_aborted_up_to(self, offset: int) -> None:
+        while self._aborted and self._aborted[0][0] <= offset:
+            _, _, entry = heapq.heappop(self._aborted)
+            self._ongoing_aborted.setdefault(entry.producer_id, _AbortedTxnState(entry))
+
+    def on_control_batch(self, header: rb.BatchHeader, data: bytes) -> bool:
+        """A control batch reached: True when it may be discarded (a marker whose
+        transaction left no batch, or an empty control batch)."""
+        self._consume_aborted_up_to(header.last_offset)
+        if header.record_count == 0:
+            return True  # a marker already emptied by an earlier pass
+        try:
+            records = stored_records.decode(data).records
+            control_type = parse_control_key(records[0].key).control_type if records else None
+        except (stored_records.CorruptLogData, ProtocolError):
+            return False
+        if control_type is None:
+            return True
+        pid = header.producer_id
+        if control_type == ControlRecordType.ABORT:
+            state = self._ongoing_aborted.pop(pid, None)
+            if state is not None and state.last_observed_offset is not None:
+                # kept until every batch of the transaction is gone
+                if self.cleaned_index is not None:
+                    self.cleaned_index.append(state.aborted)
+                return False
+            return True
+        if control_type == ControlRecordType.COMMIT:
+            if pid in self._ongoing_committed:
+                self._ongoing_committed.discard(pid)
+                return False
+            return True
+        return False
+
+    def on_batch(self, header: rb.BatchHeader) -> bool:
+        """A data batch reached: True when it belongs to an aborted transaction."""
+        self._consume_aborted_up_to(header.last_offset)
+        if not header.is_transactional:
+            return False
+        state = self._ongoing_aborted.get(header.producer_id)
+        if state is not None:
+            state.last_observed_offset = header.last_offset
+            return True
+        self._ongoing_committed.add(header.producer_id)
+        return False
 
 
 class _Aborted(Exception):

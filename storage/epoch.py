@@ -81,22 +81,23 @@ class LeaderEpochFileCache:
             return self._entries[i].epoch if i >= 0 else None
 
     def end_offset_for(self, requested_epoch: int, log_end_offset: int) -> tuple[int, int]:
-        """OffsetForLeaderEpoch: (the largest epoch <= requested, the offset where the next epoch
-        starts, or the log end offset for the latest epoch); (-1, -1) if no epoch qualifies."""
+        """OffsetForLeaderEpoch, as Kafka's ``LeaderEpochFileCache.endOffsetFor``: the latest
+        epoch answers the log end offset; an older one answers the largest epoch <= it (or the
+        requested epoch itself when it is older than every entry) with the start offset of the
+        next epoch; an epoch above every entry (or none at all) answers (-1, -1)."""
         with self._lock:
             entries = self._entries
-            if not entries or requested_epoch == UNDEFINED_EPOCH:
+            if requested_epoch == UNDEFINED_EPOCH:
                 return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
-            if requested_epoch == entries[-1].epoch:
+            if entries and requested_epoch == entries[-1].epoch:
                 return requested_epoch, log_end_offset
             epochs = [e.epoch for e in entries]
             higher = bisect.bisect_right(epochs, requested_epoch)
-            if higher == 0:
-                return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
-            floor = entries[higher - 1]
             if higher == len(entries):
-                return floor.epoch, log_end_offset
-            return floor.epoch, entries[higher].start_offset
+                return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+            if higher == 0:
+                return requested_epoch, entries[0].start_offset
+            return entries[higher - 1].epoch, entries[higher].start_offset
 
     def truncate_from_end(self, end_offset: int, *, flush: bool = True) -> None:
         """Removes the entries starting at or after ``end_offset`` (the log was truncated)."""

@@ -7,9 +7,10 @@ import logging
 import struct
 import threading
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Final, NamedTuple, Protocol
+from typing import Any, Final, NamedTuple, Protocol
 
 from protocol.records import batch as rb
 from protocol.records.batch import NO_TIMESTAMP
@@ -96,13 +97,15 @@ class ProducerStateHook(Protocol):
         batches: Sequence[tuple[int, rb.BatchHeader]],
         buf: bytes | bytearray | memoryview,
         validate: bool = True,
+        verification: Any = None,
     ) -> AppendInfo | None:
         """Called, when the append has batches with a producer id, with (position in the
         appended buffer, header before offset assignment) for each of them, and the buffer (a
         control batch's marker is read from it). Raise a StorageError to reject the append;
         return an AppendInfo to answer a duplicate without appending anything. A follower's
         append (``validate=False``) is the leader's, already checked: its markers are read,
-        nothing is refused."""
+        nothing is refused. ``verification``: the KIP-890 verification guard the append
+        carries (None: not checked)."""
 
     def after_append(
         self, log: PartitionLog, info: AppendInfo, batches: Sequence[rb.BatchHeader]
@@ -330,9 +333,13 @@ class PartitionLog:
         leader_epoch: int = rb.NO_PARTITION_LEADER_EPOCH,
         now_ms: int | None = None,
         assign_offsets: bool = True,
+        verification: Any = None,
     ) -> AppendInfo:
         """Appends already-validated magic-2 batches (the broker ran
-        :func:`protocol.records.batch.validate_batches` on them).
+        :func:`protocol.records.batch.validate_batches` on them). ``verification``: the
+        KIP-890 verification guard of a producer's request, handed to the producer state (a
+        transactional batch that would start a transaction needs the guard of its verification;
+        None: not checked).
 
         With ``assign_offsets`` (a leader's append) each batch's baseOffset is rewritten in place
         to the next offsets and its partitionLeaderEpoch set to ``leader_epoch`` (both outside the
@@ -369,10 +376,12 @@ class PartitionLog:
                 lock = self._lock
                 lock.acquire()  # not "with": acquire/release in try/finally is ~70 ns cheaper
                 try:
+                    if local.closed:  # closed (deleted, moved) while this append waited
+                        raise KafkaStorageError(f"log {self.name} is closed")
                     hook = self.producer_state
                     if hook is not None and producer_id >= 0:
                         header = _tuple_new(rb.BatchHeader, _HEADER_UNPACK(buf, 0))
-                        answer = hook.before_append(self, [(0, header)], buf)
+                        answer = hook.before_append(self, [(0, header)], buf, True, verification)
                         if answer is not None:
                             return answer
                     first = local.log_end_offset
@@ -411,7 +420,9 @@ class PartitionLog:
                 if flush_needed:
                     self.flush()
                 return info
-        return self._append_batches(buf, total, leader_epoch, now, assign_offsets, config)
+        return self._append_batches(
+            buf, total, leader_epoch, now, assign_offsets, config, verification
+        )
 
     def _append_batches(
         self,
@@ -421,6 +432,7 @@ class PartitionLog:
         now: int,
         assign_offsets: bool,
         config: LogConfig,
+        verification: Any = None,
     ) -> AppendInfo:
         """:meth:`append` for anything but the one-batch leader append: several batches, kept
         offsets, LogAppendTime, or input to refuse."""
@@ -458,13 +470,17 @@ class PartitionLog:
 
         flush_needed = False
         with self._lock:
+            if self._local.closed:  # closed (deleted, moved) while this append waited
+                raise KafkaStorageError(f"log {self.name} is closed")
             hook = self.producer_state
             if hook is not None:
                 # a leader's append is checked (sequences, epochs, duplicates); a follower
                 # takes the leader's batches as they are, as Kafka's appendAsFollower does
                 with_pid = [(p, _new_header(f)) for p, f in scan if f[_PRODUCER_ID] >= 0]
                 answer = (
-                    hook.before_append(self, with_pid, buf, assign_offsets) if with_pid else None
+                    hook.before_append(self, with_pid, buf, assign_offsets, verification)
+                    if with_pid
+                    else None
                 )
                 if answer is not None:
                     return answer
@@ -1009,6 +1025,22 @@ class PartitionLog:
         regions already handed out stay readable; they close when the last one is dropped."""
         with self._lock:
             self._local.closed = True
+
+    @contextmanager
+    def appends_paused(self) -> Iterator[None]:
+        """Holds the log's lock: no append, roll, retention or truncation runs meanwhile (the
+        last copy and the swap of a log directory move)."""
+        with self._lock:
+            yield
+
+    def retire_paused(self, new_directory: Path) -> None:
+        """With :meth:`appends_paused` held: the log moved to another directory; this copy's
+        directory is renamed (``...-delete``) and it refuses appends (KafkaStorageError), while
+        regions already handed out stay readable."""
+        self._local.rename_directory(new_directory)
+        if self.leader_epoch_cache.path is not None:
+            self.leader_epoch_cache.path = new_directory / files.LEADER_EPOCH_CHECKPOINT
+        self._local.closed = True
 
     def rename_directory(self, new_directory: Path) -> None:
         with self._lock:

@@ -413,6 +413,77 @@ class LogManager:
             log.info("deleted log %s (directory %s)", files.log_dir_name(topic, partition), target)
             return True
 
+    def move_log(
+        self,
+        topic: str,
+        partition: int,
+        destination: Path,
+        swap: Callable[[PartitionLog, PartitionLog], None],
+        *,
+        future: Path | None = None,
+    ) -> PartitionLog:
+        """Moves a partition's log to another log dir of this broker (Kafka's future replica,
+        KIP-113), while it keeps serving: its files are copied to ``<dest>/<topic>-<partition>.
+        <id>-future`` (``future``), then, with the log's appends paused, what changed since is
+        copied again (appended tails of segments, whole indexes, checkpoints and the producer
+        snapshot taken at the log end), the future directory takes the partition's name, the old
+        one is renamed ``...-delete`` (removed after ``file.delete.delay.ms``; regions already
+        handed out stay readable), the new log is loaded with the same offsets, log start, high
+        watermark and leader epochs, and ``swap(old, new)`` lets the caller switch to it before
+        appends resume. Offsets, epochs, producer state and checkpoints carry over unchanged."""
+        tp = (topic, partition)
+        old = self._logs.get(tp)
+        source_dir = self._log_dir_of.get(tp)
+        if old is None or source_dir is None:
+            raise KafkaStorageError(f"{topic}-{partition} has no log here")
+        if destination not in self.log_dirs or destination in self._offline_dirs:
+            raise KafkaStorageError(f"{destination} is not an online log dir")
+        if source_dir == destination:
+            return old
+        name = files.log_dir_name(topic, partition)
+        future = future or destination / f"{name}.{uuid.uuid4().hex}{files.FUTURE_DIR_SUFFIX}"
+        source = old.directory
+        old.flush()
+        _copy_changed(source, future, {})  # while the partition keeps serving
+        seen = {p.name: p.stat() for p in future.iterdir()}
+        with self._lock, old.appends_paused():
+            state = old.producer_state
+            if state is not None and hasattr(state, "take_snapshot"):
+                state.take_snapshot(fsync=False)
+            _copy_changed(source, future, seen)
+            for path in future.iterdir():
+                fd = os.open(path, os.O_RDONLY)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+            final = destination / name
+            future.rename(final)
+            files.fsync_dir(destination)
+            new = load_log(
+                final,
+                self._config_for(topic),
+                recovery_point=old.log_end_offset,
+                log_start_offset=old.log_start_offset,
+                had_clean_shutdown=True,
+                topic_id=old.topic_id,
+                clock=self.clock,
+            )
+            new.high_watermark_follows_log_end = old.high_watermark_follows_log_end
+            new.update_high_watermark(old.high_watermark)
+            # the new log takes over first: an append that reads the partition's log from now on
+            # gets it; one that waited for the old log's lock finds it closed and retries
+            swap(old, new)
+            retired = source_dir / files.deleted_log_dir_name(topic, partition)
+            old.retire_paused(retired)
+            files.fsync_dir(source_dir)
+            self._logs[tp] = new
+            self._log_dir_of[tp] = destination
+            due = self.clock() + old.config.file_delete_delay_ms
+            self._dirs_to_delete.append((due, retired, old))
+        log.info("moved log %s from %s to %s", name, source_dir, destination)
+        return new
+
     def _choose_log_dir(self) -> Path:
         """The online dir with the fewest partitions (Kafka's ``nextLogDirs``)."""
         online = [d for d in self.log_dirs if d not in self._offline_dirs]
@@ -583,3 +654,48 @@ class LogManager:
             return 0
         now = self.clock() if now_ms is None else now_ms
         return self.cleaner.clean_one(now)
+
+
+def _copy_changed(source: Path, target: Path, seen: Mapping[str, os.stat_result]) -> None:
+    """Makes ``target`` hold ``source``'s files: a segment (``.log``) that only grew since
+    ``seen`` (same inode, its last copied bytes unchanged) gets its new tail appended; any other
+    new or changed file is copied whole; files gone from ``source`` go."""
+    target.mkdir(parents=True, exist_ok=True)
+    names = set()
+    for path in source.iterdir():
+        if not path.is_file():
+            continue
+        names.add(path.name)
+        stat = path.stat()
+        copied = target / path.name
+        before = seen.get(path.name)
+        if (
+            before is not None
+            and copied.exists()
+            and before.st_ino == stat.st_ino
+            and before.st_size == stat.st_size
+            and before.st_mtime_ns == stat.st_mtime_ns
+        ):
+            continue
+        if path.name.endswith(files.LOG_FILE_SUFFIX) and copied.exists():
+            done = copied.stat().st_size
+            if done <= stat.st_size and _same_tail(path, copied, done):
+                with open(path, "rb") as src, open(copied, "ab") as dst:
+                    src.seek(done)
+                    shutil.copyfileobj(src, dst)
+                continue
+        shutil.copyfile(path, copied)
+    for path in target.iterdir():
+        if path.name not in names:
+            path.unlink()
+
+
+def _same_tail(source: Path, copied: Path, length: int) -> bool:
+    """Whether the copy's last bytes (up to 4 KiB) are the source's at the same place."""
+    n = min(length, 4096)
+    if n == 0:
+        return True
+    with open(source, "rb") as a, open(copied, "rb") as b:
+        a.seek(length - n)
+        b.seek(length - n)
+        return a.read(n) == b.read(n)

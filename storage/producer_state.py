@@ -114,6 +114,50 @@ class InvalidTxnMarker(StorageError):
     error_code = 2
 
 
+class InvalidTxnState(StorageError):
+    """A transactional batch that would start a transaction its coordinator did not verify,
+    KIP-890 (INVALID_TXN_STATE)."""
+
+    error_code = 48
+
+
+class VerificationGuard:
+    """Kafka's ``VerificationGuard``: a token with identity only. A partition leader creates
+    one when it starts verifying a producer's first transactional batch with the coordinator,
+    and the append must present the same token (:meth:`ProducerStateManager.
+    maybe_start_verification`): a marker or another transactional batch of the producer
+    written meanwhile drops the token, so a verification answered for an older transaction
+    never starts a new one."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"VerificationGuard({id(self):#x})"
+
+
+#: what an append carries when it verified nothing (Kafka's ``VerificationGuard.SENTINEL``):
+#: it matches no state, so a batch that would start a transaction is refused
+UNVERIFIED: Final = VerificationGuard()
+
+
+@dataclass(slots=True)
+class VerificationStateEntry:
+    """A verification in progress for one producer (Kafka's ``VerificationStateEntry``)."""
+
+    timestamp: int
+    guard: VerificationGuard
+    lowest_sequence: int
+    epoch: int
+
+    def update(self, sequence: int, epoch: int) -> None:
+        """Kafka's ``maybeUpdateLowestSequenceAndEpoch``."""
+        if epoch == self.epoch and sequence < self.lowest_sequence:
+            self.lowest_sequence = sequence
+        if epoch > self.epoch:
+            self.epoch = epoch
+            self.lowest_sequence = sequence
+
+
 @dataclass(frozen=True, slots=True)
 class TxnMarker:
     """What an end-transaction marker batch says."""
@@ -314,6 +358,8 @@ class ProducerStateManager:
         self.ongoing: dict[int, int] = {}
         #: markers seen by before_append, consumed in order by after_append
         self._pending_markers: list[TxnMarker] = []
+        #: KIP-890 verifications in progress, by producer id
+        self.verifications: dict[int, VerificationStateEntry] = {}
         self._lock = threading.RLock()
         self._log: PartitionLog | None = None
 
@@ -431,6 +477,9 @@ class ProducerStateManager:
         return replayed
 
     def _apply(self, header: rb.BatchHeader) -> None:
+        if header.is_transactional and self.verifications:
+            # the transaction has its first offset now (or ended): no guard needed any more
+            self.verifications.pop(header.producer_id, None)
         entry = self.producers.get(header.producer_id)
         if entry is None:
             entry = ProducerStateEntry(header.producer_id)
@@ -452,6 +501,8 @@ class ProducerStateManager:
         """Ends the producer's ongoing transaction (Kafka's ``appendEndTxnMarker`` and
         ``completeTxn``): an abort goes to the ``.txnindex`` of the segment holding the marker."""
         pid = header.producer_id
+        if self.verifications:
+            self.verifications.pop(pid, None)
         entry = self.producers.get(pid)
         if entry is None:
             entry = ProducerStateEntry(pid)
@@ -487,12 +538,38 @@ class ProducerStateManager:
 
     # -- the append hook ---------------------------------------------------------------------------
 
+    # -- KIP-890 verification ----------------------------------------------------------------------
+
+    def maybe_start_verification(
+        self, producer_id: int, sequence: int, epoch: int
+    ) -> VerificationGuard | None:
+        """Kafka's ``maybeStartTransactionVerification``: None when the producer has a
+        transaction open here (its batches need no verification), else the guard of its
+        verification (a new one, or the one in progress)."""
+        with self._lock:
+            if producer_id in self.ongoing:
+                return None
+            entry = self.verifications.get(producer_id)
+            if entry is None:
+                entry = VerificationStateEntry(self.clock(), VerificationGuard(), sequence, epoch)
+                self.verifications[producer_id] = entry
+            else:
+                entry.update(sequence, epoch)
+            return entry.guard
+
+    def verification_guard(self, producer_id: int) -> VerificationGuard | None:
+        entry = self.verifications.get(producer_id)
+        return None if entry is None else entry.guard
+
+    # -- the append hook (continued) ---------------------------------------------------------------
+
     def before_append(
         self,
         partition_log: PartitionLog,
         batches: Sequence[tuple[int, rb.BatchHeader]],
         buf: bytes | bytearray | memoryview = b"",
         validate: bool = True,
+        verification: VerificationGuard | None = None,
     ) -> AppendInfo | None:
         with self._lock:
             self._pending_markers = []
@@ -502,13 +579,14 @@ class ProducerStateManager:
                     read_marker(buf, pos) for pos, header in batches if header.is_control
                 ]
                 return None
-            return self._validate(partition_log, batches, buf)
+            return self._validate(partition_log, batches, buf, verification)
 
     def _validate(
         self,
         partition_log: PartitionLog,
         batches: Sequence[tuple[int, rb.BatchHeader]],
         buf: bytes | bytearray | memoryview,
+        verification: VerificationGuard | None = None,
     ) -> AppendInfo | None:
         updated: dict[int, ProducerStateEntry] = {}
         for pos, header in batches:
@@ -527,6 +605,18 @@ class ProducerStateManager:
                     duplicate = current.find_duplicate_batch(header)
                     if duplicate is not None:
                         return self._duplicate_answer(partition_log, duplicate)
+                if (
+                    verification is not None
+                    and header.is_transactional
+                    and pid not in self.ongoing
+                    and self.verification_guard(pid) is not verification
+                ):
+                    # KIP-890: a batch that would start a transaction must carry the guard of
+                    # its (successful) verification with the coordinator
+                    raise InvalidTxnState(
+                        f"Record of producer {pid} in {self.name} was not part of an ongoing "
+                        "transaction"
+                    )
                 entry = (
                     ProducerStateEntry(pid, current.producer_epoch)
                     if current is not None
@@ -603,12 +693,15 @@ class ProducerStateManager:
 
     @staticmethod
     def _duplicate_answer(partition_log: PartitionLog, batch: BatchMetadata) -> AppendInfo:
+        # Kafka answers a duplicate with the cached batch's offsets and, as its log append time,
+        # the cached batch's timestamp whatever the topic's timestamp type (UnifiedLog's
+        # analyzeAndValidateProducerState): clients see the same answer as the first time
         return AppendInfo(
             first_offset=batch.first_offset,
             last_offset=batch.last_offset,
             max_timestamp=batch.timestamp,
             offset_of_max_timestamp=batch.last_offset,
-            log_append_time=batch.timestamp if partition_log.config.log_append_time else -1,
+            log_append_time=batch.timestamp,
             log_start_offset=partition_log.log_start_offset,
             record_count=0,
             valid_bytes=0,
@@ -713,6 +806,13 @@ class ProducerStateManager:
         ]
         for pid in expired:
             del self.producers[pid]
+        stale = [
+            pid
+            for pid, v in self.verifications.items()
+            if now_ms - v.timestamp >= self.producer_id_expiration_ms
+        ]
+        for pid in stale:
+            del self.verifications[pid]
         return len(expired)
 
     def active_producers(self) -> list[ProducerStateEntry]:

@@ -84,3 +84,21 @@ def delete_horizon_ms(header: rb.BatchHeader) -> int | None:
     if header.attributes & rb.DELETE_HORIZON_MASK:
         return header.base_timestamp
     return None
+
+
+def empty(header: rb.BatchHeader) -> bytes:
+    """What compaction keeps of a batch whose records all went when the batch must stay (its
+    producer's last, or the last of a cleaning round): Kafka's empty batch header, with the
+    original offsets, producer fields, max timestamp and flags."""
+    return rr.build_empty_batch(
+        base_offset=header.base_offset,
+        last_offset_delta=header.last_offset_delta,
+        partition_leader_epoch=header.partition_leader_epoch,
+        timestamp_type=header.timestamp_type,
+        max_timestamp=header.max_timestamp,
+        producer_id=header.producer_id,
+        producer_epoch=header.producer_epoch,
+        base_sequence=header.base_sequence,
+        transactional=header.is_transactional,
+        control=header.is_control,
+    )

@@ -26,8 +26,8 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
+from broker.interbroker import AsyncInterBrokerLinks
 from broker.replication.errors import error_of
 from broker.replication.replica_manager import ReplicaManager
 from broker.security.inter_broker import InterBrokerSecurity
@@ -36,7 +36,6 @@ from coordination.group.coordinator import GroupCoordinator
 from coordination.metadata.store import MetadataStore
 from coordination.metadata.view import OFFSETS_TOPIC
 from protocol.api_keys import ApiKey
-from protocol.client import ClientConnection, api_versions_request
 from protocol.error_codes import ErrorCode
 from protocol.errors import ProtocolError
 from protocol.messages.write_txn_markers import (
@@ -116,67 +115,6 @@ class _Job:
     finished: bool = False
 
 
-class _BrokerLink:
-    """A connection to another broker for WriteTxnMarkers, one request at a time."""
-
-    def __init__(
-        self, host: str, port: int, client_id: str, security: InterBrokerSecurity | None = None
-    ) -> None:
-        self.host = host
-        self.port = port
-        self.client_id = client_id
-        self.security = security
-        self._lock = asyncio.Lock()
-        self._reader: asyncio.StreamReader | None = None
-        self._writer: asyncio.StreamWriter | None = None
-        self._conn: ClientConnection | None = None
-
-    async def _exchange(self, body: Any, version: int | None) -> Any:
-        assert self._reader is not None and self._writer is not None and self._conn is not None
-        _, frame = self._conn.send(body, version)
-        self._writer.write(frame)
-        await self._writer.drain()
-        while True:
-            data = await self._reader.read(65536)
-            if not data:
-                raise ConnectionError("the broker closed the connection")
-            responses = self._conn.receive_data(data)
-            if responses:
-                return responses[0].body
-
-    async def _connect(self) -> None:
-        self._conn = ClientConnection(
-            {ApiKey.API_VERSIONS: (0, 3), ApiKey.WRITE_TXN_MARKERS: (1, 1)},
-            client_id=self.client_id,
-        )
-        if self.security is not None:
-            # TLS and SASL of the inter-broker listener; ApiVersions negotiated there
-            self._reader, self._writer = await self.security.connect(
-                self.host, self.port, self._conn
-            )
-            return
-        self._reader, self._writer = await asyncio.open_connection(self.host, self.port)
-        body, version = api_versions_request("odradek-txn-markers", "1")
-        answer = await self._exchange(body, version)
-        self._conn.apply_api_versions(answer)
-
-    async def request(self, body: Any) -> Any:
-        async with self._lock:
-            try:
-                if self._conn is None or self._conn.broken:
-                    await asyncio.wait_for(self._connect(), REQUEST_TIMEOUT_S)
-                return await asyncio.wait_for(self._exchange(body, None), REQUEST_TIMEOUT_S)
-            except BaseException:
-                self.close()
-                raise
-
-    def close(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
-        self._reader = self._writer = None
-        self._conn = None
-
-
 class TransactionMarkerChannel:
     """coordination's MarkerSender for this broker. See the module docstring."""
 
@@ -200,7 +138,14 @@ class TransactionMarkerChannel:
         self.clock = clock
         #: set once the group coordinator exists (markers to __consumer_offsets complete it)
         self.groups: GroupCoordinator | None = None
-        self._links: dict[int, _BrokerLink] = {}
+        self._links = AsyncInterBrokerLinks(
+            lambda: metadata.view,
+            listener=listener,
+            client_id=f"broker-{broker_id}-txn-markers",
+            apis={ApiKey.WRITE_TXN_MARKERS: (1, 1)},
+            security=security,
+            timeout_s=REQUEST_TIMEOUT_S,
+        )
         self._stopped = False
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -239,9 +184,7 @@ class TransactionMarkerChannel:
 
     def shutdown(self) -> None:
         self._stopped = True
-        for link in self._links.values():
-            link.close()
-        self._links.clear()
+        self._links.close()
 
     # -- on the main loop ------------------------------------------------------------------------
 
@@ -340,7 +283,7 @@ class TransactionMarkerChannel:
         )
         results = dict.fromkeys(tps, ErrorCode.NOT_LEADER_OR_FOLLOWER)
         try:
-            link = self._link(broker)
+            link = self._links.get(broker)
             if link is not None:
                 answer = await link.request(request)
                 for marker in answer.markers:
@@ -355,18 +298,3 @@ class TransactionMarkerChannel:
         self._finish_if_done(job)
         if job.pending and not job.finished:
             self.loop.call_later(RETRY_BACKOFF_S, self._attempt, job)
-
-    def _link(self, broker: int) -> _BrokerLink | None:
-        info = self.metadata.view.brokers.get(broker)
-        if info is None:
-            return None
-        ep = info.endpoint(self.listener)
-        link = self._links.get(broker)
-        if link is None or (link.host, link.port) != (ep.host, ep.port):
-            if link is not None:
-                link.close()
-            link = _BrokerLink(
-                ep.host, ep.port, f"broker-{self.broker_id}-txn-markers", self.security
-            )
-            self._links[broker] = link
-        return link

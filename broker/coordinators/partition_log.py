@@ -22,7 +22,9 @@ from broker.replication.errors import error_of
 from broker.replication.replica_manager import ReplicaManager
 from coordination.errors import KafkaApiError
 from coordination.runtime.runtime import (
+    AppendedCallback,
     LoadedRecord,
+    OffsetRecord,
     Record,
     TransactionalRecord,
     TransactionMarker,
@@ -57,6 +59,7 @@ class PartitionCoordinatorLog:
         *,
         producer_id: int = -1,
         producer_epoch: int = -1,
+        on_appended: AppendedCallback | None = None,
     ) -> None:
         part = self.replica_manager.get_partition(self.topic, partition)
         if part is None:
@@ -87,6 +90,8 @@ class PartitionCoordinatorLog:
             log.warning("%s-%d: coordinator write failed: %s", self.topic, partition, message)
             callback(code)
             return
+        if on_appended is not None:
+            on_appended(info.first_offset)
         # committed once every ISR member has it (at once on a single replica)
         part.when_committed(info.last_offset + 1, callback)
 
@@ -101,11 +106,11 @@ class PartitionCoordinatorLog:
 
 
 def read_partition(plog: PartitionLog) -> Iterator[LoadedRecord]:
-    """Every (key, value) record of a coordinator's partition up to its log end (keyless
-    records skipped); a transactional batch's records as TransactionalRecord, a transaction
-    marker as TransactionMarker. The log end, not the high watermark, as Kafka's loaders read:
-    a new leader's high watermark may not yet cover writes its ISR acknowledged under the
-    previous leader, and the new leader's log is the partition's from now on."""
+    """Every record of a coordinator's partition up to its log end (keyless records skipped),
+    with its offset (OffsetRecord); a transactional batch's records as TransactionalRecord, a
+    transaction marker as TransactionMarker. The log end, not the high watermark, as Kafka's
+    loaders read: a new leader's high watermark may not yet cover writes its ISR acknowledged
+    under the previous leader, and the new leader's log is the partition's from now on."""
     offset = plog.log_start_offset
     end = plog.log_end_offset
     while offset < end:
@@ -130,9 +135,11 @@ def read_partition(plog: PartitionLog) -> Iterator[LoadedRecord]:
             for record in batch.records:
                 if record.offset >= offset and record.key is not None:
                     if transactional:
-                        yield TransactionalRecord(header.producer_id, record.key, record.value)
+                        yield TransactionalRecord(
+                            header.producer_id, record.key, record.value, record.offset
+                        )
                     else:
-                        yield record.key, record.value
+                        yield OffsetRecord(record.key, record.value, record.offset)
             if batch.header.next_offset > offset:
                 offset = batch.header.next_offset
                 advanced = True

@@ -2,7 +2,10 @@
 lives in, and the marker channel, as the handlers use them.
 
 Built by the composition root from the broker's configuration (Kafka's ``transaction.*`` and
-``transaction.state.log.*`` keys). The topic is followed like ``__consumer_offsets`` (an
+``transaction.state.log.*`` keys). KIP-890 verification of
+other brokers' transactional produces goes to the coordinators through the
+:class:`~broker.coordinators.verification.TransactionVerifier`. The topic is followed like
+``__consumer_offsets`` (an
 :class:`~broker.coordinators.internal_topic.InternalTopicCoordinator`) and written through the
 same :class:`~broker.coordinators.partition_log.PartitionCoordinatorLog`, so it is replicated
 like it.
@@ -19,6 +22,7 @@ from broker.coordinators.internal_topic import (
     InternalTopicSpec,
 )
 from broker.coordinators.markers import TransactionMarkerChannel
+from broker.coordinators.verification import TransactionVerifier
 from broker.metrics import MetricSamples
 from coordination.metadata.view import TRANSACTION_STATE_TOPIC, ClusterView
 from coordination.txn.coordinator import TransactionCoordinator
@@ -62,10 +66,13 @@ class TransactionService:
         coordinator: TransactionCoordinator,
         topic: InternalTopicCoordinator,
         markers: TransactionMarkerChannel,
+        verifier: TransactionVerifier,
     ) -> None:
         self.coordinator = coordinator
         self.topic = topic
         self.markers = markers
+        #: KIP-890 verification with the coordinators of other brokers
+        self.verifier = verifier
 
     def startup(self) -> None:
         self.coordinator.startup()
@@ -76,6 +83,7 @@ class TransactionService:
         self.coordinator.shutdown()
         self.topic.shutdown()
         self.markers.shutdown()
+        self.verifier.shutdown()
 
     def find(self, transactional_id: str, listener: str) -> CoordinatorNode:
         return self.topic.coordinator_node(

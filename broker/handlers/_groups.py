@@ -1,9 +1,16 @@
-"""What the group and offset handlers share."""
+"""What the group, offset and transaction handlers share: the coordinator, the client's host,
+and answering once a coordinator's callback arrives."""
 
 from __future__ import annotations
 
-from broker.dispatch import RequestContext
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from broker.coordinators.scheduler import Answer
+from broker.dispatch import Later, RequestContext
 from coordination.group.coordinator import GroupCoordinator
+
+T = TypeVar("T")
 
 
 def coordinator(ctx: RequestContext) -> GroupCoordinator:
@@ -14,3 +21,14 @@ def coordinator(ctx: RequestContext) -> GroupCoordinator:
 def client_host(ctx: RequestContext) -> str:
     """Kafka's member ``clientHost``: "/" and the peer's address."""
     return f"/{ctx.session.client_host}"
+
+
+def respond(answer: Answer[T], build: Callable[[T], Any]) -> Any:
+    """``build(value)`` now if the answer is there, else later (the dispatcher awaits it)."""
+    if answer.ready:
+        return build(answer.value)  # type: ignore[arg-type]
+
+    async def later() -> Any:
+        return build(await answer.wait())
+
+    return Later(later())

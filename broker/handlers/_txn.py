@@ -1,18 +1,13 @@
 """What the transaction handlers share: the coordinator, Kafka's per-version error mapping, and
-answering once the coordinator's callback arrives."""
+answering once the coordinator's callback arrives (:func:`~broker.handlers._groups.respond`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
-
-from broker.coordinators.scheduler import Answer
-from broker.dispatch import Later, RequestContext
+from broker.dispatch import RequestContext
+from broker.handlers._groups import respond
 from coordination.errors import KafkaApiError
 from coordination.txn.coordinator import TransactionCoordinator
 from protocol.error_codes import ErrorCode
-
-T = TypeVar("T")
 
 
 def transactions(ctx: RequestContext) -> TransactionCoordinator:
@@ -38,12 +33,4 @@ def abortable_for(code: ErrorCode, version: int, first_version: int) -> ErrorCod
     return code
 
 
-def respond(answer: Answer[T], build: Callable[[T], Any]) -> Any:
-    """``build(value)`` now if the answer is there, else later (the dispatcher awaits it)."""
-    if answer.ready:
-        return build(answer.value)  # type: ignore[arg-type]
-
-    async def later() -> Any:
-        return build(await answer.wait())
-
-    return Later(later())
+__all__ = ["abortable_for", "fenced_for", "respond", "transactions"]

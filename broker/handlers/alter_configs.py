@@ -23,6 +23,7 @@ from broker.config import (
     BROKER_CONFIGS,
     TOPIC_CONFIGS,
     ConfigError,
+    format_value,
     validate_dynamic_broker_configs,
 )
 from broker.config_describe import ConfigResourceType
@@ -174,6 +175,12 @@ def _kind(resource_type: int, name: str) -> str:
     return topic_key.kind
 
 
+def _default(resource_type: int, name: str) -> str:
+    """Config ``name``'s default as a string (a list config APPEND/SUBTRACT starts from)."""
+    key = (BROKER_CONFIGS if resource_type == ConfigResourceType.BROKER else TOPIC_CONFIGS)[name]
+    return format_value(key.kind, key.default) or ""
+
+
 def _incremental(
     ops: list[Struct], resource_type: int = ConfigResourceType.TOPIC
 ) -> Callable[[dict[str, str]], dict[str, str]]:
@@ -193,7 +200,10 @@ def _incremental(
                     raise InvalidConfig(
                         f"Config value append/subtract is not allowed for config key {op.name}"
                     )
+                # an unset list starts from its default, as in Kafka's ConfigAdminManager
                 current = configs.get(op.name)
+                if current is None:
+                    current = _default(resource_type, op.name)
                 items = [x for x in (current.split(",") if current else []) if x]
                 values = [v.strip() for v in (op.value or "").split(",") if v.strip()]
                 if op.config_operation == APPEND:

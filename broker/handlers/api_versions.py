@@ -12,6 +12,18 @@ from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.api_versions import ApiVersion, ApiVersionsRequest, ApiVersionsResponse
 
+#: the KIP-848 APIs, advertised only while group.coordinator.rebalance.protocols has "consumer"
+CONSUMER_PROTOCOL_APIS = frozenset(
+    {ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE}
+)
+
+
+def _advertised(ctx: RequestContext, key: int) -> bool:
+    if key in CONSUMER_PROTOCOL_APIS:
+        groups = ctx.services.groups
+        return groups is not None and "consumer" in groups.coordinator.config.rebalance_protocols
+    return True
+
 
 @handler(ApiKey.API_VERSIONS, "0-4", before_authentication=True)
 def handle_api_versions(ctx: RequestContext, request: ApiVersionsRequest) -> ApiVersionsResponse:
@@ -20,6 +32,7 @@ def handle_api_versions(ctx: RequestContext, request: ApiVersionsRequest) -> Api
         api_keys=[
             ApiVersion(api_key=key, min_version=lo, max_version=hi)
             for key, lo, hi in REGISTRY.api_versions()
+            if _advertised(ctx, key)
         ],
         throttle_time_ms=0,
     )

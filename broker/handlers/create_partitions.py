@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from broker.dispatch import RequestContext
+from broker.dispatch import Later, RequestContext
+from broker.handlers._ready import answer_when_ready
 from broker.registry import error_response, handler
 from coordination.errors import KafkaApiError
 from protocol.acl import AclOperation, ResourceType
@@ -22,7 +23,7 @@ from protocol.messages.create_partitions import (
 )
 def handle_create_partitions(
     ctx: RequestContext, request: CreatePartitionsRequest
-) -> CreatePartitionsResponse:
+) -> CreatePartitionsResponse | Later:
     view = ctx.services.metadata.view
     requested = 0
     for t in request.topics:
@@ -35,7 +36,9 @@ def handle_create_partitions(
     counts = Counter(t.name for t in request.topics)
     results = []
     for t in request.topics:
-        result = CreatePartitionsTopicResult(name=t.name, error_code=ErrorCode.NONE)
+        result = CreatePartitionsTopicResult(
+            name=t.name, error_code=ErrorCode.NONE, error_message=None
+        )
         results.append(result)
         if counts[t.name] > 1:
             result.error_code = ErrorCode.INVALID_REQUEST
@@ -53,7 +56,11 @@ def handle_create_partitions(
         except KafkaApiError as e:
             result.error_code = e.error_code
             result.error_message = str(e)
-    return CreatePartitionsResponse(throttle_time_ms=0, results=results)
+    response = CreatePartitionsResponse(throttle_time_ms=0, results=results)
+    grown = {
+        t.name: t.count for t, r in zip(request.topics, results, strict=True) if not r.error_code
+    }
+    return answer_when_ready(ctx, response, grown, request.timeout_ms, request.validate_only)
 
 
 @error_response(ApiKey.CREATE_PARTITIONS)

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections import Counter
 
 from broker.config_describe import describe_topic
-from broker.dispatch import RequestContext
+from broker.dispatch import Later, RequestContext
+from broker.handlers._ready import answer_when_ready
 from broker.registry import error_response, handler
 from coordination.errors import KafkaApiError
 from protocol.acl import CLUSTER_NAME, AclOperation, ResourceType
@@ -21,7 +22,9 @@ from protocol.messages.create_topics import (
 
 
 @handler(ApiKey.CREATE_TOPICS, "0-7", acl=(AclOperation.CREATE, ResourceType.TOPIC), blocking=True)
-def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
+def handle_create_topics(
+    ctx: RequestContext, request: CreateTopicsRequest
+) -> CreateTopicsResponse | Later:
     broker = ctx.services
     default_partitions = broker.config["num.partitions"]
     requested = sum(
@@ -39,7 +42,9 @@ def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> C
         AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME, log_denied=False
     )
     for t in request.topics:
-        result = CreatableTopicResult(name=t.name, error_code=ErrorCode.NONE, configs=[])
+        result = CreatableTopicResult(
+            name=t.name, error_code=ErrorCode.NONE, error_message=None, configs=[]
+        )
         results.append(result)
         if counts[t.name] > 1:
             result.error_code = ErrorCode.INVALID_REQUEST
@@ -73,7 +78,8 @@ def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> C
             result.error_code = e.error_code
             result.error_message = str(e)
             continue
-        result.topic_id = topic.topic_id
+        if not request.validate_only:
+            result.topic_id = topic.topic_id
         result.num_partitions = len(topic.partitions)
         result.replication_factor = len(topic.partitions[0].replicas) if topic.partitions else -1
         if not ctx.authorize(
@@ -91,7 +97,9 @@ def handle_create_topics(ctx: RequestContext, request: CreateTopicsRequest) -> C
             )
             for e in describe_topic(broker.config, topic.configs)
         ]
-    return CreateTopicsResponse(throttle_time_ms=0, topics=results)
+    response = CreateTopicsResponse(throttle_time_ms=0, topics=results)
+    created = {r.name: r.num_partitions for r in results if r.error_code == ErrorCode.NONE}
+    return answer_when_ready(ctx, response, created, request.timeout_ms, request.validate_only)
 
 
 @error_response(ApiKey.CREATE_TOPICS)

@@ -59,13 +59,17 @@ def handle_delete_topics(ctx: RequestContext, request: DeleteTopicsRequest) -> D
                 )
             )
             continue
-        result = DeletableTopicResult(name=name, topic_id=topic_id, error_code=ErrorCode.NONE)
+        result = DeletableTopicResult(
+            name=name, topic_id=topic_id, error_code=ErrorCode.NONE, error_message=None
+        )
         try:
             topic = broker.admin.delete_topic(name)
             result.topic_id = topic.topic_id
         except KafkaApiError as e:
             result.error_code = e.error_code
-            result.error_message = str(e)
+            # Kafka names no reason for a topic that does not exist
+            if e.error_code != ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+                result.error_message = str(e)
         results.append(result)
     return DeleteTopicsResponse(throttle_time_ms=0, responses=results)
 

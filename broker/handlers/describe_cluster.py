@@ -21,10 +21,12 @@ def handle_describe_cluster(
     ctx: RequestContext, request: DescribeClusterRequest
 ) -> DescribeClusterResponse:
     if request.endpoint_type != ENDPOINT_TYPE_BROKER:
+        # a broker's listener serves broker endpoints only; controllers answer on their own
+        # listener (KIP-919), so asking a broker for them is a mismatch, as Kafka answers
         return DescribeClusterResponse(
-            error_code=ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
-            error_message="Only broker endpoints are supported.",
-            endpoint_type=request.endpoint_type,
+            error_code=ErrorCode.MISMATCHED_ENDPOINT_TYPE,
+            error_message="This listener serves broker endpoints, not controller endpoints.",
+            endpoint_type=ENDPOINT_TYPE_BROKER,
         )
     view = ctx.services.metadata.view
     brokers = []

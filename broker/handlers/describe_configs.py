@@ -82,10 +82,8 @@ def handle_describe_configs(
             ):
                 code, message = ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."
             elif topic is None:
-                code, message = (
-                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                    f"Topic {res.resource_name} does not exist.",
-                )
+                # no message, as Kafka answers
+                code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 entries = describe_topic(broker.config, topic.configs, keys)
         elif res.resource_type in (

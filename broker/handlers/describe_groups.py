@@ -1,6 +1,8 @@
 """DescribeGroups: state, protocol, members (metadata and assignments once Stable).
 
-An unknown group is "Dead" with no error before v6, GROUP_ID_NOT_FOUND from v6 (KIP-1043).
+An unknown group is "Dead" with no error before v6, GROUP_ID_NOT_FOUND from v6 (KIP-1043). A
+KIP-848 consumer group is answered as Kafka does: like a group that does not exist ("Dead";
+v6: GROUP_ID_NOT_FOUND, "Group X is not a classic group."); ConsumerGroupDescribe describes it.
 Each group needs DESCRIBE (GROUP_AUTHORIZATION_FAILED otherwise); ``authorized_operations``
 is what the authorizer allows this principal on the group.
 """
@@ -10,7 +12,7 @@ from __future__ import annotations
 from broker.dispatch import RequestContext
 from broker.handlers._groups import coordinator
 from broker.registry import error_response, handler
-from coordination.group.config import DEAD_GROUP
+from coordination.group.config import DEAD_GROUP, NOT_CLASSIC_GROUP
 from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
@@ -34,10 +36,17 @@ def _describe(ctx: RequestContext, group_id: str, include_ops: bool) -> Describe
             members=[],
         )
     code, summary = coordinator(ctx).describe_group(group_id)
-    missing = summary is DEAD_GROUP and ctx.api_version >= 6
+    missing = (summary is DEAD_GROUP or summary is NOT_CLASSIC_GROUP) and ctx.api_version >= 6
+    message = None
+    if missing:
+        message = (
+            f"Group {group_id} is not a classic group."
+            if summary is NOT_CLASSIC_GROUP
+            else f"Group {group_id} not found."
+        )
     return DescribedGroup(
         error_code=ErrorCode.GROUP_ID_NOT_FOUND if missing else code,
-        error_message=f"Group {group_id} not found." if missing else None,
+        error_message=message,
         group_id=group_id,
         group_state=summary.state,
         protocol_type=summary.protocol_type,

@@ -1,6 +1,10 @@
 """DescribeLogDirs: this broker's log directories (JBOD), whether each is online
 (KAFKA_STORAGE_ERROR when an I/O error took it offline), its file system's total and usable
-bytes (v4, KIP-827) and the size of each partition in it. ``topics`` null asks for every
+bytes (v4, KIP-827) and the size of each partition in it, with its offset lag (for a current
+replica, as Kafka computes it: how far its log end is below its high watermark, so 0 once it
+has what its leader acknowledged); a partition being moved to another directory
+(AlterReplicaLogDirs) is listed there too, with ``is_future_key`` and the records its copy still
+lacks as ``offset_lag``. ``topics`` null asks for every
 partition."""
 
 from __future__ import annotations
@@ -29,13 +33,23 @@ def handle_describe_log_dirs(
     results = []
     for d in ctx.services.replica_manager.describe_log_dirs(wanted):
         topics: dict[str, list[DescribeLogDirsPartition]] = {}
-        for topic, partition, size in d.partitions:
+        for topic, partition, size, offset_lag in d.partitions:
             topics.setdefault(topic, []).append(
                 DescribeLogDirsPartition(
                     partition_index=partition,
                     partition_size=size,
-                    offset_lag=0,
+                    offset_lag=offset_lag,
                     is_future_key=False,
+                )
+            )
+        for topic, partition, size, lag in d.futures:
+            # a move in progress (AlterReplicaLogDirs): the future replica being copied here
+            topics.setdefault(topic, []).append(
+                DescribeLogDirsPartition(
+                    partition_index=partition,
+                    partition_size=size,
+                    offset_lag=lag,
+                    is_future_key=True,
                 )
             )
         results.append(

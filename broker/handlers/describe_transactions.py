@@ -29,10 +29,11 @@ def _state(ctx: RequestContext, transactional_id: str) -> TransactionState:
             error_code=code,
             transactional_id=transactional_id,
             transaction_state="",
+            # zeros, as Kafka answers an id it cannot describe (its schema's defaults)
             transaction_timeout_ms=0,
-            transaction_start_time_ms=-1,
-            producer_id=-1,
-            producer_epoch=-1,
+            transaction_start_time_ms=0,
+            producer_id=0,
+            producer_epoch=0,
             topics=[],
         )
     by_topic: dict[str, list[int]] = {}
@@ -73,9 +74,9 @@ def describe_transactions_error(
                 transactional_id=t,
                 transaction_state="",
                 transaction_timeout_ms=0,
-                transaction_start_time_ms=-1,
-                producer_id=-1,
-                producer_epoch=-1,
+                transaction_start_time_ms=0,
+                producer_id=0,
+                producer_epoch=0,
                 topics=[],
             )
             for t in request.transactional_ids

@@ -29,6 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.dispatch import EncodedBody, RequestContext
+from broker.metrics import BYTES_OUT, FAILED_FETCH, FETCH_REQUESTS
 from broker.net.connection import FileRegion
 from broker.registry import error_response, handler
 from broker.replication.fetch_session import (
@@ -97,8 +98,22 @@ def _reads(ctx: RequestContext, request: Struct) -> list[list[FetchRead]]:
     return topics
 
 
-def _error(read: FetchRead, code: ErrorCode, hw: int = -1, log_start: int = -1) -> PartitionTuple:
-    return (read.index, code, hw, hw, log_start, None, -1, b"")
+#: Errors Kafka answers before reading (the partition is unknown, or its records cannot be
+#: converted): an empty aborted-transactions list, where a failed read leaves it null.
+_EMPTY_ABORTED_ERRORS = frozenset(
+    {
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.UNKNOWN_TOPIC_ID,
+        ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
+    }
+)
+
+
+def _error(read: FetchRead, code: ErrorCode) -> PartitionTuple:
+    """A partition that failed: no offsets at all (Kafka's UnifiedLog.UnknownOffset, -1, for the
+    high watermark, last stable offset and log start offset alike)."""
+    aborted: list[Any] | None = [] if code in _EMPTY_ABORTED_ERRORS else None
+    return (read.index, code, -1, -1, -1, aborted, -1, b"")
 
 
 def _replica_id(request: FetchRequest, version: int) -> int:
@@ -115,7 +130,7 @@ def _partition_tuple(read: FetchRead, version: int, read_committed: bool) -> Par
     if result.error != ErrorCode.NONE:
         if read.name is None and version >= 13:
             return _error(read, ErrorCode.UNKNOWN_TOPIC_ID)
-        return _error(read, result.error, result.high_watermark, result.log_start_offset)
+        return _error(read, result.error)
     hw, log_start = result.high_watermark, result.log_start_offset
     region = result.region
     records: Any = b""
@@ -126,13 +141,13 @@ def _partition_tuple(read: FetchRead, version: int, read_committed: bool) -> Par
                     region.read(), 0 if version <= 1 else 1, fetch_offset=read.fetch_offset
                 )
             except RemoteProtocolError:
-                return _error(read, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, hw, log_start)
+                return _error(read, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
         elif version < ZSTD_MIN_FETCH_VERSION:
             # Kafka's rule (KIP-110): zstd batches go only to Fetch v10+ consumers, so an old
             # consumer's region is read and checked (not sent with sendfile)
             data = region.read()
             if any(h.compression == ZSTD for _, h in iter_batches(data, verify_crc=False)):
-                return _error(read, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, hw, log_start)
+                return _error(read, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
             records = data
         elif region.data is not None:
             records = region.data  # read at once (a small read of an older segment)
@@ -388,12 +403,14 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> Any:
             return _response(ctx, topics, ErrorCode.NONE, read_committed, throttle_ms)
     if session is not None:
         assert sessions is not None
+        _count(ctx, _runs(session_reads, by_id), replica_id)
         included = sessions.respond(session, request.session_epoch, session_reads)
         if included is None:
             return _response(
                 ctx, [], ErrorCode.INVALID_FETCH_SESSION_EPOCH, read_committed, 0, session.id
             )
         return _response(ctx, _runs(included, by_id), ErrorCode.NONE, read_committed, 0, session.id)
+    _count(ctx, topics, replica_id)
     new_session = INVALID_SESSION_ID
     if create:
         assert sessions is not None
@@ -403,6 +420,25 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> Any:
             uses_topic_ids=by_id,
         )
     return _response(ctx, topics, ErrorCode.NONE, read_committed, 0, new_session)
+
+
+def _count(ctx: RequestContext, topics: list[list[FetchRead]], replica_id: int) -> None:
+    """Kafka's BrokerTopicMetrics of a fetch: requests and failures per partition read, bytes
+    out per topic (consumers only: followers' bytes are replication)."""
+    if ctx.conn is None:
+        return
+    stats = ctx.conn.request_metrics
+    for reads in topics:
+        if not reads or reads[0].name is None:
+            continue
+        counters = stats.topic(reads[0].name)
+        for r in reads:
+            result = r.result
+            counters[FETCH_REQUESTS] += 1
+            if result.error != ErrorCode.NONE:
+                counters[FAILED_FETCH] += 1
+            elif replica_id < 0 and result.region is not None:
+                counters[BYTES_OUT] += result.region.length
 
 
 def _deny(reads: list[FetchRead], code: ErrorCode) -> None:

@@ -51,10 +51,13 @@ def _find(ctx: RequestContext, key_type: int, key: str) -> CoordinatorNode:
     return CoordinatorNode(ErrorCode.INVALID_REQUEST, message=f"unknown key type {key_type}")
 
 
-def _error_message(node: CoordinatorNode) -> str | None:
-    """The node's message, else the error code's own (none without an error)."""
-    if node.message is not None or node.error == ErrorCode.NONE:
+def _error_message(node: CoordinatorNode, version: int) -> str | None:
+    """The node's message, else the error code's own. Without an error, Kafka answers v1-3 with
+    the error's name ("NONE") and v4+ coordinators with no message."""
+    if node.message is not None:
         return node.message
+    if node.error == ErrorCode.NONE:
+        return "NONE" if version < 4 else None
     return node.error.message
 
 
@@ -94,7 +97,7 @@ def _answer(ctx: RequestContext, request: FindCoordinatorRequest) -> FindCoordin
                     host=node.host,
                     port=node.port,
                     error_code=node.error,
-                    error_message=_error_message(node),
+                    error_message=_error_message(node, version),
                 )
             )
         return FindCoordinatorResponse(throttle_time_ms=0, coordinators=coordinators)
@@ -102,7 +105,7 @@ def _answer(ctx: RequestContext, request: FindCoordinatorRequest) -> FindCoordin
     return FindCoordinatorResponse(
         throttle_time_ms=0,
         error_code=node.error,
-        error_message=_error_message(node),
+        error_message=_error_message(node, version),
         node_id=node.node_id,
         host=node.host,
         port=node.port,

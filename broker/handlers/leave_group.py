@@ -1,9 +1,11 @@
-"""LeaveGroup: members leave a classic group (v3+: several, by member id or instance id)."""
+"""LeaveGroup: members leave a classic group (v3+: several, by member id or instance id), or
+classic protocol members leave a consumer group (answered once that change is durable)."""
 
 from __future__ import annotations
 
+from broker.coordinators.scheduler import Answer
 from broker.dispatch import RequestContext
-from broker.handlers._groups import coordinator
+from broker.handlers._groups import coordinator, respond
 from broker.registry import error_response, handler
 from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
@@ -19,7 +21,17 @@ def handle_leave_group(ctx: RequestContext, request: LeaveGroupRequest) -> Leave
         leaving = [(m.member_id, m.group_instance_id) for m in request.members]
     else:
         leaving = [(request.member_id, None)]
-    code, results = coordinator(ctx).leave_group(group_id=request.group_id, members=leaving)
+    answer: Answer[LeaveResults] = Answer()
+    coordinator(ctx).leave_group(group_id=request.group_id, members=leaving, callback=answer)
+    return respond(answer, lambda result: _response(version, *result))  # type: ignore[no-any-return]
+
+
+LeaveResults = tuple[ErrorCode, list[tuple[str, str | None, ErrorCode]]]
+
+
+def _response(
+    version: int, code: ErrorCode, results: list[tuple[str, str | None, ErrorCode]]
+) -> LeaveGroupResponse:
     if version < 3:
         # one member: its error is the request's
         if code == ErrorCode.NONE and results:

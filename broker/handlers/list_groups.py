@@ -1,4 +1,5 @@
-"""ListGroups: the groups this broker coordinates (v4: filter by state, v5: by type)."""
+"""ListGroups: the groups this broker coordinates (v4: filter by state, v5: by type: "classic" or
+"consumer", case-insensitive; an unknown type matches no group, as in Kafka)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,6 @@ from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.list_groups import ListedGroup, ListGroupsRequest, ListGroupsResponse
 
-#: the only group type this broker has (KIP-848 "consumer" groups are not implemented)
-GROUP_TYPE = "classic"
-
 
 @handler(ApiKey.LIST_GROUPS, "0-5", acl=(AclOperation.DESCRIBE, ResourceType.GROUP))
 def handle_list_groups(ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
@@ -20,8 +18,8 @@ def handle_list_groups(ctx: RequestContext, request: ListGroupsRequest) -> ListG
     states = request.states_filter if version >= 4 else []
     types = {t.lower() for t in request.types_filter} if version >= 5 else set()
     code, groups = coordinator(ctx).list_groups(states)
-    if types and GROUP_TYPE not in types:
-        groups = []
+    if types:
+        groups = [g for g in groups if g.group_type in types]
     # DESCRIBE on the cluster lists every group; otherwise only those the principal may describe
     if not ctx.authorize(
         AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME, log_denied=False
@@ -41,7 +39,7 @@ def handle_list_groups(ctx: RequestContext, request: ListGroupsRequest) -> ListG
                 group_id=g.group_id,
                 protocol_type=g.protocol_type,
                 group_state=g.state,
-                group_type=GROUP_TYPE,
+                group_type=g.group_type,
             )
             for g in sorted(groups, key=lambda g: g.group_id)
         ],

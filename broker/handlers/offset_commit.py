@@ -2,8 +2,11 @@
 
 v0 commits without membership (like ``generation_id = -1``); v1 carries a commit timestamp per
 partition; v2-4 a retention time (an explicit expire timestamp); v5+ use
-``offsets.retention.minutes``; v6 the leader epoch; v7 the group instance id. v9 (KIP-848) is
-served for classic groups. Partitions of unknown topics get UNKNOWN_TOPIC_OR_PARTITION.
+``offsets.retention.minutes``; v6 the leader epoch; v7 the group instance id. v9 (KIP-848): for a
+consumer group the generation is the member's epoch (STALE_MEMBER_EPOCH when it is not the
+member's current one, UNKNOWN_MEMBER_ID for a member the group does not have; members of the
+consumer protocol must use v9+), and a generation for a group that does not exist answers
+GROUP_ID_NOT_FOUND. Partitions of unknown topics get UNKNOWN_TOPIC_OR_PARTITION.
 """
 
 from __future__ import annotations
@@ -66,6 +69,7 @@ def handle_offset_commit(
         generation_id=request.generation_id_or_member_epoch if version >= 1 else -1,
         offsets=offsets,
         callback=answer,
+        api_version=version,
     )
     if answer.ready and answer.value is not None:
         errors.update(answer.value)

@@ -6,7 +6,8 @@ COORDINATOR_LOAD_IN_PROGRESS...) go in the top-level error code (v2-7), in each 
 each partition (v0-1, which have no top-level code). With ``require_stable`` (v7+, KIP-447) a
 partition whose offset a transactional producer committed in a still-open transaction answers
 UNSTABLE_OFFSET_COMMIT (the consumer retries); without it the last committed offset is
-returned.
+returned. v9 (KIP-848) carries the member id and epoch of a consumer group member, checked as
+Kafka does (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH); an admin client sends neither.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ def _fetch(
     group_id: str,
     partitions: Sequence[TopicPartition] | None,
     require_stable: bool,
+    member_id: str | None = None,
+    member_epoch: int = -1,
 ) -> tuple[ErrorCode, list[tuple[str, list[tuple[int, Found]]]]]:
     """The group's offsets (DESCRIBE on the group: GROUP_AUTHORIZATION_FAILED otherwise); topics
     the principal may not DESCRIBE are left out of an all-offsets answer and answered
@@ -63,7 +66,11 @@ def _fetch(
     if partitions is not None:
         wanted = [tp for tp in partitions if may(tp[0], True)]
     code, found = coordinator(ctx).fetch_offsets(
-        group_id=group_id, partitions=wanted, require_stable=require_stable
+        group_id=group_id,
+        partitions=wanted,
+        require_stable=require_stable,
+        member_id=member_id,
+        member_epoch=member_epoch,
     )
     order = list(partitions) if partitions is not None else sorted(found)
     topics: dict[str, list[tuple[int, Found]]] = {}
@@ -100,7 +107,14 @@ def handle_offset_fetch(ctx: RequestContext, request: OffsetFetchRequest) -> Off
     if version >= 8:
         groups = []
         for g in request.groups:
-            code, topics = _fetch(ctx, g.group_id, _requested(g.topics), request.require_stable)
+            code, topics = _fetch(
+                ctx,
+                g.group_id,
+                _requested(g.topics),
+                request.require_stable,
+                g.member_id if version >= 9 else None,
+                g.member_epoch if version >= 9 else -1,
+            )
             groups.append(
                 OffsetFetchResponseGroup(
                     group_id=g.group_id,

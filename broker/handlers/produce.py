@@ -7,25 +7,39 @@ delayed produce, up to the request's ``timeout_ms``) for the high watermark; a s
 its own whole ISR. v0-2 legacy message sets are converted to magic 2 by the partition's
 validator. v13 names topics by id.
 
-KIP-890 part 1: a transactional producer's first batch in a partition (no open transaction of
-that producer there yet) is verified with the transaction coordinator when this broker is it
-(``transaction.partition.verification.enable``): a partition not added to the producer's
-transaction answers INVALID_TXN_STATE, a fenced producer INVALID_PRODUCER_EPOCH, instead of
-starting a transaction no coordinator knows (a hanging transaction).
+KIP-890 part 1 (Kafka's ``ReplicaManager.handleProduceAppend``): with
+``transaction.partition.verification.enable``, a transactional producer's first batch in a
+partition (no open transaction of that producer there yet) is verified with the producer's
+transaction coordinator before it is appended: this broker's own coordinator when it leads the
+id's ``__transaction_state`` partition, otherwise the coordinator broker, asked broker to broker
+(:class:`~broker.coordinators.verification.TransactionVerifier`) while the request waits as a
+:class:`~broker.dispatch.Later` (the processor loop serves other connections meanwhile; this
+connection's next request waits, as Kafka handles one request per connection at a time). A
+partition not added to the transaction answers INVALID_TXN_STATE (TRANSACTION_ABORTABLE from
+v11, which knows it), a fenced producer INVALID_PRODUCER_EPOCH, a coordinator that cannot
+answer now NOT_ENOUGH_REPLICAS (retriable, no metadata refresh), instead of starting a
+transaction no coordinator knows (a hanging transaction). The verification's guard goes with
+the append: a marker written meanwhile voids it (the batch is then refused).
 
-Authorization (Kafka's KafkaApis): a transactional produce needs WRITE on its transactional id
-(otherwise every partition answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED), and each topic needs
-WRITE (TOPIC_AUTHORIZATION_FAILED). Quotas: the request's record bytes count against the
-client's ``producer_byte_rate``; over it, the response carries ``throttle_time_ms`` and the
-connection is muted (KIP-219).
+Authorization (Kafka's KafkaApis): a produce with transactional records needs a transactional id
+and WRITE on it (otherwise every partition answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED), and
+each topic needs WRITE (TOPIC_AUTHORIZATION_FAILED). Quotas: the request's record bytes count
+against the client's ``producer_byte_rate``; over it, the response carries ``throttle_time_ms``
+and the connection is muted (KIP-219).
 """
 
 from __future__ import annotations
 
+import asyncio
+from typing import cast
+
 from broker.dispatch import Later, RequestContext
+from broker.metrics import BYTES_IN, FAILED_PRODUCE, MESSAGES_IN, PRODUCE_REQUESTS
 from broker.net.connection import CloseConnection
 from broker.registry import error_response, handler
 from broker.replication.delayed_produce import ProducePartitionStatus
+from broker.replication.txn_verification import ProduceVerification
+from coordination.errors import KafkaApiError
 from coordination.metadata.view import INTERNAL_TOPICS
 from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
@@ -38,40 +52,106 @@ from protocol.messages.produce import (
     ProduceResponse,
     TopicProduceResponse,
 )
-from protocol.records.batch import HEADER_SIZE, read_header
+from protocol.records.batch import (
+    ATTRIBUTES_AT,
+    HEADER_SIZE,
+    MAGIC_AT,
+    MAGIC_V2,
+    TRANSACTIONAL_MASK,
+    BatchHeader,
+    read_header,
+)
+
+TopicPartition = tuple[str, int]
 
 
-def _unverified(
-    ctx: RequestContext, transactional_id: str, name: str, index: int, records: memoryview | None
-) -> ErrorCode:
-    """KIP-890's check of a transactional batch: NONE when it may be appended."""
-    if records is None or len(records) < HEADER_SIZE:
-        return ErrorCode.NONE
+def _transactional_header(records: memoryview | None) -> BatchHeader | None:
+    """The header of the first batch when it is a transactional magic-2 batch (v3+ requests
+    carry one batch per partition); two bytes are read for the others."""
+    if (
+        records is None
+        or len(records) < HEADER_SIZE
+        or records[MAGIC_AT] != MAGIC_V2
+        or not records[ATTRIBUTES_AT + 1] & TRANSACTIONAL_MASK
+    ):
+        return None
     try:
-        header = read_header(records, 0)
+        return read_header(records, 0)
     except RemoteProtocolError:
-        return ErrorCode.NONE  # not a batch: the partition's validator refuses it
-    if not header.is_transactional:
-        return ErrorCode.NONE
-    part = ctx.services.replica_manager.get_partition(name, index)
-    if part is None or part.in_transaction(header.producer_id):
-        return ErrorCode.NONE
+        return None  # not a batch: the partition's validator refuses it
+
+
+def _start_verification(
+    ctx: RequestContext, transactional_id: str, batches: dict[TopicPartition, BatchHeader]
+) -> tuple[ProduceVerification | None, bool]:
+    """(the request's verification, whether another broker's coordinator must answer): the
+    partitions to verify are verified here at once when this broker coordinates the id. No
+    verification when it is off."""
     service = ctx.services.transactions
     if service is None or not bool(
         ctx.services.config["transaction.partition.verification.enable"]
     ):
-        return ErrorCode.NONE
+        return None, False
+    producers = {(h.producer_id, h.producer_epoch) for h in batches.values()}
+    if len(producers) > 1:
+        raise KafkaApiError(
+            "Transactional records contained more than one producer ID",
+            ErrorCode.INVALID_PRODUCER_ID_MAPPING,
+        )
+    ((producer_id, producer_epoch),) = producers
+    verification = ctx.services.replica_manager.start_transaction_verification(
+        producer_id, producer_epoch, {tp: h.base_sequence for tp, h in batches.items()}
+    )
+    to_verify = verification.to_verify
+    if not to_verify:
+        return verification, False
     coordinator = service.coordinator
     if not coordinator.coordinates(coordinator.partition_for(transactional_id)):
-        return ErrorCode.NONE  # another broker coordinates it: not verified here
-    code = coordinator.verify_partitions(
-        transactional_id, header.producer_id, header.producer_epoch, [(name, index)]
-    )[(name, index)]
-    if code == ErrorCode.PRODUCER_FENCED:
-        return ErrorCode.INVALID_PRODUCER_EPOCH
-    if code in (ErrorCode.NONE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.NOT_COORDINATOR):
-        return ErrorCode.NONE
-    return ErrorCode.INVALID_TXN_STATE
+        return verification, True
+    answers = coordinator.verify_partitions(
+        transactional_id, producer_id, producer_epoch, to_verify
+    )
+    verification.failed(
+        {tp: c for tp, c in answers.items() if c != ErrorCode.NONE}, ctx.api_version
+    )
+    return verification, False
+
+
+async def _verified_then_appended(
+    ctx: RequestContext,
+    request: ProduceRequest,
+    transactional_id: str,
+    verification: ProduceVerification,
+) -> ProduceResponse | None:
+    """A produce whose partitions another broker's coordinator verifies: the answer arrives on
+    the main loop; the appends then run here, on the request's loop."""
+    service = ctx.services.transactions
+    assert service is not None
+    loop = asyncio.get_running_loop()
+    answered: asyncio.Future[dict[TopicPartition, ErrorCode]] = loop.create_future()
+
+    def done(errors: dict[TopicPartition, ErrorCode]) -> None:
+        def resolve() -> None:
+            if not answered.done():
+                answered.set_result(errors)
+
+        try:
+            loop.call_soon_threadsafe(resolve)
+        except RuntimeError:
+            pass  # the request's loop is closed: the broker is stopping
+
+    service.verifier.verify(
+        transactional_id,
+        verification.producer_id,
+        verification.producer_epoch,
+        verification.to_verify,
+        done,
+    )
+    verification.failed(await answered, ctx.api_version)
+    result = _produce(ctx, request, transactional_id, verification)
+    if isinstance(result, Later):
+        return cast(ProduceResponse, await result.awaitable)
+    return result
 
 
 Waiting = list[tuple[PartitionProduceResponse, ProducePartitionStatus]]
@@ -85,35 +165,49 @@ def _partition(
     now_ms: int,
     acks: int,
     waiting: Waiting,
-    transactional_id: str | None = None,
+    verification: ProduceVerification | None = None,
+    counters: list[int] | None = None,
 ) -> PartitionProduceResponse:
     result = PartitionProduceResponse(index=index, error_code=ErrorCode.NONE, base_offset=-1)
-    if transactional_id is not None and name is not None:
-        code = _unverified(ctx, transactional_id, name, index, records)
-        if code != ErrorCode.NONE:
-            result.error_code = code
-            result.error_message = (
-                f"{name}-{index} is not part of the producer's transaction {transactional_id}"
-            )
+    if counters is not None:
+        counters[PRODUCE_REQUESTS] += 1
+        counters[FAILED_PRODUCE] += 1  # taken back below once appended
+    guard = None
+    if verification is not None and name is not None:
+        failed = verification.errors.get((name, index))
+        if failed is not None:
+            result.error_code, result.error_message = failed
             return result
+        guard = verification.guard((name, index))
     if name in INTERNAL_TOPICS:
         # Kafka refuses client writes to internal topics (the coordinators write them).
         result.error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
         result.error_message = f"Cannot append to internal topic {name}"
         return result
     appended = ctx.services.replica_manager.append_records(
-        name, index, records, api_version=ctx.api_version, now_ms=now_ms, required_acks=acks
+        name,
+        index,
+        records,
+        api_version=ctx.api_version,
+        now_ms=now_ms,
+        required_acks=acks,
+        verification=guard,
     )
     info = appended.info
     if info is None:
         result.error_code = appended.error
         result.error_message = appended.message
+        result.log_start_offset = appended.log_start_offset
         if appended.record_errors:
             result.record_errors = [
                 BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
                 for i, m in appended.record_errors
             ]
         return result
+    if counters is not None:
+        counters[FAILED_PRODUCE] -= 1
+        counters[MESSAGES_IN] += info.record_count
+        counters[BYTES_IN] += info.valid_bytes
     result.base_offset = info.first_offset
     result.log_append_time_ms = info.log_append_time
     result.log_start_offset = info.log_start_offset
@@ -139,27 +233,64 @@ async def _when_replicated(
 
 @handler(ApiKey.PRODUCE, "0-13", acl=(AclOperation.WRITE, ResourceType.TOPIC))
 def handle_produce(ctx: RequestContext, request: ProduceRequest) -> ProduceResponse | Later | None:
+    version = ctx.api_version
+    by_id = ctx.services.metadata.view.topics_by_id if version >= 13 else None
+    txn_id = request.transactional_id if version >= 3 else None
+    # transactional batches, by partition (Kafka's hasTransactionalRecords)
+    batches: dict[TopicPartition, BatchHeader] = {}
+    for topic in request.topic_data:
+        for p in topic.partition_data:
+            header = _transactional_header(p.records)
+            if header is not None:
+                name = topic.name
+                if by_id is not None:
+                    meta = by_id.get(topic.topic_id)
+                    if meta is None:
+                        continue
+                    name = meta.name
+                batches[(name, p.index)] = header
+    verification = None
+    if batches:
+        if not txn_id or not ctx.authorize(
+            AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, txn_id
+        ):
+            # Kafka's KafkaApis.handleProduceRequest: transactional records need the request's
+            # transactional id, authorized for WRITE; otherwise the whole request is refused
+            refused: ProduceResponse = produce_error(
+                request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None
+            )
+            return refused
+        verification, remote = _start_verification(ctx, txn_id, batches)
+        if verification is not None and remote:
+            return Later(_verified_then_appended(ctx, request, txn_id, verification))
+    return _produce(ctx, request, txn_id, verification)
+
+
+def _produce(
+    ctx: RequestContext,
+    request: ProduceRequest,
+    txn_id: str | None,
+    verification: ProduceVerification | None,
+) -> ProduceResponse | Later | None:
     acks = request.acks
     version = ctx.api_version
     now_ms = ctx.now_ms()
     by_id = ctx.services.metadata.view.topics_by_id if version >= 13 else None
-    txn_id = request.transactional_id if version >= 3 else None
     responses = []
     waiting: Waiting = []
     failed = False
-    txn_denied = bool(txn_id) and not ctx.authorize(
-        AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, txn_id or ""
-    )
     size = 0
+    stats = ctx.conn.request_metrics if ctx.conn is not None else None
     for topic in request.topic_data:
         name: str | None = topic.name
         if by_id is not None:
             meta = by_id.get(topic.topic_id)
             name = meta.name if meta is not None else None
-        denied = txn_denied or (
-            name is not None and not ctx.authorize(AclOperation.WRITE, ResourceType.TOPIC, name)
+        denied = name is not None and not ctx.authorize(
+            AclOperation.WRITE, ResourceType.TOPIC, name
         )
         partitions = []
+        counters: list[int] | None = None  # Kafka's BrokerTopicMetrics of this topic
         for p in topic.partition_data:
             if p.records is not None:
                 size += len(p.records)
@@ -167,9 +298,7 @@ def handle_produce(ctx: RequestContext, request: ProduceRequest) -> ProduceRespo
                 result = PartitionProduceResponse(
                     index=p.index,
                     base_offset=-1,
-                    error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-                    if txn_denied
-                    else ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                    error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
                 )
             elif acks not in (-1, 0, 1):
                 result = PartitionProduceResponse(
@@ -180,7 +309,11 @@ def handle_produce(ctx: RequestContext, request: ProduceRequest) -> ProduceRespo
                     index=p.index, base_offset=-1, error_code=ErrorCode.UNKNOWN_TOPIC_ID
                 )
             else:
-                result = _partition(ctx, name, p.index, p.records, now_ms, acks, waiting, txn_id)
+                if stats is not None and counters is None:
+                    counters = stats.topic(name)
+                result = _partition(
+                    ctx, name, p.index, p.records, now_ms, acks, waiting, verification, counters
+                )
             failed = failed or result.error_code != ErrorCode.NONE
             partitions.append(result)
         responses.append(

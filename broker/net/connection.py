@@ -151,6 +151,8 @@ class Connection:
         self.metrics = metrics
         self.request_metrics = request_metrics
         self.last_active = time.monotonic()
+        #: when the last read returned bytes (time.monotonic_ns)
+        self.read_ns = time.monotonic_ns()
         #: when the request now arriving began to arrive (0.0: none is partly received)
         self.partial_since = 0.0
         self.closed = False
@@ -232,7 +234,9 @@ class Connection:
             self.close("closed by peer", level=logging.DEBUG)
             return
         self.metrics.bytes_in += n
-        now = self.last_active = time.monotonic()
+        # the frames completed by this read arrived now (their RequestQueueTimeMs starts here)
+        self.read_ns = read_ns = time.monotonic_ns()
+        now = self.last_active = read_ns / 1e9
         try:
             decoder.buffer_updated(n)
         except FrameTooLarge as e:

@@ -26,7 +26,7 @@ class ProducePartitionStatus:
     partition: Partition
     #: the offset the high watermark must reach (the appended batches' last offset + 1)
     required_offset: int
-    #: the leader epoch the batches were appended at
+    #: the leader epoch at which the leader that appended them took the leadership
     leader_epoch: int
     error: ErrorCode | None = None
 

@@ -33,6 +33,13 @@ class OffsetOutOfRange(KafkaApiError):
     error_code = ErrorCode.OFFSET_OUT_OF_RANGE
 
 
+class PolicyViolation(KafkaApiError):
+    """The topic's configs forbid the operation (DeleteRecords on a topic without the
+    ``delete`` cleanup policy)."""
+
+    error_code = ErrorCode.POLICY_VIOLATION
+
+
 def error_of(exc: Exception) -> tuple[ErrorCode, str | None]:
     """The error code and message a per-partition answer carries for ``exc`` (a KafkaApiError
     or a storage error); anything else is a bug and is re-raised by the caller."""

@@ -19,6 +19,7 @@ other than ``producer`` that differs from the batch's codec recompresses. The lo
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 
 from coordination.errors import KafkaApiError
@@ -38,16 +39,21 @@ ZSTD_MIN_FETCH_VERSION = 10
 
 class RecordError(KafkaApiError):
     """A per-partition produce failure; ``record_errors`` are (record index in its batch, message)
-    for the records Kafka names one by one (KIP-467)."""
+    for the records Kafka names one by one (KIP-467). ``before_log`` marks the checks Kafka makes
+    on the request itself (ProduceRequest.validateRecords), whose answers carry no log start
+    offset."""
 
     def __init__(
         self,
         message: str = "",
         error_code: ErrorCode | None = None,
         record_errors: list[tuple[int, str]] | None = None,
+        *,
+        before_log: bool = False,
     ) -> None:
         super().__init__(message, error_code)
         self.record_errors = record_errors or []
+        self.before_log = before_log
 
 
 @dataclass(frozen=True)
@@ -62,6 +68,11 @@ class TopicRules:
     compacted: bool = False
 
 
+#: The smallest legacy message (Kafka's LegacyRecord.RECORD_OVERHEAD_V0): crc, magic,
+#: attributes, key and value lengths.
+LEGACY_MIN_ENTRY_LENGTH = 14
+
+
 def validate(
     records: memoryview | bytes | None, *, api_version: int, rules: TopicRules, now_ms: int
 ) -> bytearray | memoryview:
@@ -71,6 +82,16 @@ def validate(
     buffer: bytearray | memoryview = (
         records if isinstance(records, memoryview) else memoryview(bytearray(records))
     )
+    if len(buffer) >= 12:
+        # an entry shorter than the smallest legacy message cannot be read at all: Kafka's
+        # ByteBufferLogInputStream refuses it as corrupt before looking at its magic
+        (entry_length,) = struct.unpack_from(">i", buffer, 8)
+        if entry_length < LEGACY_MIN_ENTRY_LENGTH:
+            raise RecordError(
+                f"Record size {entry_length} is below the minimum record overhead "
+                f"({LEGACY_MIN_ENTRY_LENGTH})",
+                ErrorCode.CORRUPT_MESSAGE,
+            )
     try:
         magic = rb.peek_magic(buffer, 0)
         if magic < rb.MAGIC_V2:
@@ -78,6 +99,7 @@ def validate(
                 raise RecordError(
                     f"Produce v{api_version} needs magic 2 record batches, got magic {magic}",
                     ErrorCode.INVALID_RECORD,
+                    before_log=True,
                 )
             buffer = bytearray(convert.legacy_to_batch(buffer))
         elif magic != rb.MAGIC_V2:

@@ -58,6 +58,7 @@ from broker.replication.errors import (
     FencedLeaderEpoch,
     NotLeaderOrFollower,
     OffsetOutOfRange,
+    PolicyViolation,
     UnknownLeaderEpoch,
 )
 from broker.replication.log_validator import TopicRules, validate
@@ -70,7 +71,7 @@ from protocol.records.control import ControlRecordType, build_control_batch
 from storage import errors as storage_errors
 from storage.file_records import FetchRegion
 from storage.log import AppendInfo, OffsetAndTimestamp, PartitionLog
-from storage.producer_state import ProducerStateEntry, ProducerStateManager
+from storage.producer_state import ProducerStateEntry, ProducerStateManager, VerificationGuard
 from storage.txn_index import AbortedTxn
 
 log = logging.getLogger(__name__)
@@ -232,6 +233,9 @@ class Partition:
         self.replicas: tuple[int, ...] = ()
         self.isr: tuple[int, ...] = ()
         self.replicated = False
+        #: the leader epoch at which this broker last took the leadership (kept across epoch
+        #: bumps while it stays leader): an acks=all produce appended under it may be answered
+        self.leadership_epoch = -1
         with self._lock:
             self._apply_state(state, force=True)
 
@@ -247,22 +251,27 @@ class Partition:
         those that were waiting on a leader this broker no longer is complete (and answer
         NOT_LEADER_OR_FOLLOWER)."""
         with self._lock:
-            changed = self._apply_state(state)
+            changed, due = self._apply_state(state)
             failed = self._take_waiters_if_not_leader()
         self._run_waiters(failed, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        self._run_waiters(due, None)
         if changed:
             self._wake()
 
-    def _apply_state(self, state: PartitionState, *, force: bool = False) -> bool:
-        """Under the lock; returns whether leadership, epoch, ISR or replicas changed."""
+    def _apply_state(
+        self, state: PartitionState, *, force: bool = False
+    ) -> tuple[bool, list[CommitCallback]]:
+        """Under the lock; returns whether leadership, epoch, ISR or replicas changed, and the
+        commit callbacks a high-watermark move made due."""
+        due: list[CommitCallback] = []
         if not force:
             if state.leader_epoch < self.leader_epoch:
-                return False
+                return False, due
             if (
                 state.leader_epoch == self.leader_epoch
                 and state.partition_epoch < self.partition_epoch
             ):
-                return False
+                return False, due
         was_leader, old_epoch = self.is_leader, self.leader_epoch
         old_isr, old_replicas = self.isr, self.replicas
         self.state = state
@@ -279,8 +288,12 @@ class Partition:
             self.pending_isr = None
         plog = self.log
         if self.is_leader:
+            if force or not was_leader:
+                # leadership taken (not kept across an epoch bump): what was appended before
+                # may have been truncated away meanwhile
+                self.leadership_epoch = state.leader_epoch
             if force or not was_leader or old_epoch != state.leader_epoch:
-                self._make_leader()
+                self._make_leader(new_leader=force or not was_leader)
             elif old_replicas != self.replicas:
                 self._reset_followers(keep=True)
             if not self.replicated:
@@ -288,7 +301,7 @@ class Partition:
                 plog.update_high_watermark(plog.log_end_offset)
             else:
                 plog.high_watermark_follows_log_end = False
-                self._maybe_increment_high_watermark()
+                due = self._maybe_increment_high_watermark()
         else:
             plog.high_watermark_follows_log_end = False
             self.followers = {}
@@ -300,29 +313,41 @@ class Partition:
             or old_epoch != self.leader_epoch
             or old_isr != self.isr
             or old_replicas != self.replicas
-        )
+        ), due
 
-    def _make_leader(self) -> None:
-        """Under the lock: this broker leads the partition at a new leader epoch."""
+    def _make_leader(self, *, new_leader: bool) -> None:
+        """Under the lock: this broker leads the partition at a new leader epoch (Kafka's
+        ``makeLeader``): the epoch begins at the log end; the followers' caught-up times start
+        over (the ISR's members count as caught up now, so none is removed before it could
+        fetch), and a new leader forgets their log ends, which it never saw."""
         plog = self.log
-        if self.replicated and self.leader_epoch >= 0:
+        # replicated or not, as Kafka's makeLeader: the checkpoint knows the epoch before its
+        # first record (ListOffsets and OffsetForLeaderEpoch on an empty log answer it)
+        if self.leader_epoch >= 0:
             plog.assign_epoch_start_offset(self.leader_epoch)
         start = plog.epoch_start_offset(self.leader_epoch)
         self._epoch_start_offset = plog.log_end_offset if start is None else start
-        self._reset_followers(keep=False)
-        self._marks.clear()
+        self._reset_followers(keep=not new_leader, reset_times=True)
+        if new_leader:
+            self._marks.clear()
         self.pending_isr = None
 
-    def _reset_followers(self, *, keep: bool) -> None:
-        """One FollowerState per other replica; a new leader counts the ISR's members as caught
-        up now (Kafka's ``resetReplicaState``), so none is removed before it could fetch."""
+    def _reset_followers(self, *, keep: bool, reset_times: bool = False) -> None:
+        """One FollowerState per other replica (Kafka's ``resetReplicaState``): with ``keep``,
+        the known ones keep their log ends."""
         now = self.clock()
         followers = {}
         for r in self.replicas:
             if r == self.broker_id:
                 continue
             old = self.followers.get(r) if keep else None
-            followers[r] = old or FollowerState(r, last_caught_up_ms=now if r in self.isr else 0)
+            if old is None:
+                old = FollowerState(r, last_caught_up_ms=now if r in self.isr else 0)
+            elif reset_times:
+                old.last_caught_up_ms = now if r in self.isr else 0
+                old.last_fetch_ms = 0
+                old.last_fetch_leader_log_end = -1
+            followers[r] = old
         self.followers = followers
 
     def close(self) -> None:
@@ -409,6 +434,19 @@ class Partition:
         state = self.log.producer_state
         return isinstance(state, ProducerStateManager) and producer_id in state.ongoing
 
+    def maybe_start_transaction_verification(
+        self, producer_id: int, sequence: int, epoch: int
+    ) -> VerificationGuard | None:
+        """Kafka's ``maybeStartTransactionVerification`` (KIP-890): None when the producer has
+        a transaction open here, else the guard its first batch must carry once the
+        coordinator verified the partition is in its transaction. Raises
+        NotLeaderOrFollower."""
+        self._check_leader()
+        state = self.log.producer_state
+        if not isinstance(state, ProducerStateManager):
+            return None
+        return state.maybe_start_verification(producer_id, sequence, epoch)
+
     def active_producers(self) -> list[ProducerStateEntry]:
         """The producers this partition's producer state knows (DescribeProducers)."""
         state = self.log.producer_state
@@ -425,11 +463,14 @@ class Partition:
         api_version: int,
         now_ms: int,
         required_acks: int = 1,
+        verification: VerificationGuard | None = None,
     ) -> AppendInfo:
         """Validates a producer's batches and appends them (Kafka's ``appendRecordsToLeader``).
         With ``required_acks=-1`` the ISR must hold ``min.insync.replicas`` members first
-        (else NOT_ENOUGH_REPLICAS, nothing appended). Raises NotLeaderOrFollower, RecordError
-        (invalid batches), a KafkaApiError or a storage error."""
+        (else NOT_ENOUGH_REPLICAS, nothing appended). ``verification``: the KIP-890 guard of
+        a transactional produce (see :meth:`maybe_start_transaction_verification`). Raises
+        NotLeaderOrFollower, RecordError (invalid batches), a KafkaApiError or a storage
+        error."""
         self._check_leader()
         if required_acks == -1 and len(self.isr) < self.min_insync_replicas:
             raise KafkaApiError(
@@ -438,7 +479,7 @@ class Partition:
                 ErrorCode.NOT_ENOUGH_REPLICAS,
             )
         batches = validate(records, api_version=api_version, rules=self.rules, now_ms=now_ms)
-        return self._append(batches, now_ms)
+        return self._append(batches, now_ms, verification)
 
     def append_batches_to_leader(self, batches: bytearray, *, now_ms: int) -> AppendInfo:
         """Appends batches this broker built itself (a coordinator's records): no validation.
@@ -469,9 +510,25 @@ class Partition:
         )
         return self._append(bytearray(batch), now_ms)
 
-    def _append(self, batches: bytearray | memoryview, now_ms: int) -> AppendInfo:
+    def _append(
+        self,
+        batches: bytearray | memoryview,
+        now_ms: int,
+        verification: VerificationGuard | None = None,
+    ) -> AppendInfo:
         epoch = self.leader_epoch
-        info = self.log.append(batches, leader_epoch=epoch, now_ms=now_ms)
+        plog = self.log
+        try:
+            info = plog.append(
+                batches, leader_epoch=epoch, now_ms=now_ms, verification=verification
+            )
+        except storage_errors.KafkaStorageError:
+            if self.log is plog:
+                raise
+            # the log moved to another log dir while this append waited: append to the new one
+            info = self.log.append(
+                batches, leader_epoch=epoch, now_ms=now_ms, verification=verification
+            )
         if not self.replicated:
             # the high watermark follows the log end: the appended bytes are readable at once
             with self._bytes_lock:
@@ -580,13 +637,16 @@ class Partition:
         callback(error)
 
     def check_enough_replicas_reach_offset(
-        self, required_offset: int, leader_epoch: int
+        self, required_offset: int, leadership_epoch: int
     ) -> ErrorCode | None:
-        """For an ``acks=all`` produce appended at ``leader_epoch`` (Kafka's
-        ``checkEnoughReplicasReachOffset``): None while the high watermark is below
-        ``required_offset``; then NONE, or NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank
-        below ``min.insync.replicas`` meanwhile. NOT_LEADER_OR_FOLLOWER once leadership moved."""
-        if not self.is_leader or self.leader_epoch != leader_epoch:
+        """For an ``acks=all`` produce appended while this broker led since
+        ``leadership_epoch`` (Kafka's ``checkEnoughReplicasReachOffset``): None while the high
+        watermark is below ``required_offset``; then NONE, or NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        when the ISR shrank below ``min.insync.replicas`` meanwhile. NOT_LEADER_OR_FOLLOWER once
+        leadership moved away (even if it came back: the records may have been truncated). A
+        leader epoch bump while this broker stays leader (the controller removing a dead
+        follower) does not fail it."""
+        if not self.is_leader or self.leadership_epoch != leadership_epoch:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
         if self.log.high_watermark < required_offset:
             return None
@@ -780,10 +840,16 @@ class Partition:
             info = None
             if len(records):
                 try:
-                    rb.validate_batches(records)
+                    rb.validate_replicated_batches(records)
                 except RemoteProtocolError as e:
                     raise KafkaApiError(str(e), ErrorCode.CORRUPT_MESSAGE) from None
-                info = plog.append_as_follower(records)
+                try:
+                    info = plog.append_as_follower(records)
+                except storage_errors.KafkaStorageError:
+                    if self.log is plog:
+                        raise
+                    plog = self.log  # moved to another log dir meanwhile
+                    info = plog.append_as_follower(records)
                 with self._bytes_lock:
                     self._bytes_appended += info.valid_bytes
             hw = min(leader_high_watermark, plog.log_end_offset)
@@ -893,9 +959,15 @@ class Partition:
 
     def delete_records_on_leader(self, offset: int) -> int:
         """DeleteRecords: moves the log start offset to ``offset`` (-1: the high watermark);
-        returns the new low watermark. Raises NotLeaderOrFollower, OffsetOutOfRange (below 0 or
-        above the high watermark) or a KafkaApiError with the storage error's code."""
+        returns the new low watermark. Raises NotLeaderOrFollower, PolicyViolation (a topic whose
+        ``cleanup.policy`` lacks ``delete``: compacted logs keep their history, as Kafka's
+        Partition.deleteRecordsOnLeader rules), OffsetOutOfRange (below 0 or above the high
+        watermark) or a KafkaApiError with the storage error's code."""
         self._check_leader()
+        if not self.log.config.delete:
+            raise PolicyViolation(
+                f"Records of partition {self} cannot be deleted: its cleanup.policy is not delete"
+            )
         hw = self.high_watermark
         if offset == -1:
             offset = hw

@@ -28,13 +28,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import shutil
 import threading
-from collections.abc import Sequence
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from broker.config import TOPIC_CONFIGS, BrokerConfig, parse_value
 from broker.metrics import MetricSamples, MetricsRegistry
 from broker.purgatory import DelayedOperationPurgatory
+from broker.replication.delayed_create import DelayedCreateTopics
 from broker.replication.delayed_fetch import DelayedFetch
 from broker.replication.delayed_produce import DelayedProduce, ProducePartitionStatus
 from broker.replication.errors import NotLeaderOrFollower, UnknownTopicOrPartition, error_of
@@ -47,6 +51,7 @@ from broker.replication.partition import (
     Partition,
     TopicPartition,
 )
+from broker.replication.txn_verification import ProduceVerification
 from broker.security.inter_broker import InterBrokerSecurity
 from coordination.errors import KafkaApiError
 from coordination.metadata.store import MetadataStore
@@ -54,9 +59,10 @@ from coordination.metadata.view import ClusterView, PartitionState, TopicMetadat
 from protocol.error_codes import ErrorCode
 from storage.config import log_config_from_broker
 from storage.errors import KafkaStorageError, StorageError
-from storage.log import AppendInfo
+from storage.files import FUTURE_DIR_SUFFIX
+from storage.log import AppendInfo, PartitionLog
 from storage.manager import LogManager
-from storage.producer_state import ProducerStateManager
+from storage.producer_state import ProducerStateManager, VerificationGuard
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +85,8 @@ def topic_rules(config: dict[str, Any]) -> TopicRules:
 
 
 class AppendResult(NamedTuple):
-    """One partition's answer to a produce: ``info`` when appended, else the error."""
+    """One partition's answer to a produce: ``info`` when appended, else the error, with the
+    log start offset when the partition was reached (else -1)."""
 
     error: ErrorCode
     info: AppendInfo | None = None
@@ -88,6 +95,8 @@ class AppendResult(NamedTuple):
     record_errors: tuple[tuple[int, str], ...] = ()
     #: with acks=all, what the answer must wait for (None: nothing, it is committed)
     waiting: ProducePartitionStatus | None = None
+    #: the partition's log start offset when the failure was met in the log (else -1)
+    log_start_offset: int = -1
 
 
 class LogDirDescription(NamedTuple):
@@ -97,8 +106,27 @@ class LogDirDescription(NamedTuple):
     error: ErrorCode
     total_bytes: int
     usable_bytes: int
-    #: (topic, partition, size in bytes)
-    partitions: list[tuple[str, int, int]]
+    #: (topic, partition, size in bytes, offset lag)
+    partitions: list[tuple[str, int, int, int]]
+    #: future replicas being copied here by a move (AlterReplicaLogDirs): (topic, partition,
+    #: bytes copied so far, offset lag: records of the current replica not yet copied)
+    futures: tuple[tuple[str, int, int, int], ...] = ()
+
+
+#: Append failures Kafka answers before reaching the log (the request's own checks, and
+#: ReplicaManager.appendToLocalLog's first cases): no log start offset, no message.
+_UNREACHED_ERRORS = frozenset(
+    {
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.MESSAGE_TOO_LARGE,
+        ErrorCode.RECORD_LIST_TOO_LARGE,
+        ErrorCode.KAFKA_STORAGE_ERROR,
+        ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
+    }
+)
+#: Failures of record validation (Kafka's RecordValidationException): their message is kept.
+_RECORD_VALIDATION_ERRORS = frozenset({ErrorCode.INVALID_RECORD, ErrorCode.INVALID_TIMESTAMP})
 
 
 class FetchRead:
@@ -174,6 +202,10 @@ class ReplicaManager:
         self.log_manager = log_manager
         self.metrics = metrics
         self.partitions: dict[TopicPartition, Partition] = {}
+        #: partitions being moved to another log dir: (destination, future replica directory)
+        self.moves: dict[TopicPartition, tuple[Path, Path]] = {}
+        #: CreateTopics / CreatePartitions answers waiting for their partitions, by topic name
+        self.topic_purgatory: DelayedOperationPurgatory[str] = DelayedOperationPurgatory("topic")
         self.fetch_purgatory: DelayedOperationPurgatory[TopicPartition] = DelayedOperationPurgatory(
             "Fetch"
         )
@@ -286,6 +318,42 @@ class ReplicaManager:
         if self._shut_down:
             return  # a late notification (e.g. from ZooKeeper) after the logs were closed
         self._refresh()
+        if self.topic_purgatory.watched:
+            for name, topic in new.topics.items():
+                if old.topics.get(name) is not topic:
+                    self.topic_purgatory.check_and_complete(name)
+
+    # -- waiting for new partitions ------------------------------------------------------------
+
+    def topics_ready(self, topics: Mapping[str, int]) -> bool:
+        """Whether every partition of ``topics`` (name -> at least this many partitions) has a
+        leader in this broker's view, and the ones led here are hosted as leaders."""
+        view = self.metadata.view
+        for name, count in topics.items():
+            topic = view.topics.get(name)
+            if topic is None or len(topic.partitions) < count:
+                return False
+            for p in topic.partitions:
+                if p.leader < 0:
+                    return False
+                if p.leader == self.broker_id:
+                    part = self.partitions.get((name, p.partition))
+                    if part is None or not part.is_leader:
+                        return False
+        return True
+
+    async def wait_for_topics(self, topics: Mapping[str, int], timeout_ms: int) -> set[str]:
+        """Waits (up to ``timeout_ms``) until :meth:`topics_ready`; returns the topics that are
+        still not ready (empty when all are)."""
+        op = DelayedCreateTopics(
+            asyncio.get_running_loop(),
+            timeout_ms=timeout_ms,
+            topics=topics,
+            ready=self.topics_ready,
+        )
+        self.topic_purgatory.try_complete_else_watch(op, topics)
+        await op.future
+        return {name for name, count in topics.items() if not self.topics_ready({name: count})}
 
     def _refresh(self) -> None:
         """Applies the store's current view, diffed against the last view applied. Reading the
@@ -401,13 +469,121 @@ class ReplicaManager:
                 if wanted is not None and tp not in wanted:
                     continue
                 try:
-                    sizes.append((tp[0], tp[1], plog.size_in_bytes))
+                    # Kafka's getLogEndOffsetLag for a current (not future) replica: how far its
+                    # log end is below its high watermark, never negative (so 0 for a leader
+                    # and for a follower that has what its leader acknowledged)
+                    lag = max(plog.high_watermark - plog.log_end_offset, 0)
+                    sizes.append((tp[0], tp[1], plog.size_in_bytes, lag))
                 except Exception:  # noqa: BLE001 - a log being deleted has no size to report
                     log.debug("no size for %s-%d", *tp)
             out.append(
-                LogDirDescription(str(log_dir), ErrorCode.NONE, total, usable, sorted(sizes))
+                LogDirDescription(
+                    str(log_dir),
+                    ErrorCode.NONE,
+                    total,
+                    usable,
+                    sorted(sizes),
+                    self._future_replicas(log_dir),
+                )
             )
         return out
+
+    def alter_replica_log_dirs(
+        self, moves: dict[TopicPartition, str]
+    ) -> dict[TopicPartition, ErrorCode]:
+        """AlterReplicaLogDirs (KIP-113): each partition's answer, as Kafka's
+        ``alterReplicaLogDirs`` gives them: LOG_DIR_NOT_FOUND for a directory that is not one of
+        ``log.dirs``, KAFKA_STORAGE_ERROR for an offline one, REPLICA_NOT_AVAILABLE for a
+        partition not hosted here, UNKNOWN_TOPIC_OR_PARTITION for one that does not exist, NONE
+        when the replica is already there or its move was accepted. A move runs on the
+        ``log-dir-mover`` thread (:meth:`LogManager.move_log`: the future replica is copied
+        while the partition serves, then swapped in with appends briefly paused);
+        DescribeLogDirs shows the future replica meanwhile. A request naming another
+        destination for a partition being moved is answered NONE and ignored until the move
+        ends (Kafka replaces the future replica; here the first move completes)."""
+        dirs = {str(d): d for d in self.log_manager.log_dirs}
+        offline = self.log_manager.offline_dirs
+        out: dict[TopicPartition, ErrorCode] = {}
+        for tp, destination in moves.items():
+            target = dirs.get(destination) or dirs.get(os.path.abspath(destination))
+            if target is None:
+                out[tp] = ErrorCode.LOG_DIR_NOT_FOUND
+            elif target in offline:
+                out[tp] = ErrorCode.KAFKA_STORAGE_ERROR
+            elif tp not in self.partitions:
+                # Kafka: REPLICA_NOT_AVAILABLE for a partition another broker hosts,
+                # UNKNOWN_TOPIC_OR_PARTITION for one that does not exist
+                missing = self.missing_partition_error(*tp)
+                out[tp] = (
+                    ErrorCode.REPLICA_NOT_AVAILABLE
+                    if missing == ErrorCode.NOT_LEADER_OR_FOLLOWER
+                    else missing
+                )
+            elif self.log_manager.is_offline(*tp):
+                out[tp] = ErrorCode.REPLICA_NOT_AVAILABLE
+            else:
+                out[tp] = ErrorCode.NONE
+                if self.log_manager.log_dir_of(*tp) != target:
+                    self._start_move(tp, target)
+        return out
+
+    def _start_move(self, tp: TopicPartition, destination: Path) -> None:
+        name = f"{tp[0]}-{tp[1]}"
+        with self._lock:
+            if tp in self.moves:
+                return
+            future = destination / f"{name}.{uuid.uuid4().hex}{FUTURE_DIR_SUFFIX}"
+            self.moves[tp] = (destination, future)
+        log.info("moving %s to log dir %s (future replica %s)", name, destination, future.name)
+
+        def swap(old: PartitionLog, new: PartitionLog) -> None:
+            # runs with the old log's appends paused: the partition and its producer state
+            # switch to the new log before any append goes on (appends that waited retry there)
+            ProducerStateManager.attach(
+                new, producer_id_expiration_ms=self._producer_id_expiration_ms
+            )
+            part = self.partitions.get(tp)
+            if part is not None:
+                part.log = new
+
+        def run() -> None:
+            try:
+                self.log_manager.move_log(tp[0], tp[1], destination, swap, future=future)
+            except Exception:
+                log.exception("moving %s to %s failed; it stays where it was", name, destination)
+                shutil.rmtree(future, ignore_errors=True)
+            finally:
+                with self._lock:
+                    self.moves.pop(tp, None)
+
+        threading.Thread(target=run, name=f"log-dir-mover-{name}", daemon=True).start()
+
+    def _future_replicas(self, log_dir: Path) -> tuple[tuple[str, int, int, int], ...]:
+        out = []
+        for tp, (destination, future) in list(self.moves.items()):
+            if destination != log_dir:
+                continue
+            size = 0
+            copied_end = 0
+            try:
+                for path in future.iterdir():
+                    size += path.stat().st_size
+            except OSError:
+                pass
+            part = self.partitions.get(tp)
+            end = part.log_end_offset if part is not None else 0
+            if size and part is not None:
+                # a lower bound of what is copied: the current log's bytes vs the copy's
+                total = max(part.log.size_in_bytes, 1)
+                copied_end = int(end * min(size / total, 1.0))
+            out.append((tp[0], tp[1], size, max(end - copied_end, 0)))
+        return tuple(sorted(out))
+
+    def stop_fetchers(self) -> None:
+        """Stops every replica fetcher for good (waiting for their last fetches to return), as
+        Kafka's controller stops a shutting-down broker's replicas: it may then be taken out of
+        the ISRs without a leader counting it back in."""
+        self.fetchers.shutdown()
 
     def update_log_defaults(self) -> None:
         """The broker-level log defaults changed (dynamic broker configs): every log's config
@@ -450,6 +626,11 @@ class ReplicaManager:
 
     # -- finding partitions ------------------------------------------------------------------
 
+    def high_watermark(self, topic: str, partition: int) -> int | None:
+        """The high watermark of a partition hosted here (leader or follower), else None."""
+        part = self.partitions.get((topic, partition))
+        return part.high_watermark if part is not None else None
+
     def get_partition(self, topic: str, partition: int) -> Partition | None:
         return self.partitions.get((topic, partition))
 
@@ -476,6 +657,27 @@ class ReplicaManager:
 
     # -- produce -----------------------------------------------------------------------------
 
+    @staticmethod
+    def _append_failure(
+        part: Partition,
+        code: ErrorCode,
+        message: str | None,
+        record_errors: tuple[tuple[int, str], ...],
+    ) -> AppendResult:
+        """A failed append as Kafka answers it: errors met before the log (leadership, sizes,
+        corrupt batches, codecs the version may not carry) carry no log start offset; the others
+        carry the partition's. Record validation failures naming records keep their message and
+        record errors (KIP-467), corrupt batches their message; the others have none."""
+        if code in _UNREACHED_ERRORS:
+            return AppendResult(code)
+        if code == ErrorCode.CORRUPT_MESSAGE:
+            return AppendResult(code, None, message)
+        if code in _RECORD_VALIDATION_ERRORS and record_errors:
+            return AppendResult(
+                code, None, message, record_errors, log_start_offset=part.log.log_start_offset
+            )
+        return AppendResult(code, log_start_offset=part.log.log_start_offset)
+
     def append_records(
         self,
         topic: str | None,
@@ -485,28 +687,36 @@ class ReplicaManager:
         api_version: int,
         now_ms: int,
         required_acks: int = 1,
+        verification: VerificationGuard | None = None,
     ) -> AppendResult:
         """Appends one partition's part of a Produce request (its batches are validated by the
         partition); the error, if any, is returned for the response. With ``required_acks=-1``
         on a replicated partition whose high watermark has not reached the appended batches,
-        ``waiting`` says what the produce must wait for (see :meth:`wait_for_replicas`)."""
+        ``waiting`` says what the produce must wait for (see :meth:`wait_for_replicas`).
+        ``verification``: the KIP-890 guard of a transactional produce (None: unchecked)."""
         part = self.partitions.get((topic, partition)) if topic is not None else None
         if part is None:
             return AppendResult(self.missing_partition_error(topic, partition))
         if part.offline:
             return AppendResult(ErrorCode.KAFKA_STORAGE_ERROR, None, _OFFLINE_MESSAGE)
-        epoch = part.leader_epoch
+        epoch = part.leadership_epoch
         try:
             info = part.append_records_to_leader(
-                records, api_version=api_version, now_ms=now_ms, required_acks=required_acks
+                records,
+                api_version=api_version,
+                now_ms=now_ms,
+                required_acks=required_acks,
+                verification=verification,
             )
         except RecordError as e:
-            return AppendResult(e.error_code, None, str(e), tuple(e.record_errors))
+            if e.before_log:
+                return AppendResult(e.error_code)
+            return self._append_failure(part, e.error_code, str(e), tuple(e.record_errors))
         except (KafkaApiError, StorageError) as e:
             if isinstance(e, KafkaStorageError):
                 self.handle_log_dir_failure(part, e)
             code, message = error_of(e)
-            return AppendResult(code, None, message)
+            return self._append_failure(part, code, message, ())
         if required_acks == -1 and part.replicated:
             required = info.last_offset + 1
             status = ProducePartitionStatus(part, required, epoch)
@@ -516,6 +726,33 @@ class ReplicaManager:
             if status.error != ErrorCode.NONE:
                 return AppendResult(status.error, None)
         return AppendResult(ErrorCode.NONE, info)
+
+    def start_transaction_verification(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        base_sequences: dict[tuple[str, int], int],
+    ) -> ProduceVerification:
+        """KIP-890 for one transactional produce (Kafka's
+        ``maybeStartTransactionVerificationForPartitions``): a guard in each partition of
+        ``base_sequences`` (its first batch's sequence) where the producer has no transaction
+        open, to verify with the coordinator; a partition this broker does not lead is
+        answered with its error; one not hosted is left to the append."""
+        verification = ProduceVerification(producer_id, producer_epoch)
+        for tp, sequence in base_sequences.items():
+            part = self.partitions.get(tp)
+            if part is None:
+                continue
+            try:
+                guard = part.maybe_start_transaction_verification(
+                    producer_id, sequence, producer_epoch
+                )
+            except (KafkaApiError, StorageError) as e:
+                verification.errors[tp] = error_of(e)
+                continue
+            if guard is not None:
+                verification.guards[tp] = guard
+        return verification
 
     async def wait_for_replicas(
         self, statuses: list[ProducePartitionStatus], timeout_ms: int
@@ -609,26 +846,34 @@ class ReplicaManager:
     # -- metrics -----------------------------------------------------------------------------
 
     def _metrics(self) -> list[MetricSamples]:
+        """Kafka's per-partition Log gauges (``kafka.log:type=Log,name=Size|LogStartOffset|
+        LogEndOffset,topic=,partition=`` -> ``kafka_log_log_size{topic,partition}``...), the log
+        manager's offline directories, and Odradek's own."""
         sizes = []
+        starts = []
+        ends = []
         producers = 0
         for (topic, index), part in list(self.partitions.items()):
+            labels = f'{{topic="{topic}",partition="{index}"}}'
             try:
-                sizes.append(
-                    (f'{{topic="{topic}",partition="{index}"}}', float(part.log.size_in_bytes))
-                )
+                sizes.append((labels, float(part.log.size_in_bytes)))
+                starts.append((labels, float(part.log_start_offset)))
+                ends.append((labels, float(part.log_end_offset)))
             except Exception:  # noqa: BLE001 - a log being deleted has no size to report
                 log.debug("no size for %s-%d", topic, index)
             state = part.log.producer_state
             if isinstance(state, ProducerStateManager):
                 producers += len(state.producers)
         return [
+            ("kafka_log_log_size", "gauge", "Bytes on disk per partition log.", sizes),
+            ("kafka_log_log_logstartoffset", "gauge", "Log start offset per partition.", starts),
+            ("kafka_log_log_logendoffset", "gauge", "Log end offset per partition.", ends),
             (
-                "odradek_partitions",
+                "kafka_log_logmanager_offlinelogdirectorycount",
                 "gauge",
-                "Partitions hosted by this broker.",
-                [("", float(len(self.partitions)))],
+                "Log directories taken offline by an I/O error (a failed or full disk).",
+                [("", float(len(self.log_manager.offline_dirs)))],
             ),
-            ("odradek_log_size_bytes", "gauge", "Bytes on disk per partition log.", sizes),
             (
                 "odradek_idempotent_producers",
                 "gauge",

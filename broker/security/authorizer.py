@@ -81,7 +81,13 @@ SUPPORTED_OPERATIONS: Mapping[ResourceType, tuple[AclOperation, ...]] = {
         AclOperation.DESCRIBE_CONFIGS,
         AclOperation.ALTER_CONFIGS,
     ),
-    ResourceType.GROUP: (AclOperation.READ, AclOperation.DESCRIBE, AclOperation.DELETE),
+    ResourceType.GROUP: (
+        AclOperation.READ,
+        AclOperation.DESCRIBE,
+        AclOperation.DELETE,
+        AclOperation.DESCRIBE_CONFIGS,
+        AclOperation.ALTER_CONFIGS,
+    ),
     ResourceType.CLUSTER: (
         AclOperation.CREATE,
         AclOperation.CLUSTER_ACTION,

@@ -41,7 +41,6 @@ from broker.security.jaas import (
     parse_jaas_config,
 )
 from broker.security.scram import MECHANISMS as SCRAM_MECHANISMS
-from broker.security.scram import ScramClient, ScramError
 from broker.security.tls import client_context
 from coordination.metadata.view import BrokerInfo, Endpoint
 from protocol.api_keys import ApiKey
@@ -49,41 +48,11 @@ from protocol.client import ClientConnection, Response, api_versions_request
 from protocol.error_codes import ErrorCode
 from protocol.messages.sasl_authenticate import SaslAuthenticateRequest
 from protocol.messages.sasl_handshake import SaslHandshakeRequest
+from protocol.scram import SaslClient, ScramError
 
 
 class InterBrokerAuthenticationError(Exception):
     """The peer broker refused this broker's credentials or certificate."""
-
-
-class SaslClient:
-    """The client side of PLAIN or SCRAM: :meth:`first`, then :meth:`step` with each server
-    token until :attr:`done`."""
-
-    def __init__(self, mechanism: str, username: str, password: str) -> None:
-        self.mechanism = mechanism
-        self.done = False
-        self._plain = (username, password) if mechanism == "PLAIN" else None
-        self._scram = ScramClient(mechanism, username, password) if self._plain is None else None
-        self._round = 0
-
-    def first(self) -> bytes:
-        if self._plain is not None:
-            return f"\0{self._plain[0]}\0{self._plain[1]}".encode()
-        assert self._scram is not None
-        return self._scram.first()
-
-    def step(self, server_token: bytes) -> bytes | None:
-        """The next token to send (None: nothing more)."""
-        self._round += 1
-        if self._plain is not None:
-            self.done = True
-            return None
-        assert self._scram is not None
-        if self._round == 1:
-            return self._scram.final(server_token)
-        self._scram.verify(server_token)
-        self.done = True
-        return None
 
 
 @dataclass(frozen=True)

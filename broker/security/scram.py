@@ -9,7 +9,8 @@
   client-final (``c=biws,r=<nonce>,p=<proof>``) -> server-final (``v=<signature>``). An unknown
   user and a wrong password fail the same way (the reason is logged, the client learns only
   that authentication failed).
-* :class:`ScramClient` is the client side (inter-broker connections, tests).
+* :class:`ScramClient` is the client side (inter-broker connections, the command line, tests),
+  in :mod:`protocol.scram`.
 
 Sans-IO: tokens in, tokens out.
 """
@@ -24,21 +25,23 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 
-#: mechanism -> (hash name, Kafka's minimum iterations)
-MECHANISMS = {"SCRAM-SHA-256": ("sha256", 4096), "SCRAM-SHA-512": ("sha512", 4096)}
+from protocol.scram import MECHANISMS, SaslClient, ScramClient, ScramError, salted_password
+from protocol.scram import b64 as _b64
+from protocol.scram import hmac_digest as _hmac
+
+__all__ = [
+    "MECHANISMS",
+    "SaslClient",
+    "ScramClient",
+    "ScramError",
+    "salted_password",
+]
+
 #: the mechanism's code in DescribeUserScramCredentials/AlterUserScramCredentials
 MECHANISM_TYPES = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
 MECHANISM_BY_TYPE = {v: k for k, v in MECHANISM_TYPES.items()}
 #: Kafka refuses more iterations than this in AlterUserScramCredentials
 MAX_ITERATIONS = 16384
-
-
-class ScramError(Exception):
-    """The exchange failed; ``str()`` is for the log, :attr:`client_message` for the client."""
-
-    def __init__(self, log_message: str, client_message: str | None = None) -> None:
-        super().__init__(log_message)
-        self.client_message = client_message
 
 
 @dataclass(frozen=True)
@@ -51,10 +54,6 @@ class ScramCredential:
 
 #: (mechanism, username) -> the stored credential, or None for an unknown user
 CredentialLookup = Callable[[str, str], ScramCredential | None]
-
-
-def _b64(data: bytes) -> str:
-    return base64.b64encode(data).decode()
 
 
 def credential_to_string(c: ScramCredential) -> str:
@@ -85,14 +84,6 @@ def credential_from_string(text: str) -> ScramCredential:
         raise ValueError("credentials not valid") from None
 
 
-def _hmac(hash_name: str, key: bytes, data: bytes) -> bytes:
-    return hmac.new(key, data, hash_name).digest()
-
-
-def salted_password(mechanism: str, password: str, salt: bytes, iterations: int) -> bytes:
-    return hashlib.pbkdf2_hmac(MECHANISMS[mechanism][0], password.encode(), salt, iterations)
-
-
 def credential_from_salted_password(
     mechanism: str, salt: bytes, salted: bytes, iterations: int
 ) -> ScramCredential:
@@ -114,10 +105,6 @@ def _saslname_to_username(name: str) -> str:
     if re.search(r"=(?!2C|3D)", name):
         raise ScramError("invalid username encoding in client-first message")
     return name.replace("=2C", ",").replace("=3D", "=")
-
-
-def _username_to_saslname(name: str) -> str:
-    return name.replace("=", "=3D").replace(",", "=2C")
 
 
 _CLIENT_FIRST = re.compile(
@@ -215,46 +202,3 @@ class ScramServer:
         self.complete = True
         self._credential = None
         return f"v={_b64(server_signature)}".encode()
-
-
-class ScramClient:
-    """The client side of one exchange: :meth:`first`, then :meth:`final` with the server's
-    first message, then :meth:`verify` with its final message."""
-
-    def __init__(self, mechanism: str, username: str, password: str) -> None:
-        self.mechanism = mechanism
-        self.hash_name = MECHANISMS[mechanism][0]
-        self.username = username
-        self.password = password
-        self.nonce = secrets.token_urlsafe(24)
-        self._bare = f"n={_username_to_saslname(username)},r={self.nonce}"
-        self._server_signature = b""
-
-    def first(self) -> bytes:
-        return f"n,,{self._bare}".encode()
-
-    def final(self, server_first: bytes) -> bytes:
-        text = server_first.decode()
-        fields = dict(item.split("=", 1) for item in text.split(",") if "=" in item)
-        nonce, salt, iterations = fields["r"], base64.b64decode(fields["s"]), int(fields["i"])
-        if not nonce.startswith(self.nonce):
-            raise ScramError("server nonce does not extend the client nonce")
-        salted = salted_password(self.mechanism, self.password, salt, iterations)
-        client_key = _hmac(self.hash_name, salted, b"Client Key")
-        stored_key = hashlib.new(self.hash_name, client_key).digest()
-        without_proof = f"c=biws,r={nonce}"
-        auth_message = f"{self._bare},{text},{without_proof}".encode()
-        signature = _hmac(self.hash_name, stored_key, auth_message)
-        proof = bytes(a ^ b for a, b in zip(client_key, signature, strict=True))
-        server_key = _hmac(self.hash_name, salted, b"Server Key")
-        self._server_signature = _hmac(self.hash_name, server_key, auth_message)
-        return f"{without_proof},p={_b64(proof)}".encode()
-
-    def verify(self, server_final: bytes) -> None:
-        text = server_final.decode()
-        if text.startswith("e="):
-            raise ScramError(f"server refused: {text[2:]}")
-        if not text.startswith("v=") or not hmac.compare_digest(
-            base64.b64decode(text[2:]), self._server_signature
-        ):
-            raise ScramError("invalid server signature")

@@ -11,7 +11,7 @@ from typing import Any
 import click
 from rich.progress import Progress
 
-from cli.client import AdminClient, TopicPartition
+from cli.client import AdminClient, SecurityAdmin, TopicPartition
 from cli.options import Failure, with_client
 from cli.output import emit, format_option, stderr
 
@@ -85,43 +85,93 @@ def _members(described: Any) -> list[dict[str, Any]]:
 @format_option()
 @with_client
 def describe(client: AdminClient, name: str, fmt: str) -> None:
-    """State, protocol and members (with their partitions) of group NAME."""
-    d = client.describe_group(name)
-    data = {
-        "group": d.group_id,
-        "state": d.group_state,
-        "protocol_type": d.protocol_type,
-        "protocol": d.protocol_data,
-        "coordinator": client._coordinators.get(name),
-        "members": _members(d),
-    }
+    """State, protocol and members (with their partitions) of group NAME; a KIP-848 consumer
+    group (group.protocol=consumer) with its epochs, assignor and each member's target
+    assignment (ConsumerGroupDescribe)."""
+    consumer = SecurityAdmin(client).consumer_group_describe(name)
+    if consumer is not None:
+        data = _consumer_group(client, consumer)
+    else:
+        d = client.describe_group(name)
+        data = {
+            "group": d.group_id,
+            "type": "classic",
+            "state": d.group_state,
+            "protocol_type": d.protocol_type,
+            "protocol": d.protocol_data,
+            "coordinator": client._coordinators.get(name),
+            "members": _members(d),
+        }
     if fmt == "json":
         emit(data, fmt)
         return
     emit({k: v for k, v in data.items() if k != "members"}, fmt)
     click.echo()
-    emit(
-        data["members"],
-        fmt,
-        [
-            ("MEMBER-ID", "member_id"),
-            ("CLIENT-ID", "client_id"),
-            ("HOST", "host"),
-            ("ASSIGNMENT", "assignment"),
+    columns = [("MEMBER-ID", "member_id"), ("CLIENT-ID", "client_id"), ("HOST", "host")]
+    if data["type"] == "consumer":
+        columns += [("EPOCH", "member_epoch"), ("ASSIGNMENT", "assignment")]
+        columns += [("TARGET-ASSIGNMENT", "target_assignment")]
+    else:
+        columns.append(("ASSIGNMENT", "assignment"))
+    emit(data["members"], fmt, columns, empty="no members")
+
+
+def _partitions(assignment: Any) -> list[str]:
+    return sorted(f"{t.topic_name}-{p}" for t in assignment.topic_partitions for p in t.partitions)
+
+
+def _consumer_group(client: AdminClient, d: Any) -> dict[str, Any]:
+    """A KIP-848 consumer group as ConsumerGroupDescribe answers it."""
+    return {
+        "group": d.group_id,
+        "type": "consumer",
+        "state": d.group_state,
+        "group_epoch": d.group_epoch,
+        "assignment_epoch": d.assignment_epoch,
+        "assignor": d.assignor_name,
+        "coordinator": client._coordinators.get(d.group_id),
+        "members": [
+            {
+                "member_id": m.member_id,
+                "group_instance_id": m.instance_id,
+                "client_id": m.client_id,
+                "host": m.client_host,
+                "member_epoch": m.member_epoch,
+                "subscription": m.subscribed_topic_regex or sorted(m.subscribed_topic_names),
+                "assignment": _partitions(m.assignment),
+                "target_assignment": _partitions(m.target_assignment),
+            }
+            for m in d.members
         ],
-        empty="no members",
-    )
+    }
+
+
+def _owners(client: AdminClient, name: str) -> dict[TopicPartition, dict[str, Any]]:
+    """Which member owns each partition (a classic group's assignments, or a consumer
+    group's current assignment)."""
+    owners: dict[TopicPartition, dict[str, Any]] = {}
+    consumer = SecurityAdmin(client).consumer_group_describe(name)
+    if consumer is not None:
+        for m in consumer.members:
+            for t in m.assignment.topic_partitions:
+                for p in t.partitions:
+                    owners[(t.topic_name, p)] = {
+                        "member_id": m.member_id,
+                        "host": m.client_host,
+                        "client_id": m.client_id,
+                    }
+        return owners
+    for m in client.describe_group(name).members:
+        for tp in decode_assignment(m.member_assignment):
+            owners[tp] = {"member_id": m.member_id, "host": m.client_host, "client_id": m.client_id}
+    return owners
 
 
 def lag_rows(client: AdminClient, name: str) -> list[dict[str, Any]]:
     """One row per partition the group committed or is assigned (kafka-consumer-groups
     --describe): committed offset, log end offset, lag and the owning member."""
     committed = client.committed_offsets(name)
-    owners: dict[TopicPartition, Any] = {}
-    described = client.describe_group(name)
-    for m in described.members:
-        for tp in decode_assignment(m.member_assignment):
-            owners[tp] = m
+    owners = _owners(client, name)
     tps = sorted(set(committed) | set(owners))
     ends = (
         {tp: o for tp, (o, _) in client.list_offsets(dict.fromkeys(tps, -1)).items()} if tps else {}
@@ -139,9 +189,9 @@ def lag_rows(client: AdminClient, name: str) -> list[dict[str, Any]]:
                 "current_offset": current,
                 "log_end_offset": end,
                 "lag": end - current if end is not None and current is not None else None,
-                "consumer_id": owner.member_id if owner is not None else None,
-                "host": owner.client_host if owner is not None else None,
-                "client_id": owner.client_id if owner is not None else None,
+                "consumer_id": owner["member_id"] if owner is not None else None,
+                "host": owner["host"] if owner is not None else None,
+                "client_id": owner["client_id"] if owner is not None else None,
             }
         )
     return rows

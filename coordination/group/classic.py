@@ -165,6 +165,10 @@ class ClassicGroupManager:
         if group.can_rebalance():
             self._prepare_rebalance(group, reason)
 
+    def prepare_rebalance(self, group: GroupMetadata, reason: str) -> None:
+        """Starts a rebalance of a group in any rebalanceable state."""
+        self._prepare_rebalance(group, reason)
+
     def _prepare_rebalance(self, group: GroupMetadata, reason: str) -> None:
         now = self.context.now_ms()
         if group.is_in(GroupState.COMPLETING_REBALANCE):
@@ -776,3 +780,31 @@ class ClassicGroupManager:
         log.info("member %s is leaving group %s", member_id, group.group_id)
         self._remove_member_and_update_group(group, member, f"member {member_id} left the group")
         return ErrorCode.NONE
+
+
+def restore_group(group: GroupMetadata, value: GroupValue) -> None:
+    """Fills a new group from its metadata record (loading, or a consumer group converted back
+    to the classic protocol): Stable with its members, Empty without."""
+    group.protocol_type = value.protocol_type or None
+    group.generation_id = value.generation
+    group.protocol_name = value.protocol
+    group.leader_id = value.leader
+    group.state_timestamp_ms = (
+        value.current_state_timestamp if value.current_state_timestamp >= 0 else -1
+    )
+    for m in value.members:
+        member = MemberMetadata(
+            m.member_id,
+            m.group_instance_id,
+            m.client_id,
+            m.client_host,
+            m.rebalance_timeout_ms,
+            m.session_timeout_ms,
+            value.protocol_type,
+            [(value.protocol or "", m.subscription)],
+            m.assignment,
+        )
+        group.add(member, None)
+    group.leader_id = value.leader if value.leader in group.members else group.leader_id
+    group.state = GroupState.STABLE if group.members else GroupState.EMPTY
+    group.subscribed_topics = group.compute_subscribed_topics()

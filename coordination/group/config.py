@@ -37,6 +37,23 @@ class GroupConfig:
     offsets_retention_ms: int = 7 * 24 * 3600 * 1000  # offsets.retention.minutes
     offsets_retention_check_interval_ms: int = 600_000  # offsets.retention.check.interval.ms
     offset_metadata_max_bytes: int = 4096  # offset.metadata.max.bytes
+    # KIP-848 consumer groups
+    consumer_session_timeout_ms: int = 45_000  # group.consumer.session.timeout.ms
+    consumer_heartbeat_interval_ms: int = 5000  # group.consumer.heartbeat.interval.ms
+    consumer_max_size: int = INT32_MAX  # group.consumer.max.size
+    consumer_assignors: tuple[str, ...] = ("uniform", "range")  # group.consumer.assignors
+    #: group.consumer.migration.policy: disabled, upgrade, downgrade or bidirectional
+    consumer_migration_policy: str = "bidirectional"
+    #: group.coordinator.rebalance.protocols
+    rebalance_protocols: tuple[str, ...] = ("classic", "consumer")
+
+    @property
+    def online_upgrade_enabled(self) -> bool:
+        return self.consumer_migration_policy in ("upgrade", "bidirectional")
+
+    @property
+    def online_downgrade_enabled(self) -> bool:
+        return self.consumer_migration_policy in ("downgrade", "bidirectional")
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +111,8 @@ class GroupSummary:
 
 #: a group this broker does not know (Kafka's GroupCoordinator.DeadGroup)
 DEAD_GROUP = GroupSummary(GroupState.DEAD.value, "", "", ())
+#: DescribeGroups of a consumer group: Dead, as Kafka answers (v6+: GROUP_ID_NOT_FOUND)
+NOT_CLASSIC_GROUP = GroupSummary(GroupState.DEAD.value, "", "", ())
 #: what goes with an error (Kafka's GroupCoordinator.EmptyGroup)
 NO_GROUP = GroupSummary("", "", "", ())
 
@@ -103,3 +122,5 @@ class GroupOverview:
     group_id: str
     protocol_type: str
     state: str
+    #: "classic" or "consumer" (ListGroups v5)
+    group_type: str = "classic"

@@ -63,10 +63,12 @@ def encode_subscription(
     )
 
 
-def encode_assignment(partitions: dict[str, list[int]], *, user_data: bytes | None = None) -> bytes:
+def encode_assignment(
+    partitions: dict[str, list[int]], *, user_data: bytes | None = None, version: int = 0
+) -> bytes:
     return encode_version_prefixed(
         ConsumerProtocolAssignment,
-        0,
+        version,
         ConsumerProtocolAssignment(
             assigned_partitions=[
                 ConsumerTopicPartition(topic=t, partitions=list(p)) for t, p in partitions.items()

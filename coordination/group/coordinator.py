@@ -26,6 +26,13 @@ from coordination.group.config import (
     JoinRequest,
     partition_for,
 )
+from coordination.group.consumer import (
+    GroupError,
+    HeartbeatCallback,
+    HeartbeatRequest,
+    HeartbeatResult,
+)
+from coordination.group.consumer_describe import DescribedGroup
 from coordination.group.metadata import (
     GroupMetadata,
     JoinCallback,
@@ -36,6 +43,7 @@ from coordination.group.metadata import (
 )
 from coordination.group.offsets import CommitCallback
 from coordination.group.shard import GroupCoordinatorShard
+from coordination.metadata.view import ClusterView
 from coordination.runtime.runtime import (
     CoordinatorLog,
     CoordinatorRuntime,
@@ -53,6 +61,25 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+_NO_CLUSTER = ClusterView(cluster_id="", controller_id=-1, brokers={}, topics={})
+
+
+def changed_topics(old: ClusterView, new: ClusterView) -> tuple[set[str], bool]:
+    """Topics created, deleted, recreated or grown between two views, and whether any was
+    created (Kafka's ``TopicsDelta``, as the group coordinator uses it)."""
+    changed = set()
+    created = False
+    for name, topic in new.topics.items():
+        before = old.topics.get(name)
+        if before is None or before.topic_id != topic.topic_id:
+            changed.add(name)
+            created = True
+        elif len(before.partitions) != len(topic.partitions):
+            changed.add(name)
+    changed.update(name for name in old.topics if name not in new.topics)
+    return changed, created
+
+
 class GroupCoordinator:
     def __init__(
         self,
@@ -61,16 +88,44 @@ class GroupCoordinator:
         coordinator_log: CoordinatorLog,
         *,
         clock: Callable[[], int] = _now_ms,
+        cluster: Callable[[], ClusterView] = lambda: _NO_CLUSTER,
     ) -> None:
         self.config = config
         self._scheduler = scheduler
         self._cleanup_timer: Timer | None = None
+        #: the metadata the consumer groups subscribe against
+        self.cluster = cluster
+        #: when topics were last created, in wall-clock ms (consumer groups resolve their regexes
+        #: again when theirs are older; it starts at start-up, as topics may have been created
+        #: while this broker was away, and the resolutions in the log come from before)
+        self._clock = clock
+        self._topics_version = clock()
         self.runtime: CoordinatorRuntime[GroupCoordinatorShard] = CoordinatorRuntime(
             "group", self._new_shard, coordinator_log, scheduler, clock=clock
         )
 
     def _new_shard(self, context: ShardContext) -> GroupCoordinatorShard:
-        return GroupCoordinatorShard(context, self.config)
+        return GroupCoordinatorShard(
+            context, self.config, cluster=self.cluster, topics_version=self.topics_version
+        )
+
+    def topics_version(self) -> int:
+        return self._topics_version
+
+    def on_metadata_change(self, old: ClusterView, new: ClusterView) -> None:
+        """The metadata changed (any thread): consumer groups subscribed to topics that were
+        created, deleted or grew partitions recompute their assignment at their next
+        heartbeat; regex subscriptions are resolved again (Kafka's ``onNewMetadataImage``)."""
+        if old.topics is new.topics:
+            return
+        changed, created = changed_topics(old, new)
+        if not changed:
+            return
+        if created:
+            self._topics_version = max(self._topics_version + 1, self._clock())
+        for shard, lock in self.runtime.loaded_shards():
+            with lock:
+                shard.consumer.on_topics_changed(changed)
 
     # -- lifecycle and loading -------------------------------------------------------------------
 
@@ -146,7 +201,7 @@ class GroupCoordinator:
             return
         self.runtime.with_shard(
             p,
-            lambda shard: shard.classic.join_group(request, callback),
+            lambda shard: shard.join_group(request, callback),
             lambda error: callback(JoinResult(error, request.member_id)),
         )
 
@@ -175,7 +230,7 @@ class GroupCoordinator:
 
         self.runtime.with_shard(
             p,
-            lambda shard: shard.classic.sync_group(
+            lambda shard: shard.sync_group(
                 group_id=group_id,
                 generation_id=generation_id,
                 member_id=member_id,
@@ -196,7 +251,7 @@ class GroupCoordinator:
             return p
         return self.runtime.with_shard(
             p,
-            lambda shard: shard.classic.heartbeat(
+            lambda shard: shard.heartbeat(
                 group_id=group_id,
                 member_id=member_id,
                 group_instance_id=group_instance_id,
@@ -207,19 +262,67 @@ class GroupCoordinator:
         )
 
     def leave_group(
-        self, *, group_id: str, members: Sequence[tuple[str, str | None]]
-    ) -> tuple[ErrorCode, list[tuple[str, str | None, ErrorCode]]]:
-        """``members``: (member id, group instance id). Returns the group-level error and one
-        (member id, instance id, error) per leaving member."""
+        self,
+        *,
+        group_id: str,
+        members: Sequence[tuple[str, str | None]],
+        callback: Callable[[tuple[ErrorCode, list[tuple[str, str | None, ErrorCode]]]], None]
+        | None = None,
+    ) -> tuple[ErrorCode, list[tuple[str, str | None, ErrorCode]]] | None:
+        """``members``: (member id, group instance id). The group-level error and one (member
+        id, instance id, error) per leaving member go to ``callback`` once the change is
+        durable (a consumer group's classic members leave through a write); without a
+        callback they are returned (None while a write is pending)."""
+        answer: list[tuple[ErrorCode, list[tuple[str, str | None, ErrorCode]]]] = []
+
+        def deliver(result: tuple[ErrorCode, list[tuple[str, str | None, ErrorCode]]]) -> None:
+            if callback is not None:
+                callback(result)
+            else:
+                answer.append(result)
+
         p = self._partition(group_id, allow_empty=False)
 
-        def refused(error: ErrorCode) -> tuple[ErrorCode, list[tuple[str, str | None, ErrorCode]]]:
-            return error, [(m, i, error) for m, i in members]
+        def refused(error: ErrorCode) -> None:
+            deliver((error, [(m, i, error) for m, i in members]))
 
         if isinstance(p, ErrorCode):
-            return refused(p)
+            refused(p)
+        else:
+            self.runtime.with_shard(
+                p,
+                lambda shard: shard.leave_group(
+                    group_id=group_id, members=members, callback=deliver
+                ),
+                refused,
+            )
+        return answer[0] if answer else None
+
+    # -- KIP-848 consumer groups -------------------------------------------------------------------
+
+    def consumer_group_heartbeat(
+        self, request: HeartbeatRequest, callback: HeartbeatCallback
+    ) -> None:
+        """ConsumerGroupHeartbeat: ``callback`` gets the answer once the group's records are
+        committed."""
+        p = self._partition(request.group_id, allow_empty=False)
+        if isinstance(p, ErrorCode):
+            callback(HeartbeatResult(p))
+            return
+        self.runtime.with_shard(
+            p,
+            lambda shard: shard.consumer.heartbeat(request, callback),
+            lambda error: callback(HeartbeatResult(error)),
+        )
+
+    def consumer_group_describe(self, group_id: str) -> DescribedGroup:
+        p = self._partition(group_id, allow_empty=True)
+        if isinstance(p, ErrorCode):
+            return DescribedGroup(p, None, group_id)
         return self.runtime.with_shard(
-            p, lambda shard: shard.classic.leave_group(group_id=group_id, members=members), refused
+            p,
+            lambda shard: shard.consumer.describe(group_id),
+            lambda error: DescribedGroup(error, None, group_id),
         )
 
     # -- offsets ---------------------------------------------------------------------------------
@@ -233,9 +336,10 @@ class GroupCoordinator:
         generation_id: int,
         offsets: dict[TopicPartition, OffsetAndMetadata],
         callback: CommitCallback,
+        api_version: int = 8,
     ) -> None:
         """OffsetCommit: ``callback`` gets one error per partition once the commit is
-        durable."""
+        durable. ``generation_id`` is a consumer group member's epoch (v9+)."""
         p = self._partition(group_id, allow_empty=True)
         if isinstance(p, ErrorCode):
             callback(dict.fromkeys(offsets, p))
@@ -249,6 +353,7 @@ class GroupCoordinator:
                 generation_id=generation_id,
                 offsets=offsets,
                 callback=callback,
+                api_version=api_version,
             ),
             lambda error: callback(dict.fromkeys(offsets, error)),
         )
@@ -301,6 +406,8 @@ class GroupCoordinator:
         group_id: str,
         partitions: Sequence[TopicPartition] | None,
         require_stable: bool = False,
+        member_id: str | None = None,
+        member_epoch: int = -1,
     ) -> tuple[ErrorCode, dict[TopicPartition, OffsetAndMetadata | ErrorCode | None]]:
         """OffsetFetch: committed offsets of ``partitions`` (None: every committed one); None
         for a partition without a commit; with ``require_stable`` (KIP-447)
@@ -312,9 +419,13 @@ class GroupCoordinator:
         def fetch(
             shard: GroupCoordinatorShard,
         ) -> tuple[ErrorCode, dict[TopicPartition, OffsetAndMetadata | ErrorCode | None]]:
-            found: dict[TopicPartition, OffsetAndMetadata | ErrorCode | None] = dict(
-                shard.fetch_offsets(group_id, partitions)
-            )
+            try:
+                fetched = shard.fetch_offsets(
+                    group_id, partitions, member_id=member_id, member_epoch=member_epoch
+                )
+            except GroupError as e:
+                return e.code, {}
+            found: dict[TopicPartition, OffsetAndMetadata | ErrorCode | None] = dict(fetched)
             if require_stable:
                 for tp in found:
                     if shard.has_pending_offsets(group_id, tp):
@@ -415,6 +526,16 @@ class GroupCoordinator:
     def group(self, group_id: str) -> GroupMetadata | None:
         p = self.partition_for(group_id)
         return self.runtime.with_shard(p, lambda shard: shard.groups.get(group_id), lambda e: None)
+
+    def all_committed_offsets(self) -> dict[str, dict[TopicPartition, int]]:
+        """Every group's committed offsets on the shards this broker has loaded (metrics: the
+        consumer lag of the groups it coordinates)."""
+        out: dict[str, dict[TopicPartition, int]] = {}
+        for shard, lock in self.runtime.loaded_shards():
+            with lock:
+                for group_id, offsets in shard.offsets.offsets.items():
+                    out[group_id] = {tp: oam.offset for tp, oam in offsets.items()}
+        return out
 
     def committed_offsets(self, group_id: str) -> dict[TopicPartition, OffsetAndMetadata]:
         p = self.partition_for(group_id)

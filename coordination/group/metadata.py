@@ -103,6 +103,9 @@ class OffsetAndMetadata:
     commit_timestamp_ms: int
     #: only from OffsetCommit v1-4 with an explicit retention (-1: none)
     expire_timestamp_ms: int = -1
+    #: the offset of the record that committed it in ``__consumer_offsets`` (-1: not written
+    #: yet, or unknown); decides between a transactional commit and a regular one
+    record_offset: int = field(default=-1, compare=False)
 
 
 class MemberMetadata:

@@ -7,8 +7,15 @@ them in the write's callback; a transactional producer's commit (TxnOffsetCommit
 transactional batch whose offsets stay pending, invisible to OffsetFetch (which answers
 UNSTABLE_OFFSET_COMMIT for them when asked for stable offsets, KIP-447), until its transaction's
 commit marker applies them (an abort marker drops them); a deletion writes tombstones and
-forgets the offsets in the callback. A failed write changes nothing and answers the error Kafka
-maps it to (:func:`write_error`).
+forgets the offsets in the callback (and the pending transactional offsets of those
+partitions). A failed write changes nothing and answers the error Kafka maps it to
+(:func:`write_error`).
+
+Each offset remembers the offset of the record that committed it (``record_offset``). When a
+transaction commits, its pending offset of a partition applies only if its record is later in
+the log than the record of the offset committed now (Kafka's ``OffsetMetadataManager.
+replayEndTransactionMarker``): a regular OffsetCommit written after the TxnOffsetCommit wins
+although the marker comes last, as it would after the log is compacted and replayed.
 
 Not thread-safe on its own: its shard's lock is held around every use.
 """
@@ -17,6 +24,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 
 from coordination.group.metadata import OffsetAndMetadata
 from coordination.group.records import offset_commit_key, offset_commit_value
@@ -64,6 +72,37 @@ def offset_value(oam: OffsetAndMetadata) -> bytes:
 CommitCallback = Callable[[dict[TopicPartition, ErrorCode]], None]
 
 
+def _written_after(new: OffsetAndMetadata, existing: OffsetAndMetadata) -> bool:
+    """Kafka's rule: the transactional offset applies if its record is later in the log. An
+    offset whose record offset is unknown (-1) does not take part."""
+    if new.record_offset < 0 or existing.record_offset < 0:
+        return True
+    return new.record_offset > existing.record_offset
+
+
+class _Appended:
+    """Where a write's records landed: the base offset, learned once appended."""
+
+    __slots__ = ("base",)
+
+    def __init__(self) -> None:
+        self.base = -1
+
+    def at(self, base_offset: int) -> None:
+        self.base = base_offset
+
+    def positioned(
+        self, offsets: dict[TopicPartition, OffsetAndMetadata]
+    ) -> dict[TopicPartition, OffsetAndMetadata]:
+        """``offsets`` (in the order of the write's records) with their records' offsets."""
+        if self.base < 0:
+            return offsets
+        return {
+            tp: replace(oam, record_offset=self.base + i)
+            for i, (tp, oam) in enumerate(offsets.items())
+        }
+
+
 class OffsetManager:
     def __init__(self, context: ShardContext, *, metadata_max_bytes: int) -> None:
         self.context = context
@@ -91,6 +130,17 @@ class OffsetManager:
             group.pop(tp, None)
             if not group:
                 del self.offsets[group_id]
+        self._drop_pending(group_id, (tp,))
+
+    def _drop_pending(self, group_id: str, partitions: Iterable[TopicPartition]) -> None:
+        """A tombstone also removes the partition's pending transactional offsets (Kafka's
+        replay of an offset tombstone)."""
+        tps = tuple(partitions)
+        for groups in self.pending.values():
+            pending = groups.get(group_id)
+            if pending:
+                for tp in tps:
+                    pending.pop(tp, None)
 
     # -- transactional offsets (TxnOffsetCommit) -------------------------------------------------
 
@@ -103,12 +153,36 @@ class OffsetManager:
 
     def complete_transaction(self, producer_id: int, committed: bool) -> set[str]:
         """A marker of the producer's transaction: its pending offsets are applied (commit) or
-        dropped (abort). Returns the groups whose offsets changed."""
+        dropped (abort); a pending offset whose record is older than the record of the offset
+        committed meanwhile is skipped (see the module docstring). Returns the groups whose
+        offsets changed."""
         groups = self.pending.pop(producer_id, {})
-        if committed:
-            for group_id, offsets in groups.items():
-                self.offsets.setdefault(group_id, {}).update(offsets)
-        return set(groups) if committed else set()
+        if not committed:
+            return set()
+        changed = set()
+        for group_id, offsets in groups.items():
+            current = self.offsets.setdefault(group_id, {})
+            for tp, oam in offsets.items():
+                existing = current.get(tp)
+                if existing is None or _written_after(oam, existing):
+                    current[tp] = oam
+                    changed.add(group_id)
+                else:
+                    log.info(
+                        "skipped the transactional offset commit of %s-%d (offset %d, record "
+                        "%d) of producer %d in group %s: the committed offset's record %d is "
+                        "later",
+                        tp[0],
+                        tp[1],
+                        oam.offset,
+                        oam.record_offset,
+                        producer_id,
+                        group_id,
+                        existing.record_offset,
+                    )
+            if not current:
+                del self.offsets[group_id]
+        return changed
 
     def has_pending(self, group_id: str, tp: TopicPartition) -> bool:
         return any(tp in groups.get(group_id, ()) for groups in self.pending.values())
@@ -137,10 +211,13 @@ class OffsetManager:
             (offset_commit_key(group_id, tp[0], tp[1]), offset_value(oam))
             for tp, oam in valid.items()
         ]
+        appended = _Appended()
 
         def done(error: ErrorCode | None) -> None:
             if error is None:
-                self.pending.setdefault(producer_id, {}).setdefault(group_id, {}).update(valid)
+                self.pending.setdefault(producer_id, {}).setdefault(group_id, {}).update(
+                    appended.positioned(valid)
+                )
                 code = ErrorCode.NONE
             elif error == ErrorCode.INVALID_PRODUCER_EPOCH:
                 code = ErrorCode.PRODUCER_FENCED
@@ -151,7 +228,13 @@ class OffsetManager:
                 results[tp] = code
             callback(results)
 
-        self.context.write(records, done, producer_id=producer_id, producer_epoch=producer_epoch)
+        self.context.write(
+            records,
+            done,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            on_appended=appended.at,
+        )
 
     # -- OffsetCommit --------------------------------------------------------------------------
 
@@ -178,9 +261,11 @@ class OffsetManager:
             for tp, oam in valid.items()
         ]
 
+        appended = _Appended()
+
         def done(error: ErrorCode | None) -> None:
             if error is None:
-                self.offsets.setdefault(group_id, {}).update(valid)
+                self.offsets.setdefault(group_id, {}).update(appended.positioned(valid))
                 code = ErrorCode.NONE
             else:
                 code = write_error(error, for_offsets=True)
@@ -189,7 +274,7 @@ class OffsetManager:
                 results[tp] = code
             callback(results)
 
-        self.context.write(records, done)
+        self.context.write(records, done, on_appended=appended.at)
 
     # -- OffsetFetch ---------------------------------------------------------------------------
 
@@ -217,8 +302,10 @@ class OffsetManager:
         committed = self.offsets.get(group_id)
         if committed is None:
             return 0
+        tps = tuple(partitions)
+        self._drop_pending(group_id, tps)
         n = 0
-        for tp in partitions:
+        for tp in tps:
             if committed.pop(tp, None) is not None:
                 n += 1
         if not committed:

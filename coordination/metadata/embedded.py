@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
@@ -39,7 +39,18 @@ from coordination.metadata.assignment import (
     new_partition_states,
     validate_assignment,
 )
-from coordination.metadata.store import MetadataStore
+from coordination.metadata.election import (
+    ElectionType,
+    admin_election,
+    election_failure_message,
+)
+from coordination.metadata.reassignment import ReplicaAssignment, validate_target
+from coordination.metadata.store import (
+    ApiResult,
+    ElectionResult,
+    MetadataStore,
+    TopicPartition,
+)
 from coordination.metadata.view import (
     BrokerInfo,
     ClusterView,
@@ -80,6 +91,10 @@ class EmbeddedMetadataStore(MetadataStore):
     @property
     def view(self) -> ClusterView:
         return self._view
+
+    @property
+    def is_controller(self) -> bool:
+        return True
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -358,3 +373,87 @@ class EmbeddedMetadataStore(MetadataStore):
             self._next_producer_id = start + size
             self._save()
             return start, start + size - 1
+
+    # -- the controller's duties: one broker, so little to do -----------------------------------
+
+    def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> list[TopicPartition]:
+        """Standalone: no other broker to hand leadership to (and none asks)."""
+        return []
+
+    def elect_leaders(
+        self, election_type: ElectionType, partitions: Collection[TopicPartition] | None
+    ) -> dict[TopicPartition, ElectionResult]:
+        """Kafka's rules with this broker as the only live one: a standalone partition's leader
+        is its only replica, so elections are not needed."""
+        results: dict[TopicPartition, ElectionResult] = {}
+        changes: list[tuple[ClusterView, ClusterView]] = []
+        with self._lock:
+            view = self._view
+            if partitions is None:
+                partitions = [
+                    (t.name, p.partition) for t in view.topics.values() for p in t.partitions
+                ]
+            live = set(view.brokers)
+            for topic, index in partitions:
+                state = view.partition(topic, index)
+                if state is None:
+                    results[(topic, index)] = ElectionResult(
+                        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist."
+                    )
+                    continue
+                outcome = admin_election(
+                    election_type, state.leader, state.isr, state.replicas, live
+                )
+                if outcome.change is None:
+                    message = None
+                    if outcome.error != ErrorCode.ELECTION_NOT_NEEDED:
+                        message = election_failure_message(topic, index, election_type)
+                    results[(topic, index)] = ElectionResult(outcome.error, message)
+                    continue
+                leader, isr = outcome.change
+                meta = self._topic(topic)
+                new_state = replace(
+                    state,
+                    leader=leader,
+                    leader_epoch=state.leader_epoch + 1,
+                    isr=isr,
+                    partition_epoch=state.partition_epoch + 1,
+                )
+                parts = list(meta.partitions)
+                parts[index] = new_state
+                changes.append(self._publish(topic, replace(meta, partitions=tuple(parts))))
+                view = self._view
+                results[(topic, index)] = ElectionResult(ErrorCode.NONE, None, leader)
+        for change in changes:
+            self._notify(*change)
+        return results
+
+    def alter_partition_reassignments(
+        self, reassignments: Mapping[TopicPartition, Sequence[int] | None]
+    ) -> dict[TopicPartition, ApiResult]:
+        """Kafka's checks with this broker as the only live one: a target naming another broker
+        is refused (INVALID_REPLICA_ASSIGNMENT: not alive), so the only valid target is the
+        current replica (nothing moves), and there is never a reassignment to cancel."""
+        view = self._view
+        results: dict[TopicPartition, ApiResult] = {}
+        for (topic, index), target in reassignments.items():
+            state = view.partition(topic, index)
+            if state is None:
+                results[(topic, index)] = ApiResult(
+                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist."
+                )
+            elif target is None:
+                results[(topic, index)] = ApiResult(ErrorCode.NO_REASSIGNMENT_IN_PROGRESS)
+            else:
+                current = ReplicaAssignment(state.replicas)
+                problem = validate_target(target, current, view.brokers)
+                if problem is not None:
+                    results[(topic, index)] = ApiResult(*problem)
+                else:
+                    results[(topic, index)] = ApiResult(ErrorCode.NONE)
+        return results
+
+    def list_partition_reassignments(
+        self, partitions: Collection[TopicPartition] | None
+    ) -> dict[TopicPartition, ReplicaAssignment]:
+        return {}

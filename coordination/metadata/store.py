@@ -9,11 +9,32 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import NamedTuple
 
+from coordination.metadata.election import ElectionType
+from coordination.metadata.reassignment import ReplicaAssignment
 from coordination.metadata.view import ClusterView, LeaderAndIsr, PartitionState, TopicMetadata
+from protocol.error_codes import ErrorCode
 
 Listener = Callable[[ClusterView, ClusterView], None]
+TopicPartition = tuple[str, int]
+
+
+class ElectionResult(NamedTuple):
+    """One partition's answer to an ElectLeaders request: NONE with the leader elected, or the
+    error (ELECTION_NOT_NEEDED, PREFERRED_LEADER_NOT_AVAILABLE, ...) and its message."""
+
+    error: ErrorCode
+    message: str | None = None
+    leader: int = -1
+
+
+class ApiResult(NamedTuple):
+    """One partition's answer to an admin request: an error code and its message."""
+
+    error: ErrorCode
+    message: str | None = None
 
 
 class MetadataStore(ABC):
@@ -38,6 +59,18 @@ class MetadataStore(ABC):
             listeners = list(self._listeners)
         for listener in listeners:
             listener(old, new)
+
+    @property
+    def is_controller(self) -> bool:
+        """Whether this broker is the cluster's active controller (a standalone broker is its
+        own)."""
+        return False
+
+    @property
+    def broker_epoch(self) -> int:
+        """This broker's epoch in the cluster (ZooKeeper: its registration's czxid); -1 when
+        the store has none."""
+        return -1
 
     @abstractmethod
     def start(self) -> None: ...
@@ -102,3 +135,35 @@ class MetadataStore(ABC):
         epoch). Raises InvalidUpdateVersion when stale, UnknownTopic when the partition is gone.
         The leader proposes ISR changes with it (Kafka's ZooKeeper-mode ISR updates, KIP-497's
         AlterPartition in KRaft)."""
+
+    # -- the controller's duties (Kafka's KafkaController APIs) ---------------------------------
+
+    @abstractmethod
+    def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> list[TopicPartition]:
+        """Moves the leadership of ``broker_id``'s replicated partitions to other in-sync
+        replicas and takes it out of the ISRs it follows in (Kafka's ``doControlledShutdown``);
+        returns the replicated partitions it still leads. Raises NotController when this broker
+        is not the controller, KafkaApiError STALE_BROKER_EPOCH / BROKER_NOT_AVAILABLE."""
+
+    @abstractmethod
+    def elect_leaders(
+        self, election_type: ElectionType, partitions: Collection[TopicPartition] | None
+    ) -> dict[TopicPartition, ElectionResult]:
+        """Elects leaders (KIP-460): the preferred replica, or with UNCLEAN an out-of-sync
+        replica of a partition without a live leader. ``None``: every partition. Returns once
+        this store's view shows the leaders elected. NOT_CONTROLLER per partition when this
+        broker is not the controller (as Kafka's ZooKeeper-mode brokers answer)."""
+
+    @abstractmethod
+    def alter_partition_reassignments(
+        self, reassignments: Mapping[TopicPartition, Sequence[int] | None]
+    ) -> dict[TopicPartition, ApiResult]:
+        """Starts reassignments to the target replicas given (KIP-455), or cancels those whose
+        target is None. Raises NotController when this broker is not the controller."""
+
+    @abstractmethod
+    def list_partition_reassignments(
+        self, partitions: Collection[TopicPartition] | None
+    ) -> dict[TopicPartition, ReplicaAssignment]:
+        """The ongoing reassignments (of ``partitions`` only, when given). Raises NotController
+        when this broker is not the controller."""

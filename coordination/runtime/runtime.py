@@ -45,11 +45,22 @@ Record = tuple[bytes, bytes | None]
 
 class TransactionalRecord(NamedTuple):
     """A record a transactional producer's offsets commit wrote (KIP-98's TxnOffsetCommit): it
-    counts only once its transaction's commit marker follows."""
+    counts only once its transaction's commit marker follows. ``offset``: its offset in the
+    partition (-1: unknown)."""
 
     producer_id: int
     key: bytes
     value: bytes | None
+    offset: int = -1
+
+
+class OffsetRecord(NamedTuple):
+    """A plain record read back from the partition, with its offset (Kafka's loaders replay
+    each record with its offset)."""
+
+    key: bytes
+    value: bytes | None
+    offset: int
 
 
 class TransactionMarker(NamedTuple):
@@ -59,10 +70,22 @@ class TransactionMarker(NamedTuple):
     committed: bool
 
 
-#: What a shard replays: plain records, transactional ones, and markers, in log order.
-LoadedRecord = Record | TransactionalRecord | TransactionMarker
+#: What a shard replays: plain records (with their offsets, or without), transactional ones,
+#: and markers, in log order.
+LoadedRecord = Record | OffsetRecord | TransactionalRecord | TransactionMarker
 #: Called once a write is committed (None) or has failed (its error code).
 WriteCallback = Callable[[ErrorCode | None], None]
+#: Called with the offset of a write's first record once it is appended (before its
+#: WriteCallback); the write's records take consecutive offsets from there.
+AppendedCallback = Callable[[int], None]
+
+
+def loaded_offset(item: LoadedRecord) -> int:
+    """The offset of a replayed record (-1 when the log did not say)."""
+    if isinstance(item, OffsetRecord | TransactionalRecord):
+        return item.offset
+    return -1
+
 
 T = TypeVar("T")
 
@@ -95,12 +118,14 @@ class CoordinatorLog(Protocol):
         *,
         producer_id: int = -1,
         producer_epoch: int = -1,
+        on_appended: AppendedCallback | None = None,
     ) -> None:
         """Appends ``records`` in one batch to ``partition`` (led by this broker) and calls
         ``callback`` exactly once: None when the batch is committed, else the error code (e.g.
         NOT_LEADER_OR_FOLLOWER, KAFKA_STORAGE_ERROR). It may be called before ``append``
         returns. With a ``producer_id`` the batch is transactional, that producer's (a
-        TxnOffsetCommit)."""
+        TxnOffsetCommit). ``on_appended`` (if given) learns the batch's base offset once it is
+        appended, before ``callback``."""
 
 
 class CoordinatorShard(Protocol):
@@ -155,11 +180,13 @@ class ShardContext:
         *,
         producer_id: int = -1,
         producer_epoch: int = -1,
+        on_appended: AppendedCallback | None = None,
     ) -> None:
         """Appends ``records`` (a transactional batch of ``producer_id`` when given);
         ``callback`` runs with the shard's lock held once they are committed (None) or failed
-        (error code); NOT_COORDINATOR when the shard was unloaded meanwhile. Call with the lock
-        held."""
+        (error code); NOT_COORDINATOR when the shard was unloaded meanwhile. ``on_appended``
+        learns the first record's offset once appended (before ``callback``). Call with the
+        lock held."""
 
         def done(error: ErrorCode | None) -> None:
             with self.lock:
@@ -168,16 +195,17 @@ class ShardContext:
         if not records:
             done(None)
             return
-        if producer_id >= 0:
+        if producer_id < 0 and on_appended is None:
+            self._log.append(self.partition, records, done)
+        else:
             self._log.append(
                 self.partition,
                 records,
                 done,
                 producer_id=producer_id,
                 producer_epoch=producer_epoch,
+                on_appended=on_appended,
             )
-        else:
-            self._log.append(self.partition, records, done)
 
     def schedule(self, delay_ms: int, fn: Callable[[], None]) -> Timer:
         """Runs ``fn`` after ``delay_ms`` with the shard's lock held, unless the shard was

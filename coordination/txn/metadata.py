@@ -25,8 +25,15 @@ TopicPartition = tuple[str, int]
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
-#: Kafka bumps to a new producer id when the epoch would pass Short.MAX_VALUE - 1
-MAX_PRODUCER_EPOCH = 32766
+SHORT_MAX = 32767
+#: the highest epoch a client gets (Short.MAX_VALUE - 1): from there InitProducerId moves the
+#: transactional id to a new producer id, and only a fence may still bump (to Short.MAX_VALUE)
+MAX_PRODUCER_EPOCH = SHORT_MAX - 1
+
+
+def is_epoch_exhausted(producer_epoch: int) -> bool:
+    """Kafka's ``TransactionMetadata.isEpochExhausted``."""
+    return producer_epoch >= MAX_PRODUCER_EPOCH
 
 
 class TxnState(IntEnum):
@@ -143,4 +150,4 @@ class TransactionMetadata:
 
     @property
     def is_epoch_exhausted(self) -> bool:
-        return self.producer_epoch >= MAX_PRODUCER_EPOCH - 1
+        return is_epoch_exhausted(self.producer_epoch)

@@ -96,6 +96,11 @@ def parse_txn_key(data: bytes | memoryview) -> str:
     return str(key.transactional_id)
 
 
+#: TransactionLogValue's transaction_status of a transactional id with no transaction (Kafka's
+#: TransactionState Empty)
+EMPTY_STATE = 0
+
+
 def txn_value(v: TxnLogValue) -> bytes:
     by_topic: dict[str, list[int]] = {}
     for topic, partition in sorted(v.partitions):
@@ -110,10 +115,12 @@ def txn_value(v: TxnLogValue) -> bytes:
             producer_epoch=v.producer_epoch,
             transaction_timeout_ms=v.timeout_ms,
             transaction_status=v.state,
+            # null only in state Empty (0), as Kafka's TransactionLog.valueToBytes writes it:
+            # Kafka reads the partitions of every other state and fails on a null list
             transaction_partitions=[
                 PartitionsSchema(topic=t, partition_ids=ps) for t, ps in by_topic.items()
             ]
-            if by_topic
+            if by_topic or v.state != EMPTY_STATE
             else None,
             transaction_last_update_timestamp_ms=v.last_update_ms,
             transaction_start_timestamp_ms=v.start_ms,

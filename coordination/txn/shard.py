@@ -41,10 +41,12 @@ from coordination.txn.metadata import (
     IDLE_STATES,
     NO_PRODUCER_EPOCH,
     PREPARE_STATES,
+    SHORT_MAX,
     TopicPartition,
     TransactionMetadata,
     TxnConfig,
     TxnState,
+    is_epoch_exhausted,
 )
 from coordination.txn.records import (
     CorruptTxnRecord,
@@ -133,7 +135,7 @@ class TransactionCoordinatorShard:
         for item in records:
             if isinstance(item, TransactionalRecord | TransactionMarker):
                 continue  # never written to __transaction_state
-            key, value = item
+            key, value = item[0], item[1]
             try:
                 txn_id = parse_txn_key(key)
                 if value is None:
@@ -203,14 +205,17 @@ class TransactionCoordinatorShard:
         expected_producer_epoch: int,
         callback: TxnCallback,
     ) -> None:
+        """Kafka's ``handleInitProducerId``: a new id gets a producer id and epoch 0; an idle one
+        its epoch bumped (a new producer, no expected pair: the last epoch is forgotten, so an
+        older instance retrying with its pair is fenced; KIP-360, the producer's own pair: the
+        last epoch is kept, and a retry naming it is answered the current pair), or a new
+        producer id once the epoch is exhausted; an ongoing transaction is aborted with a
+        fencing epoch first (the caller retries on CONCURRENT_TRANSACTIONS)."""
         now = self.context.now_ms()
         txn = self.txns.get(transactional_id)
         if txn is None:
-            try:
-                producer_id = self._producer_ids()
-            except Exception:
-                log.exception("allocating a producer id failed")
-                callback(TxnResult(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+            producer_id = self._new_producer_id(callback)
+            if producer_id is None:
                 return
             new = TransactionMetadata(
                 transactional_id,
@@ -222,39 +227,83 @@ class TransactionCoordinatorShard:
             )
             self._write(None, new, lambda e: callback(self._init_answer(e, new)))
             return
-        if txn.pending is not None or txn.state in PREPARE_STATES:
+        expected = expected_producer_id >= 0
+        if txn.pending is not None:
             callback(TxnResult(ErrorCode.CONCURRENT_TRANSACTIONS))
             return
-        if expected_producer_id >= 0:
-            # KIP-360: the producer names the id and epoch it has
-            if (
-                expected_producer_id == txn.producer_id
-                and expected_producer_epoch == txn.last_producer_epoch
-                and txn.state == TxnState.EMPTY
-                and txn.last_producer_epoch != NO_PRODUCER_EPOCH
-            ):
-                # a retry of a bump that succeeded: answer the current pair
-                callback(TxnResult(ErrorCode.NONE, txn.producer_id, txn.producer_epoch))
-                return
-            if not (
-                expected_producer_id == txn.producer_id
-                and expected_producer_epoch == txn.producer_epoch
-            ):
-                callback(TxnResult(ErrorCode.PRODUCER_FENCED))
-                return
+        if expected and not (
+            txn.producer_epoch == NO_PRODUCER_EPOCH
+            or expected_producer_id == txn.producer_id
+            or (
+                expected_producer_id == txn.previous_producer_id
+                and is_epoch_exhausted(expected_producer_epoch)
+            )
+        ):
+            callback(TxnResult(ErrorCode.PRODUCER_FENCED))
+            return
+        if txn.state in PREPARE_STATES:
+            callback(TxnResult(ErrorCode.CONCURRENT_TRANSACTIONS))
+            return
         if txn.state == TxnState.ONGOING:
             # fence the previous instance and abort its transaction; the new one retries
             self._fence_and_abort(txn, now)
             callback(TxnResult(ErrorCode.CONCURRENT_TRANSACTIONS))
             return
-        new = self._bumped(txn, now).copy(
-            timeout_ms=timeout_ms,
-            state=TxnState.EMPTY,
-            partitions=frozenset(),
-            start_ms=-1,
-            last_update_ms=now,
-        )
+        if txn.state not in IDLE_STATES:
+            callback(TxnResult(ErrorCode.INVALID_TXN_STATE))
+            return
+        reset = {
+            "timeout_ms": timeout_ms,
+            "state": TxnState.EMPTY,
+            "partitions": frozenset(),
+            "start_ms": -1,
+            "last_update_ms": now,
+            "previous_producer_id": txn.producer_id,
+        }
+        if txn.is_epoch_exhausted and (
+            not expected or expected_producer_epoch == txn.producer_epoch
+        ):
+            # a new producer id (Kafka's prepareProducerIdRotation)
+            producer_id = self._new_producer_id(callback)
+            if producer_id is None:
+                return
+            new = txn.copy(
+                producer_id=producer_id,
+                producer_epoch=0,
+                last_producer_epoch=txn.producer_epoch if expected else NO_PRODUCER_EPOCH,
+                **reset,
+            )
+        elif not expected:
+            new = txn.copy(
+                producer_epoch=txn.producer_epoch + 1,
+                last_producer_epoch=NO_PRODUCER_EPOCH,
+                **reset,
+            )
+        elif (
+            txn.producer_epoch == NO_PRODUCER_EPOCH or expected_producer_epoch == txn.producer_epoch
+        ):
+            new = txn.copy(
+                producer_epoch=txn.producer_epoch + 1,
+                last_producer_epoch=txn.producer_epoch,
+                **reset,
+            )
+        elif expected_producer_epoch == txn.last_producer_epoch:
+            # a retry of a bump that succeeded: the current pair again
+            new = txn.copy(**reset)
+        else:
+            callback(TxnResult(ErrorCode.PRODUCER_FENCED))
+            return
         self._write(txn, new, lambda e: callback(self._init_answer(e, new)))
+
+    def _new_producer_id(self, callback: TxnCallback) -> int | None:
+        """A producer id from the broker's blocks, or None (the caller was answered
+        COORDINATOR_NOT_AVAILABLE)."""
+        try:
+            return self._producer_ids()
+        except Exception:
+            log.exception("allocating a producer id failed")
+            callback(TxnResult(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+            return None
 
     @staticmethod
     def _init_answer(error: ErrorCode | None, new: TransactionMetadata) -> TxnResult:
@@ -262,28 +311,15 @@ class TransactionCoordinatorShard:
             return TxnResult(write_error(error))
         return TxnResult(ErrorCode.NONE, new.producer_id, new.producer_epoch)
 
-    def _bumped(self, txn: TransactionMetadata, now: int) -> TransactionMetadata:
-        """The id with its epoch bumped, or a new producer id when the epoch is exhausted."""
-        if txn.is_epoch_exhausted:
-            return txn.copy(
-                previous_producer_id=txn.producer_id,
-                producer_id=self._producer_ids(),
-                producer_epoch=0,
-                last_producer_epoch=NO_PRODUCER_EPOCH,
-                last_update_ms=now,
-            )
-        return txn.copy(
-            producer_epoch=txn.producer_epoch + 1,
-            last_producer_epoch=txn.producer_epoch,
-            last_update_ms=now,
-        )
-
     def _fence_and_abort(self, txn: TransactionMetadata, now: int) -> None:
-        """Kafka's PrepareEpochFence: bump the epoch (fencing the producer) and abort."""
-        epoch = txn.producer_epoch if txn.is_epoch_exhausted else txn.producer_epoch + 1
+        """Kafka's PrepareEpochFence: bump the epoch (fencing the producer: clients never get
+        Short.MAX_VALUE, so the coordinator can always bump once more) and abort, forgetting
+        the last epoch. The bumped epoch applies only once written (a failed write leaves the
+        id as it was, so the next fence does not bump twice)."""
+        epoch = min(txn.producer_epoch + 1, SHORT_MAX)
         new = txn.copy(
             producer_epoch=epoch,
-            last_producer_epoch=txn.producer_epoch,
+            last_producer_epoch=NO_PRODUCER_EPOCH,
             state=TxnState.PREPARE_ABORT,
             last_update_ms=now,
         )
@@ -348,17 +384,19 @@ class TransactionCoordinatorShard:
         producer_epoch: int,
         partitions: Sequence[TopicPartition],
     ) -> dict[TopicPartition, ErrorCode]:
-        """KIP-890's verification (AddPartitionsToTxn ``verify_only``): NONE for each partition
-        already in the producer's ongoing transaction, else INVALID_TXN_STATE."""
+        """KIP-890's verification (AddPartitionsToTxn ``verify_only``, Kafka's
+        ``handleVerifyPartitionsInTransaction``): NONE for each partition already in the
+        producer's transaction, else TRANSACTION_ABORTABLE (the partition leader tells older
+        clients INVALID_TXN_STATE); CONCURRENT_TRANSACTIONS while the transaction ends."""
         txn = self.txns.get(transactional_id)
         if txn is None or txn.producer_id != producer_id:
             return dict.fromkeys(partitions, ErrorCode.INVALID_PRODUCER_ID_MAPPING)
         if txn.producer_epoch != producer_epoch:
             return dict.fromkeys(partitions, ErrorCode.PRODUCER_FENCED)
+        if txn.state in PREPARE_STATES:
+            return dict.fromkeys(partitions, ErrorCode.CONCURRENT_TRANSACTIONS)
         return {
-            tp: ErrorCode.NONE
-            if txn.state == TxnState.ONGOING and tp in txn.partitions
-            else ErrorCode.INVALID_TXN_STATE
+            tp: ErrorCode.NONE if tp in txn.partitions else ErrorCode.TRANSACTION_ABORTABLE
             for tp in partitions
         }
 

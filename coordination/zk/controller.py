@@ -17,7 +17,15 @@ Duties, run on the store's worker thread after the cache was refreshed:
 * purging config change notifications older than 15 minutes;
 * ISR change notifications (``/isr_change_notification``, written by leaders that changed their
   ISR with :meth:`~coordination.zk.store.ZkMetadataStore.alter_partition`): the partitions named
-  are re-read and the notifications deleted (Kafka's ``IsrChangeNotificationHandler``).
+  are re-read and the notifications deleted (Kafka's ``IsrChangeNotificationHandler``);
+* controlled shutdown, preferred and unclean elections, automatic leader rebalancing
+  (:mod:`coordination.zk.elections`), and partition reassignments
+  (:mod:`coordination.zk.reassignments`), which write through
+  :meth:`ZkController.update_partition_states`.
+
+Brokers in controlled shutdown (:attr:`ZkController.shutting_down`, Kafka's
+``shuttingDownBrokerIds``) are registered but may not lead nor be given new partitions; a broker
+leaves the set when its registration goes (or is replaced by a new one).
 
 Thread-safety: owned by the store's worker thread; :attr:`is_controller` may be read anywhere
 (and is cleared by the session listener when the session is lost).
@@ -27,7 +35,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kazoo.exceptions import (
@@ -48,6 +56,8 @@ log = logging.getLogger(__name__)
 
 #: Kafka's ZkNodeChangeNotificationListener: notifications older than this are purged.
 CONFIG_CHANGE_EXPIRATION_MS = 15 * 60 * 1000
+#: The dynamic broker config entity of every broker (Kafka's ``<default>``).
+DEFAULT_BROKER_ENTITY = "<default>"
 
 
 class ZkController:
@@ -73,6 +83,11 @@ class ZkController:
         self._epoch_zk_version = -1
         self._conflicts = 0
         self._last_config_purge = 0.0
+        #: brokers in controlled shutdown: broker id -> the broker epoch that asked
+        self.shutting_down: dict[int, int] = {}
+        #: called (on the worker) when this broker becomes the controller: the elections' and
+        #: reassignments' own failover work
+        self.on_failover: list[Callable[[], None]] = []
 
     # -- watches (kazoo's threads: only post) --------------------------------------------------
 
@@ -181,10 +196,15 @@ class ZkController:
                 self.zk.create(zd.FEATURE_PATH, zd.encode_feature_znode())
             except NodeExistsError:
                 pass
+        self.shutting_down.clear()
         self.assign_missing_topic_ids()
         self.complete_topic_deletions()
         self.process_isr_changes()
         self.reconcile()
+        for hook in self.on_failover:
+            if not self.is_controller:
+                return
+            hook()
 
     def multi(self, ops: Sequence[Op]) -> list[Any] | None:
         """``ops`` behind a check of ``/controller_epoch``'s version: None (and resignation)
@@ -218,8 +238,32 @@ class ZkController:
                 return
             self.cache.load_topic(name)
 
-    def _unclean(self, topic: str) -> bool:
+    # -- who may lead ---------------------------------------------------------------------------
+
+    def live_brokers(self) -> set[int]:
+        """Registered brokers (those in controlled shutdown included)."""
+        return set(self.cache.brokers)
+
+    def ineligible_brokers(self) -> set[int]:
+        """Registered brokers that may not lead: those in controlled shutdown (with the broker
+        epoch that asked; a broker that registered again is eligible)."""
+        epochs = self.cache.broker_epochs
+        for broker_id, epoch in list(self.shutting_down.items()):
+            if epochs.get(broker_id) != epoch:
+                del self.shutting_down[broker_id]
+        return set(self.shutting_down)
+
+    def unclean(self, topic: str) -> bool:
+        """The topic's ``unclean.leader.election.enable``: its override, else the dynamic
+        broker config (this broker's, then the cluster default), else the static config."""
         value = self.cache.configs.get(topic, {}).get("unclean.leader.election.enable")
+        if value is None:
+            for entity in (str(self.broker_id), DEFAULT_BROKER_ENTITY):
+                value = self.cache.broker_configs.get(entity, {}).get(
+                    "unclean.leader.election.enable"
+                )
+                if value is not None:
+                    break
         if value is None:
             return self.unclean_leader_election_enable
         return value.strip().lower() == "true"
@@ -230,7 +274,8 @@ class ZkController:
         if not self.is_controller:
             return
         cache = self.cache
-        live = set(cache.brokers)
+        live = self.live_brokers()
+        ineligible = self.ineligible_brokers()
         for name in sorted(cache.topics):
             topic = cache.topics.get(name)
             if topic is None:
@@ -240,12 +285,17 @@ class ZkController:
             for p, replicas in sorted(topic.assignment.partitions.items()):
                 current = cache.states.get((name, p))
                 if current is None:
-                    initial = initial_leader_and_isr(replicas, live)
+                    initial = initial_leader_and_isr(replicas, live, ineligible)
                     if initial is not None:
                         creates.append((p, *initial))
                 else:
                     change = leader_and_isr_after_change(
-                        current.leader, current.isr, replicas, live, unclean=self._unclean(name)
+                        current.leader,
+                        current.isr,
+                        replicas,
+                        live,
+                        unclean=self.unclean(name),
+                        ineligible=ineligible,
                     )
                     if change is not None:
                         updates.append((p, *change, current))
@@ -318,6 +368,66 @@ class ZkController:
                 list(current.isr),
                 list(isr),
                 current.leader_epoch + 1,
+            )
+        return True
+
+    def update_partition_states(
+        self,
+        topic: str,
+        changes: Mapping[int, tuple[int, tuple[int, ...]]],
+        *,
+        extra_ops: Sequence[Op] = (),
+        why: str,
+    ) -> bool | None:
+        """Writes new (leader, isr) for partitions of ``topic`` that have a state, each with its
+        leader epoch bumped (Kafka's ``newLeaderAndIsr``), in one multi-op with ``extra_ops``
+        (e.g. the topic znode) and the controller epoch check. True: written, and the cached
+        states follow (the caller re-reads what ``extra_ops`` wrote); False: something changed
+        under the controller (the topic is re-read); None: not the controller any more."""
+        current_states = {p: self.cache.states.get((topic, p)) for p in changes}
+        ops = list(extra_ops)
+        written: list[tuple[int, int, tuple[int, ...], zd.LeaderIsrAndControllerEpoch]] = []
+        for p, (leader, isr) in sorted(changes.items()):
+            current = current_states[p]
+            if current is None:
+                continue
+            ops.append(
+                Op.set(
+                    zd.partition_state_path(topic, p),
+                    zd.encode_partition_state(leader, current.leader_epoch + 1, isr, self.epoch),
+                    current.zk_version,
+                )
+            )
+            written.append((p, leader, isr, current))
+        if not ops:
+            return True
+        results = self.multi(ops)
+        if results is None:
+            return None
+        failure = first_failure(results)
+        if failure is not None:
+            log.info(
+                "partition states of %s changed under the controller (%r): re-reading",
+                topic,
+                failure[1],
+            )
+            self.cache.load_topic(topic, full=True)
+            return False
+        stats = [r for r in results[len(extra_ops) :] if isinstance(r, Stat)]
+        for (p, leader, isr, current), stat in zip(written, stats, strict=True):
+            self.cache.states[(topic, p)] = zd.LeaderIsrAndControllerEpoch(
+                leader, current.leader_epoch + 1, isr, self.epoch, stat.version
+            )
+            log.info(
+                "%s-%d: leader %d -> %d, isr %s -> %s, leader epoch %d (%s)",
+                topic,
+                p,
+                current.leader,
+                leader,
+                list(current.isr),
+                list(isr),
+                current.leader_epoch + 1,
+                why,
             )
         return True
 

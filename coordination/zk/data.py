@@ -24,6 +24,11 @@ path                                           mode        content
 ``/config/changes/config_change_<10 digits>``  sequential  ``{"version":2,
                                                            "entity_path":"topics/t"}``
 ``/admin/delete_topics/<t>``                   persistent  no data
+``/admin/reassign_partitions``                 persistent  ``{"version":1,"partitions":[
+                                                           {"topic":"t","partition":0,
+                                                           "replicas":[1,2]}]}``
+``/admin/preferred_replica_election``          persistent  ``{"version":1,"partitions":[
+                                                           {"topic":"t","partition":0}]}``
 ``/latest_producer_id_block``                  persistent  ``{"version":1,"broker":1,
                                                            "block_start":"0","block_end":"999"}``
 ``/feature``                                   persistent  ``{"version":2,"status":1,
@@ -65,6 +70,10 @@ CONFIG_PATH = "/config"
 CONFIG_CHANGES_PATH = "/config/changes"
 CONFIG_CHANGE_PREFIX = "config_change_"
 DELETE_TOPICS_PATH = "/admin/delete_topics"
+#: Kafka's legacy reassignment znode (before KIP-455's API; still honoured in ZooKeeper mode)
+REASSIGN_PARTITIONS_PATH = "/admin/reassign_partitions"
+#: Kafka's legacy preferred replica election znode (kafka-preferred-replica-election.sh)
+PREFERRED_REPLICA_ELECTION_PATH = "/admin/preferred_replica_election"
 ISR_CHANGE_NOTIFICATION_PATH = "/isr_change_notification"
 ISR_CHANGE_PREFIX = "isr_change_"
 LOG_DIR_EVENT_NOTIFICATION_PATH = "/log_dir_event_notification"
@@ -513,3 +522,48 @@ def encode_feature_znode(features: Mapping[str, Mapping[str, int]] | None = None
     return to_json(
         {"version": 2, "status": 1, "features": {k: dict(v) for k, v in (features or {}).items()}}
     )
+
+
+# /admin/reassign_partitions, /admin/preferred_replica_election
+
+
+def encode_reassign_partitions(reassignments: Mapping[tuple[str, int], Sequence[int]]) -> bytes:
+    return to_json(
+        {
+            "version": 1,
+            "partitions": [
+                {"topic": t, "partition": p, "replicas": list(r)}
+                for (t, p), r in sorted(reassignments.items())
+            ],
+        }
+    )
+
+
+def _partition_entries(data: bytes | None, what: str) -> list[dict[str, Any]]:
+    doc = _object(data, what)
+    entries = doc.get("partitions")
+    if not isinstance(entries, list):
+        raise ZkDataError(f"{what}: 'partitions' is not a list")
+    for e in entries:
+        if not isinstance(e, dict) or not isinstance(e.get("topic"), str):
+            raise ZkDataError(f"{what}: invalid entry {e!r}")
+    return entries
+
+
+def decode_reassign_partitions(data: bytes | None) -> dict[tuple[str, int], tuple[int, ...]]:
+    what = REASSIGN_PARTITIONS_PATH
+    return {
+        (e["topic"], _int(e.get("partition"), what)): _int_list(e.get("replicas"), what)
+        for e in _partition_entries(data, what)
+    }
+
+
+def encode_preferred_replica_election(partitions: Sequence[tuple[str, int]]) -> bytes:
+    return to_json(
+        {"version": 1, "partitions": [{"topic": t, "partition": p} for t, p in partitions]}
+    )
+
+
+def decode_preferred_replica_election(data: bytes | None) -> list[tuple[str, int]]:
+    what = PREFERRED_REPLICA_ELECTION_PATH
+    return [(e["topic"], _int(e.get("partition"), what)) for e in _partition_entries(data, what)]

@@ -5,6 +5,8 @@ ephemeral registration (Kafka's ``KafkaZkClient.registerBroker`` and ``getOrCrea
 * :meth:`BrokerRegistration.cluster_id` reads ``/cluster/id`` or creates it (first broker); it
   refuses to join when it differs from the configured ``cluster.id`` or from the log dirs'
   ``meta.properties`` (:class:`~coordination.zk.errors.InconsistentClusterId`).
+* :func:`generate_broker_sequence_id` hands out ``broker.id``s (``broker.id=-1``) from
+  ``/brokers/seqid``'s version, as Kafka does.
 * :meth:`BrokerRegistration.register` creates ``/brokers/ids/<id>`` EPHEMERAL in one multi-op
   (create + set data); a node owned by another session is
   :class:`~coordination.zk.errors.BrokerIdInUse`. The node's czxid is the broker epoch.
@@ -19,12 +21,12 @@ import time
 from collections.abc import Mapping
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NodeExistsError
+from kazoo.exceptions import NodeExistsError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
 from coordination.metadata.view import BrokerInfo, random_kafka_uuid, uuid_to_base64
 from coordination.zk import data as zd
-from coordination.zk.client import Op, Stat, ZkClient, first_failure
+from coordination.zk.client import Op, Stat, ZkClient, first_failure, split_connect
 from coordination.zk.errors import (
     BrokerIdInUse,
     InconsistentClusterId,
@@ -158,3 +160,31 @@ class BrokerRegistration:
             raise failure[1]
         self.registered_session = session
         log.info("registered %s (broker epoch %d)", path, self.broker_epoch)
+
+
+def generate_broker_sequence_id(connect: str, *, session_timeout_ms: int, timeout_s: float) -> int:
+    """Kafka's ``KafkaZkClient.generateBrokerSequenceId``: an unconditional write of
+    ``/brokers/seqid`` (created when missing), whose new version is the sequence number (1, 2,
+    ...); the broker's id is ``reserved.broker.max.id`` plus it."""
+    hosts, chroot = split_connect(connect)
+    if chroot:
+        ensure_chroot(hosts, chroot, session_timeout_ms=session_timeout_ms, timeout_s=timeout_s)
+    client = KazooClient(hosts=hosts + chroot, timeout=session_timeout_ms / 1000)
+    try:
+        client.start(timeout=timeout_s)
+    except KazooTimeoutError:
+        raise ZooKeeperUnavailable(
+            f"could not connect to ZooKeeper at {connect} within {int(timeout_s * 1000)} ms "
+            "(zookeeper.connection.timeout.ms)"
+        ) from None
+    try:
+        zk = ZkClient(client, max(timeout_s, 10.0))
+        try:
+            stat = zk.set(zd.BROKER_SEQUENCE_ID_PATH, b"")
+        except NoNodeError:
+            zk.ensure_path(zd.BROKER_SEQUENCE_ID_PATH)
+            stat = zk.set(zd.BROKER_SEQUENCE_ID_PATH, b"")
+        return int(stat.version)
+    finally:
+        client.stop()
+        client.close()

@@ -8,6 +8,8 @@ read a Kafka cluster's. It composes:
 * :mod:`~coordination.zk.registration`: chroot, cluster id, the broker's ephemeral registration;
 * :mod:`~coordination.zk.cache`: what this broker reads of ZooKeeper, and the view built from it;
 * :mod:`~coordination.zk.controller`: election and the controller's writes;
+* :mod:`~coordination.zk.elections`: controlled shutdown, ElectLeaders, automatic rebalancing;
+* :mod:`~coordination.zk.reassignments`: partition reassignments (KIP-455);
 * :mod:`~coordination.zk.admin`: admin writes (topics, partitions, configs);
 * :mod:`~coordination.zk.producer_ids`: producer id blocks.
 
@@ -28,9 +30,16 @@ zkVersion the leader knows (``partition_epoch``), then a sequential
 ``/isr_change_notification/isr_change_NNNNNNNNNN`` node naming the partition for the
 controller. Every broker watches the state znodes, so each one's view follows.
 
+The controller's duties that brokers and admin clients ask for (:meth:`controlled_shutdown`,
+:meth:`elect_leaders`, :meth:`alter_partition_reassignments`,
+:meth:`list_partition_reassignments`) run on the worker thread, like every other controller
+decision: the caller posts them and waits for the answer, which comes once the view they
+produced is published. Timed work (the automatic leader rebalance) is posted by the worker's own
+timers.
+
 Thread-safety: ``view`` is an immutable snapshot, read without locks from any thread. Admin
-methods and :meth:`alter_partition` may be called from any thread. Everything else is owned by
-the worker thread.
+methods, the controller's duties and :meth:`alter_partition` may be called from any thread.
+Everything else is owned by the worker thread.
 """
 
 from __future__ import annotations
@@ -39,9 +48,11 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from types import MappingProxyType
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, KazooException, NoNodeError
@@ -49,8 +60,10 @@ from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KazooState
 from kazoo.retry import KazooRetry
 
-from coordination.errors import InvalidUpdateVersion, KafkaApiError, UnknownTopic
-from coordination.metadata.store import MetadataStore
+from coordination.errors import InvalidUpdateVersion, KafkaApiError, NotController, UnknownTopic
+from coordination.metadata.election import ElectionType
+from coordination.metadata.reassignment import ReplicaAssignment
+from coordination.metadata.store import ApiResult, ElectionResult, MetadataStore, TopicPartition
 from coordination.metadata.view import (
     BrokerInfo,
     ClusterView,
@@ -64,8 +77,10 @@ from coordination.zk.admin import ZkAdmin, timed_out
 from coordination.zk.cache import Event, ZkClusterCache
 from coordination.zk.client import ZkClient, split_connect
 from coordination.zk.controller import ZkController
+from coordination.zk.elections import AUTO_REBALANCE, PREFERRED_REPLICA_ELECTION, ZkElections
 from coordination.zk.errors import ZooKeeperStartupError, ZooKeeperUnavailable
 from coordination.zk.producer_ids import allocate_producer_id_block
+from coordination.zk.reassignments import REASSIGN_PARTITIONS, ZkReassignments
 from coordination.zk.registration import BrokerRegistration, ensure_chroot
 from protocol.error_codes import ErrorCode
 
@@ -75,6 +90,8 @@ T = TypeVar("T")
 
 _RESYNC: Event = ("resync",)
 _STOP: Event = ("stop",)
+#: ("call", fn, future): a controller duty asked for from another thread
+_CALL = "call"
 
 
 class _Parts:
@@ -87,12 +104,16 @@ class _Parts:
         cache: ZkClusterCache,
         controller: ZkController,
         admin: ZkAdmin,
+        elections: ZkElections,
+        reassignments: ZkReassignments,
     ) -> None:
         self.zk = zk
         self.registration = registration
         self.cache = cache
         self.controller = controller
         self.admin = admin
+        self.elections = elections
+        self.reassignments = reassignments
 
 
 class ZkMetadataStore(MetadataStore):
@@ -111,6 +132,9 @@ class ZkMetadataStore(MetadataStore):
         unclean_leader_election_enable: bool = False,
         admin_timeout_ms: int = 30000,
         jmx_port: int = -1,
+        auto_leader_rebalance_enable: bool = True,
+        leader_imbalance_check_interval_s: float = 300.0,
+        leader_imbalance_per_broker_percentage: int = 10,
     ) -> None:
         super().__init__()
         self.connect = connect
@@ -124,6 +148,9 @@ class ZkMetadataStore(MetadataStore):
         self.unclean_leader_election_enable = unclean_leader_election_enable
         self.admin_timeout_ms = admin_timeout_ms
         self.jmx_port = jmx_port
+        self.auto_leader_rebalance_enable = auto_leader_rebalance_enable
+        self.leader_imbalance_check_interval_s = leader_imbalance_check_interval_s
+        self.leader_imbalance_per_broker_percentage = leader_imbalance_per_broker_percentage
         self.hosts, self.chroot = split_connect(connect)
 
         self._parts: _Parts | None = None
@@ -134,6 +161,8 @@ class ZkMetadataStore(MetadataStore):
         self._first_sync = threading.Event()
         self._first_sync_error: BaseException | None = None
         self._retry_at: float | None = None
+        #: the worker's timers: event -> when it is due (monotonic)
+        self._timers: dict[Event, float] = {}
         self._stopping = False
         self._cluster_id = ""
 
@@ -196,6 +225,14 @@ class ZkMetadataStore(MetadataStore):
             ) from None
         zk = ZkClient(client, op_timeout_s=max(timeout_s, 10.0))
         cache = ZkClusterCache(zk, self._events.put)
+        controller = ZkController(
+            zk,
+            cache,
+            broker_id=self.broker_id,
+            unclean_leader_election_enable=self.unclean_leader_election_enable,
+            post=self._events.put,
+            schedule_retry=self._schedule_retry,
+        )
         self._parts = parts = _Parts(
             zk,
             BrokerRegistration(
@@ -207,14 +244,7 @@ class ZkMetadataStore(MetadataStore):
                 jmx_port=self.jmx_port,
             ),
             cache,
-            ZkController(
-                zk,
-                cache,
-                broker_id=self.broker_id,
-                unclean_leader_election_enable=self.unclean_leader_election_enable,
-                post=self._events.put,
-                schedule_retry=self._schedule_retry,
-            ),
+            controller,
             ZkAdmin(
                 zk,
                 view=lambda: self._view,
@@ -222,6 +252,14 @@ class ZkMetadataStore(MetadataStore):
                 on_worker=self._on_worker,
                 deadline=self._deadline,
             ),
+            ZkElections(
+                controller,
+                auto_leader_rebalance_enable=self.auto_leader_rebalance_enable,
+                leader_imbalance_check_interval_s=self.leader_imbalance_check_interval_s,
+                leader_imbalance_per_broker_percentage=self.leader_imbalance_per_broker_percentage,
+                schedule=self._schedule,
+            ),
+            ZkReassignments(controller),
         )
         try:
             for path in zd.PERSISTENT_PATHS:
@@ -291,8 +329,9 @@ class ZkMetadataStore(MetadataStore):
         pending: dict[Event, None] = {}
         while True:
             timeout = None
-            if self._retry_at is not None:
-                timeout = max(0.0, self._retry_at - time.monotonic())
+            due = [at for at in (self._retry_at, *self._timers.values()) if at is not None]
+            if due:
+                timeout = max(0.0, min(due) - time.monotonic())
             try:
                 pending[self._events.get(timeout=timeout)] = None
             except queue.Empty:
@@ -303,40 +342,108 @@ class ZkMetadataStore(MetadataStore):
                 except queue.Empty:
                     break
             if _STOP in pending or self._stopping:
+                self._fail_calls(pending)
+                self._fail_calls(self._drain())
                 return
-            if self._retry_at is not None and time.monotonic() >= self._retry_at:
+            now = time.monotonic()
+            if self._retry_at is not None and now >= self._retry_at:
                 self._retry_at = None
                 pending[_RESYNC] = None
+            for event, at in list(self._timers.items()):
+                if now >= at:
+                    del self._timers[event]
+                    pending[event] = None
             if not pending:
                 continue
             batch = list(pending)
             pending.clear()
-            try:
-                self._process(batch)
-            except Exception as e:
-                if self._stopping:
-                    return
-                if not self._first_sync.is_set() and not isinstance(
-                    e, KazooException | KazooTimeoutError
-                ):
-                    self._first_sync_error = e
-                    self._first_sync.set()
-                    return
-                if isinstance(e, KazooException | KazooTimeoutError):
-                    log.warning("ZooKeeper error while handling %s: %r; retrying", batch, e)
-                    self._schedule_retry(1.0)
-                elif isinstance(e, ZooKeeperStartupError):
-                    log.error("%s; retrying", e)
-                    self._schedule_retry(2.0)
-                else:
-                    log.exception("error while handling ZooKeeper events %s", batch)
-                    self._schedule_retry(1.0)
-            try:
-                self._publish()
-            except Exception:
-                log.exception("error publishing the cluster view")
-            if _RESYNC in batch and self._retry_at is None:
+            calls = [e for e in batch if e[0] == _CALL]
+            batch = [e for e in batch if e[0] != _CALL]
+            if batch and not self._handle(batch):
+                self._fail_calls(calls)
+                return
+            if calls:
+                self._run_calls(calls)
+
+    def _handle(self, batch: list[Event]) -> bool:
+        """Processes a batch of events and publishes the view; False when the worker must stop
+        (the first read failed)."""
+        try:
+            self._process(batch)
+            parts = self.parts
+            if parts.controller.is_controller:
+                parts.reassignments.maybe_complete()
+        except Exception as e:
+            if self._stopping:
+                return False
+            if not self._first_sync.is_set() and not isinstance(
+                e, KazooException | KazooTimeoutError
+            ):
+                self._first_sync_error = e
                 self._first_sync.set()
+                return False
+            if isinstance(e, KazooException | KazooTimeoutError):
+                log.warning("ZooKeeper error while handling %s: %r; retrying", batch, e)
+                self._schedule_retry(1.0)
+            elif isinstance(e, ZooKeeperStartupError):
+                log.error("%s; retrying", e)
+                self._schedule_retry(2.0)
+            else:
+                log.exception("error while handling ZooKeeper events %s", batch)
+                self._schedule_retry(1.0)
+        try:
+            self._publish()
+        except Exception:
+            log.exception("error publishing the cluster view")
+        if _RESYNC in batch and self._retry_at is None:
+            self._first_sync.set()
+        return True
+
+    def _run_calls(self, calls: list[Event]) -> None:
+        """Runs the controller duties asked for, publishes the view they produced, then
+        answers their callers (so a caller's next look at the view shows the result)."""
+        outcomes: list[tuple[Future[Any], Any, BaseException | None]] = []
+        for _, fn, future in calls:
+            try:
+                outcomes.append((future, fn(self.parts), None))
+            except (KazooException, KazooTimeoutError) as e:
+                unavailable = KafkaApiError(
+                    f"ZooKeeper is not available: {e!r}", ErrorCode.REQUEST_TIMED_OUT
+                )
+                outcomes.append((future, None, unavailable))
+            except Exception as e:  # handed to the caller, who answers with it
+                if not isinstance(e, KafkaApiError):
+                    log.exception("a controller request failed")
+                outcomes.append((future, None, e))
+        try:
+            self._publish()
+        except Exception:
+            log.exception("error publishing the cluster view")
+        for future, result, error in outcomes:
+            if error is not None:
+                future.set_exception(error)
+            else:
+                future.set_result(result)
+
+    def _drain(self) -> list[Event]:
+        out = []
+        while True:
+            try:
+                out.append(self._events.get_nowait())
+            except queue.Empty:
+                return out
+
+    @staticmethod
+    def _fail_calls(events: Collection[Event]) -> None:
+        for event in events:
+            if event[0] == _CALL and not event[2].done():
+                event[2].set_exception(
+                    KafkaApiError("the broker is shutting down", ErrorCode.BROKER_NOT_AVAILABLE)
+                )
+
+    def _schedule(self, delay_s: float, event: Event) -> None:
+        """Posts ``event`` to the worker in ``delay_s`` (worker thread only)."""
+        self._timers[event] = time.monotonic() + delay_s
 
     def _schedule_retry(self, delay_s: float) -> None:
         at = time.monotonic() + delay_s
@@ -348,7 +455,8 @@ class ZkMetadataStore(MetadataStore):
         cache, controller = parts.cache, parts.controller
         if _RESYNC in batch:
             self._resync(parts)
-            return
+            # everything was re-read; only the timer's own work is left
+            batch = [e for e in batch if e == AUTO_REBALANCE]
         reconcile = False
         for event in batch:
             kind = event[0]
@@ -366,13 +474,23 @@ class ZkMetadataStore(MetadataStore):
             elif kind == "controller":
                 controller.load()
             elif kind == "config_changes":
+                # a topic's (or the cluster's) unclean.leader.election.enable may have changed:
+                # the controller elects again (Kafka's TopicUncleanLeaderElectionEnable)
                 controller.purge_config_changes(cache.load_config_changes())
+                reconcile = True
             elif kind == "delete_topics":
                 controller.complete_topic_deletions()
             elif kind == "isr_changes":
                 controller.process_isr_changes()
+                reconcile = True
             elif kind == "reconcile":
                 reconcile = True
+            elif event == AUTO_REBALANCE:
+                parts.elections.check_auto_rebalance()
+            elif event == PREFERRED_REPLICA_ELECTION:
+                parts.elections.process_preferred_replica_election_znode()
+            elif event == REASSIGN_PARTITIONS:
+                parts.reassignments.process_znode()
         if reconcile and controller.is_controller:
             controller.assign_missing_topic_ids()
             controller.reconcile()
@@ -394,6 +512,8 @@ class ZkMetadataStore(MetadataStore):
             controller.complete_topic_deletions()
             controller.process_isr_changes()
             controller.reconcile()
+            parts.elections.process_preferred_replica_election_znode()
+            parts.reassignments.process_znode()
 
     # -- the view ----------------------------------------------------------------------------
 
@@ -555,4 +675,56 @@ class ZkMetadataStore(MetadataStore):
             replicas = meta.partitions[partition].replicas
         return PartitionState(
             partition, new.leader, new.leader_epoch, replicas, tuple(new.isr), stat.version
+        )
+
+    # -- the controller's duties ------------------------------------------------------------------
+
+    def _on_controller(self, what: str, fn: Callable[[_Parts], T]) -> T:
+        """Runs ``fn`` on the worker thread (where the controller's state lives) and returns
+        its result once the view it produced is published; REQUEST_TIMED_OUT if that takes
+        longer than the admin timeout."""
+        if self._parts is None or self._worker is None:
+            raise KafkaApiError("the metadata store is not started", ErrorCode.BROKER_NOT_AVAILABLE)
+        if self._on_worker():
+            return fn(self._parts)
+        future: Future[T] = Future()
+        self._events.put((_CALL, fn, future))
+        try:
+            return future.result(self.admin_timeout_ms / 1000)
+        except FutureTimeout:
+            raise timed_out(
+                f"{what}: the controller did not answer within {self.admin_timeout_ms} ms"
+            ) from None
+
+    def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> list[TopicPartition]:
+        return self._on_controller(
+            "Controlled shutdown",
+            lambda p: p.elections.controlled_shutdown(broker_id, broker_epoch),
+        )
+
+    def elect_leaders(
+        self, election_type: ElectionType, partitions: Collection[TopicPartition] | None
+    ) -> dict[TopicPartition, ElectionResult]:
+        wanted = None if partitions is None else list(partitions)
+        try:
+            return self._on_controller(
+                "Leader election", lambda p: p.elections.elect(election_type, wanted)
+            )
+        except NotController as e:
+            return {tp: ElectionResult(ErrorCode.NOT_CONTROLLER, str(e)) for tp in wanted or ()}
+
+    def alter_partition_reassignments(
+        self, reassignments: Mapping[TopicPartition, Sequence[int] | None]
+    ) -> dict[TopicPartition, ApiResult]:
+        wanted = dict(reassignments)
+        return self._on_controller(
+            "Partition reassignment", lambda p: p.reassignments.alter(wanted)
+        )
+
+    def list_partition_reassignments(
+        self, partitions: Collection[TopicPartition] | None
+    ) -> dict[TopicPartition, ReplicaAssignment]:
+        wanted = None if partitions is None else list(partitions)
+        return self._on_controller(
+            "Listing partition reassignments", lambda p: p.reassignments.list(wanted)
         )

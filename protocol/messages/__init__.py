@@ -37,6 +37,9 @@ class ApiSchema:
         return version in self.request.flexible_versions
 
     def request_header_version(self, version: int) -> int:
+        # ControlledShutdown v0 is the one request whose header has no client id (v0).
+        if self.key == ApiKey.CONTROLLED_SHUTDOWN and version == 0:
+            return 0
         return 2 if self.is_flexible(version) else 1
 
     def response_header_version(self, version: int) -> int:

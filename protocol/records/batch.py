@@ -214,6 +214,14 @@ def validate_batches(buf: Buffer) -> list[BatchHeader]:
     return headers
 
 
+def validate_replicated_batches(buf: Buffer) -> list[BatchHeader]:
+    """Checks a leader's batches fetched by a follower the way Kafka's follower append does:
+    whole magic-2 batches with their CRC-32C. Nothing a producer may not write is refused here:
+    a leader's log holds transaction markers (control batches), coordinators' batches without
+    sequences and the empty batches compaction keeps. Returns the headers."""
+    return [header for _, header in iter_batches(buf, verify_crc=True)]
+
+
 def set_base_offset(buf: bytearray | memoryview, pos: int, base_offset: int) -> None:
     """Assigns offsets to a batch in place (baseOffset is outside the CRC)."""
     _INT64.pack_into(buf, pos + BASE_OFFSET_AT, base_offset)

@@ -669,3 +669,47 @@ def build_batch(
         else:
             append(record.value, key=record.key, timestamp=record.timestamp, headers=record.headers)
     return builder.build()
+
+
+def build_empty_batch(
+    *,
+    base_offset: int,
+    last_offset_delta: int,
+    partition_leader_epoch: int,
+    timestamp_type: int,
+    max_timestamp: int,
+    producer_id: int,
+    producer_epoch: int,
+    base_sequence: int,
+    transactional: bool,
+    control: bool,
+) -> bytes:
+    """A batch header without records (Kafka's ``DefaultRecordBatch.writeEmptyHeader``, what
+    its cleaner keeps of a batch whose records all went): uncompressed, no base timestamp, the
+    original max timestamp, offsets, producer fields and flags, no delete horizon."""
+    attributes = 0
+    if timestamp_type == LOG_APPEND_TIME:
+        attributes |= TIMESTAMP_TYPE_MASK
+    if transactional:
+        attributes |= TRANSACTIONAL_MASK
+    if control:
+        attributes |= CONTROL_MASK
+    header = bytearray(
+        _PACK_HEADER(
+            base_offset,
+            HEADER_SIZE - LOG_OVERHEAD,
+            partition_leader_epoch,
+            MAGIC_V2,
+            0,
+            attributes,
+            last_offset_delta,
+            NO_TIMESTAMP,
+            max_timestamp,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            0,
+        )
+    )
+    _UINT32.pack_into(header, 17, crc32c(memoryview(header)[ATTRIBUTES_AT:]))
+    return bytes(header)

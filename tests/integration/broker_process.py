@@ -90,6 +90,16 @@ class BrokerProcess:
                 raise RuntimeError(f"broker did not start; log:\n{self.log()}")
         return self
 
+    def wait_for_log(self, text: str, timeout: float = 30.0) -> None:
+        """Waits until ``text`` is in the broker's log (its lines reach the file through a
+        reader thread, a moment after the broker wrote them); AssertionError after
+        ``timeout``."""
+        deadline = time.monotonic() + timeout
+        while text not in self.log():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{text!r} not in the broker's log after {timeout} s")
+            time.sleep(0.05)
+
     def log(self) -> str:
         try:
             return self.log_path.read_text(errors="replace")

@@ -98,9 +98,13 @@ def produce(broker: BrokerProcess, topic: str, n: int = 10) -> None:
     assert producer.flush(30) == 0
 
 
-def group_consume(broker: BrokerProcess, user: str, topic: str, group: str, n: int) -> list:
+def group_consume(
+    broker: BrokerProcess, user: str, topic: str, group: str, n: int, **settings: object
+) -> list:
     """Subscribes with ``group``; returns the values read, or raises the first error."""
-    consumer = Consumer(sasl(broker, user, **{"group.id": group, "auto.offset.reset": "earliest"}))
+    consumer = Consumer(
+        sasl(broker, user, **{"group.id": group, "auto.offset.reset": "earliest", **settings})
+    )
     consumer.subscribe([topic])
     got = []
     deadline = time.monotonic() + 30
@@ -256,3 +260,38 @@ def test_deny_wins_and_acl_errors(acl_broker):
     with pytest.raises(KafkaException) as e:
         create_acls(bob, [group_acl("g", "bob")])
     assert e.value.args[0].code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED
+
+
+def test_consumer_group_protocol_acls(acl_broker):
+    """KIP-848 members need READ on their group; a regular expression resolves only to topics
+    the member's principal may describe; the member's principal describes its group
+    (ConsumerGroupDescribe)."""
+    root = admin_of(acl_broker)
+    for f in root.create_topics([NewTopic(t, 2, 1) for t in ("k848-ok", "k848-hidden")]).values():
+        f.result(30)
+    produce(acl_broker, "k848-ok")
+    produce(acl_broker, "k848-hidden")
+    create_acls(
+        root, [topic_acl("k848-ok", ResourcePatternType.LITERAL, "alice", AclOperation.READ)]
+    )
+    settings = {"group.protocol": "consumer", "group.id": "k848-alice"}
+    with pytest.raises(KafkaException) as group_error:
+        group_consume(acl_broker, "alice", "k848-ok", "k848-alice", 1, **settings)
+    assert group_error.value.args[0].code() == KafkaError.GROUP_AUTHORIZATION_FAILED
+    create_acls(root, [group_acl("k848-alice", "alice")])
+    consumer = Consumer(sasl(acl_broker, "alice", **settings, **{"auto.offset.reset": "earliest"}))
+    consumer.subscribe(["^k848-.*"])
+    got = []
+    try:
+        deadline = time.monotonic() + 60
+        while len(got) < 10 and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None and not msg.error():
+                got.append(msg.topic())
+        assert got == ["k848-ok"] * 10
+        assert {tp.topic for tp in consumer.assignment()} == {"k848-ok"}
+    finally:
+        consumer.close()
+    alice = admin_of(acl_broker, "alice")  # kept: a collected client drops its futures
+    (described,) = alice.describe_consumer_groups(["k848-alice"]).values()
+    assert described.result(30).group_id == "k848-alice"

@@ -12,6 +12,7 @@ becomes a free local port; every volume mount point becomes a temporary director
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -97,7 +98,10 @@ def test_compose_references_hold() -> None:
             assert dep in services, f"{name} depends on unknown service {dep}"
         for volume in service.get("volumes", []):
             source = volume.split(":", 1)[0]
-            assert source in spec["volumes"], f"{name}: volume {source} is not declared"
+            if source.startswith("./"):  # a bind mount of the repository's files
+                assert (ROOT / source).exists(), f"{name}: {source} does not exist"
+            else:
+                assert source in spec["volumes"], f"{name}: volume {source} is not declared"
         build = service.get("build")
         if build is not None:
             assert (ROOT / build["context"] / build.get("dockerfile", "Dockerfile")).exists()
@@ -142,6 +146,184 @@ def test_dockerfile_copies_every_package() -> None:
         if line.strip() and not line.startswith("#")
     ]
     assert not set(copied) & set(ignored)
+
+
+# --- monitoring: Prometheus, its alert rules, Grafana's dashboard ----------------------------
+
+DEPLOY = ROOT / "deploy"
+_METRIC_NAME = re.compile(r"\b((?:kafka|odradek)_[a-z0-9_]+)\b")
+
+
+def promtool() -> str | None:
+    found = shutil.which("promtool")
+    if found is None and os.environ.get("CI"):
+        pytest.fail(
+            "promtool is missing: scripts/install-system-deps.sh installs Debian's prometheus"
+        )
+    return found
+
+
+def test_monitoring_services_are_an_optional_profile() -> None:
+    """Prometheus and Grafana start only with --profile monitoring (a plain ``docker compose
+    up`` is unchanged); Prometheus scrapes every broker's metrics port and loads the alert
+    rules; Grafana gets Prometheus as its data source and the dashboard file."""
+    spec = load_compose()
+    services = spec["services"]
+    with_profiles = {name for name, s in services.items() if s.get("profiles")}
+    assert with_profiles == {"prometheus", "grafana"}
+    assert all(services[n]["profiles"] == ["monitoring"] for n in with_profiles)
+    yaml = YAML(typ="safe")
+    prom = services["prometheus"]
+    assert "--config.file=/etc/prometheus/prometheus.yml" in prom["command"]
+    assert "./deploy/prometheus:/etc/prometheus:ro" in prom["volumes"]
+    config = yaml.load((DEPLOY / "prometheus" / "prometheus.yml").read_text())
+    for rule_file in config["rule_files"]:
+        assert (DEPLOY / "prometheus" / rule_file).exists()
+    targets = [
+        t for job in config["scrape_configs"] for sc in job["static_configs"] for t in sc["targets"]
+    ]
+    brokers = brokers_of_spec(spec)
+    expected = []
+    for name in brokers:
+        overrides = dict(
+            a.split("=", 1) for a in services[name]["command"] if "=" in a and not a.startswith("-")
+        )
+        expected.append(f"{services[name]['hostname']}:{overrides['metrics.port']}")
+        assert overrides["metrics.host"] == "0.0.0.0"  # reachable from the Prometheus container
+    assert sorted(targets) == sorted(expected)
+    assert set(prom["depends_on"]) == set(brokers)
+    grafana = services["grafana"]
+    assert set(grafana["depends_on"]) == {"prometheus"}
+    mounts = dict(v.split(":")[:2] for v in grafana["volumes"])
+    provisioning = ROOT / mounts["./deploy/grafana/provisioning"].replace(
+        "/etc/grafana/provisioning", "deploy/grafana/provisioning"
+    )
+    assert provisioning.is_dir()
+    (source,) = yaml.load((provisioning / "datasources" / "prometheus.yml").read_text())[
+        "datasources"
+    ]
+    assert source["url"] == "http://prometheus:9090" and source["uid"] == "prometheus"
+    (provider,) = yaml.load((provisioning / "dashboards" / "odradek.yml").read_text())["providers"]
+    dashboard_mount = mounts["./deploy/grafana/odradek.json"]
+    assert dashboard_mount.startswith(provider["options"]["path"] + "/")
+    assert "9090:9090" in prom["ports"] and "3000:3000" in grafana["ports"]
+
+
+def brokers_of_spec(spec: dict[str, Any]) -> list[str]:
+    return [
+        n for n, s in spec["services"].items() if s.get("command", [])[:2] == ["odradek", "serve"]
+    ]
+
+
+def test_alert_rules_and_prometheus_config_are_valid() -> None:
+    """Structure checked here; promtool (Debian's prometheus) checks syntax and PromQL."""
+    rules = YAML(typ="safe").load((DEPLOY / "prometheus" / "alerts.yml").read_text())
+    names = []
+    for group in rules["groups"]:
+        assert group["name"] and group["rules"]
+        for rule in group["rules"]:
+            assert set(rule) <= {"alert", "expr", "for", "labels", "annotations"}
+            assert rule["alert"].startswith("Odradek") and rule["expr"].strip()
+            assert rule["labels"]["severity"] in ("warning", "critical")
+            assert rule["annotations"]["summary"]
+            names.append(rule["alert"])
+    assert len(names) == len(set(names))
+    tool = promtool()
+    if tool is None:
+        return
+    for args in (
+        ["check", "rules", str(DEPLOY / "prometheus" / "alerts.yml")],
+        ["check", "config", str(DEPLOY / "prometheus" / "prometheus.yml")],
+    ):
+        result = subprocess.run([tool, *args], capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_dashboard_is_grafana_json_on_the_provisioned_data_source() -> None:
+    dashboard = json.loads((DEPLOY / "grafana" / "odradek.json").read_text())
+    assert dashboard["uid"] and dashboard["title"] == "Odradek"
+    ids = [p["id"] for p in dashboard["panels"]]
+    assert len(ids) == len(set(ids))
+    targets = [t for p in dashboard["panels"] for t in p.get("targets", [])]
+    assert targets
+    for panel in dashboard["panels"]:
+        grid = panel["gridPos"]
+        assert grid["x"] >= 0 and grid["x"] + grid["w"] <= 24
+        if panel["type"] != "row":
+            assert panel["datasource"] == {"type": "prometheus", "uid": "prometheus"}
+            assert panel["targets"] and all(t["expr"].strip() for t in panel["targets"])
+
+
+def referenced_metrics() -> dict[str, set[str]]:
+    """Metric names (kafka_*, odradek_*) in the dashboard's queries and the alert rules, with
+    where each is used."""
+    used: dict[str, set[str]] = {}
+    dashboard = json.loads((DEPLOY / "grafana" / "odradek.json").read_text())
+    for panel in dashboard["panels"]:
+        for target in panel.get("targets", []):
+            for name in _METRIC_NAME.findall(target["expr"]):
+                used.setdefault(name, set()).add(f"dashboard: {panel['title']}")
+    rules = YAML(typ="safe").load((DEPLOY / "prometheus" / "alerts.yml").read_text())
+    for group in rules["groups"]:
+        for rule in group["rules"]:
+            for name in _METRIC_NAME.findall(rule["expr"]):
+                used.setdefault(name, set()).add(f"alert {rule['alert']}")
+    return used
+
+
+def exported(text: str) -> set[str]:
+    """Names with at least one sample in a scrape (a summary's _count and _sum count as
+    names of their own, as PromQL sees them)."""
+    names = set()
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            names.add(line.split("{", 1)[0].split(" ", 1)[0])
+    return names
+
+
+def test_every_metric_the_dashboard_and_alerts_use_is_exported(tmp_path: Path) -> None:
+    """A real broker, after produce, a consumer group's commit and a fetch: every name the
+    dashboard and the alert rules query has samples, so neither can silently break."""
+    import urllib.request
+
+    from confluent_kafka import Consumer
+
+    from tests.integration.broker_process import BrokerProcess
+
+    port = free_port()
+    proc = BrokerProcess(tmp_path / "data", {"metrics.port": str(port)})
+    proc.start()
+    try:
+        producer = Producer({"bootstrap.servers": proc.bootstrap})
+        for i in range(20):
+            producer.produce("dashboard", value=b"v%d" % i)
+        assert producer.flush(30) == 0
+        consumer = Consumer(
+            {
+                "bootstrap.servers": proc.bootstrap,
+                "group.id": "dashboard-group",
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+            }
+        )
+        consumer.subscribe(["dashboard"])
+        got = 0
+        deadline = time.monotonic() + 60
+        while got < 10 and time.monotonic() < deadline:
+            message = consumer.poll(1.0)
+            if message is not None and message.error() is None:
+                got += 1
+        consumer.commit(asynchronous=False)
+        consumer.close()
+        url = f"http://127.0.0.1:{port}/metrics"
+        with urllib.request.urlopen(url, timeout=10) as r:
+            names = exported(r.read().decode())
+    finally:
+        proc.stop()
+    missing = {
+        name: sorted(where) for name, where in referenced_metrics().items() if name not in names
+    }
+    assert not missing, f"referenced but not exported: {missing}"
 
 
 # --- the services as local processes ---------------------------------------------------------

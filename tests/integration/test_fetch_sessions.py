@@ -212,7 +212,8 @@ PER_PARTITION = 3
 
 def fetch_figures(before: dict[str, float], after: dict[str, float]) -> tuple[float, float, float]:
     """(fetches, average Fetch request bytes, broker CPU ms per fetch) between two scrapes."""
-    key_n, key_b = 'odradek_requests_total{api="FETCH"}', 'odradek_request_bytes_total{api="FETCH"}'
+    key_n = 'kafka_network_requestmetrics_requestbytes_count{request="Fetch"}'
+    key_b = 'kafka_network_requestmetrics_requestbytes_sum{request="Fetch"}'
     n = after.get(key_n, 0) - before.get(key_n, 0)
     size = after.get(key_b, 0) - before.get(key_b, 0)
     cpu = after["process_cpu_seconds_total"] - before["process_cpu_seconds_total"]

@@ -281,7 +281,7 @@ def test_committed_offsets_and_metadata_survive_restarts(fresh_broker):
     broker.kill()  # no clean shutdown: loaded from the log again
     broker.start()
     assert committed() == expected
-    assert "loaded 1 group(s) from __consumer_offsets" in broker.log()
+    broker.wait_for_log("loaded 1 group(s) from __consumer_offsets")
 
 
 def test_consumer_offsets_is_a_compacted_topic_that_shrinks(fresh_broker):
@@ -392,6 +392,6 @@ def test_static_member_restart_keeps_its_partitions_without_a_rebalance(fresh_br
     poll_until([a, b], lambda: len(b.assignment()) == 2, "s2 back")
     assert sorted(tp.partition for tp in b.assignment()) == before
     assert "s1" not in revoked  # the other member never had to give anything up
-    assert "static member s2 of group statics rejoined" in broker.log()
+    broker.wait_for_log("static member s2 of group statics rejoined")
     a.close()
     b.close()

@@ -60,7 +60,7 @@ def test_size_prefixes_alone_pin_no_frames_and_time_out(fresh_broker):
         trickler.sendall(b"\x00")
         time.sleep(0.5)
     assert all(is_closed(s, timeout=10) for s in [*socks, trickler])
-    assert "request.receive.timeout.ms" in broker.log()
+    broker.wait_for_log("request.receive.timeout.ms")
     assert served(broker.bootstrap)
 
 
@@ -147,14 +147,18 @@ def test_out_of_file_descriptors_the_acceptor_backs_off(tmp_path):
         assert 1 <= warnings <= 3, f"{warnings} accept warnings in a few seconds"
         for s in socks:
             s.close()
-        deadline = time.monotonic() + 15
+        # generous: on a loaded machine the broker first drains the dead connections queued in
+        # its backlog meanwhile, each served() attempt may wait out its own 10 s timeout
+        deadline = time.monotonic() + 60
         while True:
             try:
                 if served(proc.bootstrap):
                     break
             except OSError:
                 pass
-            assert time.monotonic() < deadline, "the broker did not accept again"
+            assert time.monotonic() < deadline, (
+                "the broker did not accept again:\n" + proc.log()[-3000:]
+            )
             time.sleep(0.2)
     finally:
         proc.stop()
@@ -177,7 +181,7 @@ def test_connection_limits_refuse_cleanly(fresh_broker):
             pass
         assert time.monotonic() < deadline
         time.sleep(0.1)
-    assert "max.connections.per.ip reached" in broker.log()
+    broker.wait_for_log("max.connections.per.ip reached")
 
 
 def test_at_max_connections_the_next_client_waits_until_one_closes(fresh_broker):
@@ -269,7 +273,10 @@ def test_broken_records_with_a_valid_crc_are_refused_and_harm_nothing(broker, to
             count = 2 if what == "fewer records than the header says" else 1
             answer = _produce(sock, topic_name, _with_records(records, count), i + 1)
             assert answer.error_code == ErrorCode.INVALID_RECORD, what
-            assert answer.base_offset == -1 and "invalid record" in answer.error_message, what
+            # Kafka 3.9 answers these with no message and the log start offset (checked side by
+            # side in tests/reference)
+            assert answer.base_offset == -1 and answer.error_message is None, what
+            assert answer.log_start_offset == 0, what
     producer.produce(topic_name, value=b"after")
     assert producer.flush(15) == 0
     got = consume_from_start(broker.bootstrap, topic_name, 1, 2)

@@ -316,7 +316,7 @@ def test_kafkajs_admin(traced, topic_name, js_codecs):
     assert out["cluster"]["controller"] == out["cluster"]["brokers"][0]["nodeId"]
     assert out["describedBefore"]["configs"]["retention.ms"] == "3600000"
     assert out["describedAfter"]["configs"]["retention.ms"] == "7200000"
-    assert out["describedAfter"]["configs"]["cleanup.policy"] == "compact"
+    assert out["describedAfter"]["configs"]["cleanup.policy"] == "compact,delete"
     assert out["brokerConfigCount"] > 20
     assert out["partitionsAfter"] == [0, 1, 2]
     p0 = out["offsets"][0]

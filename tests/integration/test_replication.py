@@ -212,6 +212,11 @@ class NumberedProducer(threading.Thread):
                 "request.timeout.ms": 15000,
                 "retry.backoff.ms": 100,
                 "topic.metadata.refresh.interval.ms": 1000,
+                **(
+                    {"debug": os.environ["ODRADEK_CHAOS_DEBUG"]}
+                    if os.environ.get("ODRADEK_CHAOS_DEBUG")
+                    else {}
+                ),
             }
         )
 
@@ -318,7 +323,13 @@ def test_chaos_sigkill_loses_no_acknowledged_record(cluster: ProcessCluster) -> 
         values = [v for _, v in records]
         assert offsets == sorted(set(offsets)), f"partition {p}: offsets repeat or go back"
         assert values == sorted(values), f"partition {p}: records out of order"
-        assert len(set(values)) == len(values), f"partition {p}: a record appears twice"
+        if len(set(values)) != len(values):
+            seen_at: dict[int, list[int]] = defaultdict(list)
+            for offset, value in records:
+                seen_at[value].append(offset)
+            twice = {v: o for v, o in seen_at.items() if len(o) > 1}
+            keep = ", ".join(str(cluster.brokers[b].log_path) for b in BROKERS)
+            raise AssertionError(f"partition {p}: records twice {twice}; logs: {keep}")
         by_offset = dict(records)
         present = set(values)
         for offset, value in producer.acked.get(p, []):
@@ -423,7 +434,7 @@ def test_a_stalled_follower_leaves_the_isr_and_rejoins(cluster: ProcessCluster) 
     finally:
         os.kill(cluster.brokers[follower].pid, signal.SIGCONT)
     wait_full_isr(cluster, "stall", 1)
-    assert "proposing ISR" in cluster.brokers[leader].log()
+    cluster.brokers[leader].wait_for_log("proposing ISR")
     wait_for(lambda: replicas_identical(cluster, "stall", 1), "replicas identical")
 
 
@@ -464,7 +475,7 @@ def test_records_only_the_old_leader_had_are_truncated_away(cluster: ProcessClus
     assert values[-5:] == [b"new-%d" % i for i in range(5)]
     survived = values[5:-5]
     assert survived == [b"lost-%d" % i for i in range(len(survived))] and len(survived) < 5
-    assert f"truncating to {5 + len(survived)}" in cluster.brokers[old].log()
+    cluster.brokers[old].wait_for_log(f"truncating to {5 + len(survived)}")
 
 
 def read_all_bytes(boot: str, topic: str) -> list[tuple[int, bytes]]:
@@ -590,8 +601,13 @@ def test_followers_replicate_with_and_without_fetch_sessions(
     time.sleep(1)  # a few idle rounds of follower fetches
     figures = [scrape(port) for port in ports.values()]
     cached = sum(f["kafka_server_fetchsessioncache_numincrementalfetchsessions"] for f in figures)
-    fetches = sum(f.get('odradek_requests_total{api="FETCH"}', 0) for f in figures)
-    size = sum(f.get('odradek_request_bytes_total{api="FETCH"}', 0) for f in figures)
+    fetches = sum(
+        f.get('kafka_network_requestmetrics_requestbytes_count{request="Fetch"}', 0)
+        for f in figures
+    )
+    size = sum(
+        f.get('kafka_network_requestmetrics_requestbytes_sum{request="Fetch"}', 0) for f in figures
+    )
     print(
         f"\nsessions={sessions}: {cached:.0f} sessions, {size / fetches:.0f} B per follower fetch"
     )

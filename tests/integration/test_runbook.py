@@ -25,7 +25,18 @@ def test_every_runbook_command_runs(tmp_path: Path) -> None:
     commands = runbook_commands()
     assert len(commands) >= 15
     assert commands[0].startswith("odradek serve ")
-    proc = BrokerProcess(tmp_path / "data", {"metrics.port": str(free_port())}).start()
+    data = tmp_path / "data"
+    proc = BrokerProcess(
+        data,
+        {
+            "metrics.port": str(free_port()),
+            # two log dirs (DATA and DATA-2) to move a partition between; the ACL authorizer
+            # for the security commands (this anonymous listener is a super user)
+            "log.dirs": f"{data},{data}-2",
+            "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+            "super.users": "User:ANONYMOUS",
+        },
+    ).start()
     try:
         (tmp_path / "orders.txt").write_text("a\nb\nc\n")
         for command in commands[1:]:

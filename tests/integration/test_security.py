@@ -456,7 +456,7 @@ def test_sessions_expire_without_reauthentication(secure):
     time.sleep(REAUTH_MS / 1000 + 0.5)
     sock.sendall(encode_request(MetadataRequest(topics=[]), 12, 3))
     assert is_closed(sock)
-    assert "did not re-authenticate in time" in secure.log()
+    secure.wait_for_log("did not re-authenticate in time")
 
 
 def test_librdkafka_reauthenticates(secure, tls, topic_name):
@@ -477,7 +477,7 @@ def test_librdkafka_reauthenticates(secure, tls, topic_name):
     assert producer.flush(30) == 0
     got = consume_from_start(secure.address("PLAINTEXT"), topic_name, 1, sent)
     assert len(got) == sent
-    assert "re-authentication succeeded: principal User:alice" in secure.log()
+    secure.wait_for_log("re-authentication succeeded: principal User:alice")
 
 
 # -- configs, metrics, credentials --------------------------------------------------------------

@@ -17,10 +17,12 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
 from tests.integration.broker_process import ROOT, BrokerProcess
 from tests.support.kafka_clients import consume_from_start, create_topic
+from tests.support.waiting import wait_for
 
 #: small coordinator topics keep start-up and loading quick on 2 cores
 TXN_BROKER = {
@@ -28,6 +30,8 @@ TXN_BROKER = {
     "offsets.topic.num.partitions": "4",
     "group.initial.rebalance.delay.ms": "0",
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": "500",
+    # the compaction test waits for the cleaner
+    "log.cleaner.backoff.ms": "200",
 }
 
 
@@ -146,6 +150,144 @@ def test_transaction_open_past_its_timeout_is_aborted(txn_broker: BrokerProcess)
         slow.commit_transaction(10)
 
 
+def _read_to_end(bootstrap: str, topic: str, isolation: str) -> list[tuple[bytes, bytes, int]]:
+    """(key, value, offset) of every record partition 0 hands a consumer, up to its end (the
+    last stable offset for read_committed)."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"{topic}-end-reader",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "isolation.level": isolation,
+            "fetch.wait.max.ms": 100,
+        }
+    )
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    out = []
+    deadline = time.monotonic() + 30
+    try:
+        while time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None:
+                continue
+            if msg.error():
+                if msg.error().code() == KafkaError._PARTITION_EOF:
+                    return out
+                raise KafkaException(msg.error())
+            out.append((msg.key(), msg.value(), msg.offset()))
+    finally:
+        consumer.close()
+    raise AssertionError(f"{topic}: no end of partition within 30 s ({len(out)} records read)")
+
+
+def _control_batches(partition_dir: Path) -> list[tuple[int, int]]:
+    """(base offset, record count) of the control batches in a partition's segment files."""
+    from protocol.records.batch import iter_batches
+
+    out = []
+    for segment in sorted(partition_dir.glob("*.log")):
+        try:
+            data = segment.read_bytes()
+        except FileNotFoundError:
+            continue  # swapped out by the cleaner meanwhile
+        for _, header in iter_batches(data, verify_crc=False):
+            if header.is_control:
+                out.append((header.base_offset, header.record_count))
+    return out
+
+
+def test_read_committed_on_a_compacted_topic_before_and_after_cleaning(
+    txn_broker: BrokerProcess,
+) -> None:
+    """Kafka's cleaner with transactions: aborted records go (and never hide an older committed
+    value of their key), markers stay while their transaction has data below them, an abort
+    marker without data left goes after delete.retention.ms; read_committed consumers read the
+    same committed values before and after."""
+    bs = txn_broker.bootstrap
+    topic = f"compacted-{uuid.uuid4().hex[:6]}"
+    create_topic(
+        bs,
+        topic,
+        1,
+        **{
+            "cleanup.policy": "compact",
+            "segment.bytes": "1024",
+            "min.cleanable.dirty.ratio": "0.01",
+            "delete.retention.ms": "1000",
+            # no cleaning until the test has read the topic as written
+            "min.compaction.lag.ms": "3600000",
+        },
+    )
+    p = producer(bs, f"compact-{uuid.uuid4().hex[:6]}")
+    plan = [  # (keys, value prefix, commit)
+        (range(10), b"c1", True),
+        (range(10), b"a2", False),  # aborted writes of every key
+        (range(5), b"c3", True),
+        (range(5, 10), b"a4", False),
+    ]
+    committed: list[tuple[bytes, bytes]] = []
+    for keys, prefix, commit in plan:
+        p.begin_transaction()
+        for k in keys:
+            key, value = b"k%d" % k, b"%s-%d" % (prefix, k)
+            p.produce(topic, key=key, value=value, partition=0)
+            if commit:
+                committed.append((key, value))
+        if commit:
+            p.commit_transaction(30)
+        else:
+            p.flush(30)
+            p.abort_transaction(30)
+    # plain records roll the transactions out of the active segment
+    filler = Producer({"bootstrap.servers": bs})
+    for i in range(3):
+        filler.produce(topic, key=b"filler", value=b"%d" % i + b"x" * 600, partition=0)
+        filler.flush(30)
+
+    def data(records: list[tuple[bytes, bytes, int]]) -> list[tuple[bytes, bytes]]:
+        return [(k, v) for k, v, _ in records if k != b"filler"]
+
+    assert data(_read_to_end(bs, topic, "read_committed")) == committed
+    assert len(data(_read_to_end(bs, topic, "read_uncommitted"))) == 30
+    partition_dir = txn_broker.data_dir / f"{topic}-0"
+    assert [n for _, n in _control_batches(partition_dir)] == [1, 1, 1, 1]
+
+    admin = AdminClient({"bootstrap.servers": bs})
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    resource.add_incremental_config(
+        ConfigEntry("min.compaction.lag.ms", "0", incremental_operation=AlterConfigOpType.SET)
+    )
+    admin.incremental_alter_configs([resource])[resource].result(timeout=30)
+    txn_broker.wait_for_log(f"cleaned {topic}-0")
+
+    # the latest committed value of each key, in log order: k5..k9 of the first transaction
+    # (the aborted k5..k9 of the last one did not hide them), k0..k4 of the third
+    latest = [(b"k%d" % k, b"c1-%d" % k) for k in range(5, 10)] + [
+        (b"k%d" % k, b"c3-%d" % k) for k in range(5)
+    ]
+    assert data(_read_to_end(bs, topic, "read_committed")) == latest
+    # the aborted records are gone from the log itself
+    assert data(_read_to_end(bs, topic, "read_uncommitted")) == latest
+
+    # the second abort's marker stays while its (emptied) batch is the producer's last; the
+    # first abort's goes once a pass found no batch of its transaction (stamping its delete
+    # horizon) and a later one came after the horizon. As in Kafka, passes need new dirty
+    # segments: plain records keep coming meanwhile
+    def first_abort_marker_gone() -> bool:
+        controls = _control_batches(partition_dir)
+        return len(controls) == 3 and all(n == 1 for _, n in controls)
+
+    deadline = time.monotonic() + 60
+    while not first_abort_marker_gone() and time.monotonic() < deadline:
+        filler.produce(topic, key=b"filler", value=b"x" * 600, partition=0)
+        filler.flush(30)
+        time.sleep(0.5)
+    assert first_abort_marker_gone(), _control_batches(partition_dir)
+    assert data(_read_to_end(bs, topic, "read_committed")) == latest
+    assert data(_read_to_end(bs, topic, "read_uncommitted")) == latest
+
+
 def _committed_values(bootstrap: str, topic: str, partitions: int, expected: int) -> list[bytes]:
     return [m.value() for m in read(bootstrap, [(topic, partitions)], "read_committed", expected)]
 
@@ -179,6 +321,53 @@ def test_restart_recovers_lso_and_open_transaction(tmp_path: Path) -> None:
         p.produce(topic, value=b"last")
         p.commit_transaction(60)
         assert _committed_values(bs, topic, 1, 2) == [b"open", b"last"]
+    finally:
+        proc.stop()
+
+
+def test_transactional_and_regular_offset_commits_in_log_order(tmp_path: Path) -> None:
+    """A transactional offset commit applies at its commit marker only if its record is later
+    in __consumer_offsets than the regular commit of the same partition (Kafka's
+    OffsetMetadataManager), live and after the broker loads the partition again."""
+    proc = BrokerProcess(tmp_path / "data", TXN_BROKER)
+    proc.start()
+    try:
+        bs = proc.bootstrap
+        topic = f"order-{uuid.uuid4().hex[:6]}"
+        create_topic(bs, topic, 2)
+        group = f"order-{uuid.uuid4().hex[:6]}"
+        consumer = Consumer(
+            {"bootstrap.servers": bs, "group.id": group, "enable.auto.commit": False}
+        )
+        p = producer(bs, f"order-{uuid.uuid4().hex[:6]}")
+        # partition 1: regular commit, then the transactional one
+        consumer.commit(offsets=[TopicPartition(topic, 1, 9)], asynchronous=False)
+        p.begin_transaction()
+        p.produce(topic, value=b"x", partition=0)
+        p.send_offsets_to_transaction(
+            [TopicPartition(topic, 0, 5), TopicPartition(topic, 1, 5)],
+            consumer.consumer_group_metadata(),
+            30,
+        )
+        # partition 0: the transactional commit, then a regular one before the marker
+        consumer.commit(offsets=[TopicPartition(topic, 0, 9)], asynchronous=False)
+        p.commit_transaction(30)
+        expected = {0: 9, 1: 5}
+
+        def offsets() -> dict[int, int] | None:
+            c = Consumer({"bootstrap.servers": proc.bootstrap, "group.id": group})
+            try:
+                got = c.committed([TopicPartition(topic, 0), TopicPartition(topic, 1)], 10)
+            except KafkaException:
+                return None  # the markers are still being written (UNSTABLE_OFFSET_COMMIT)
+            finally:
+                c.close()
+            return {tp.partition: tp.offset for tp in got}
+
+        wait_for(lambda: offsets() == expected, f"offsets {expected}")
+        consumer.close()
+        proc.restart()  # the coordinator loads the records again, with their offsets
+        wait_for(lambda: offsets() == expected, f"offsets {expected} after a restart")
     finally:
         proc.stop()
 

@@ -6,12 +6,28 @@ transactional offset commit lands on the group coordinator of whichever broker l
 
 from __future__ import annotations
 
+import time
 import uuid
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from coordination.group.config import partition_for
+from protocol.error_codes import ErrorCode
+from protocol.messages.add_partitions_to_txn import (
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnTopic,
+)
+from protocol.messages.end_txn import EndTxnRequest
+from protocol.messages.init_producer_id import InitProducerIdRequest
+from protocol.messages.list_offsets import (
+    ListOffsetsPartition,
+    ListOffsetsRequest,
+    ListOffsetsTopic,
+)
+from protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
+from protocol.records.record import SimpleRecord, build_batch
+from tests.integration.test_idempotence import RawClient
 from tests.integration.test_zookeeper_brokers import (  # noqa: F401 - fixtures
     ProcessCluster,
     cluster,
@@ -102,4 +118,151 @@ def test_markers_go_broker_to_broker(cluster: ProcessCluster) -> None:  # noqa: 
     # the coordinators did send markers to the other broker
     logs = brokers[1].log() + brokers[2].log()
     assert "sending transaction markers" not in logs  # no failed sends
+    assert "Traceback" not in logs
+
+
+def _raw(bootstrap: str) -> RawClient:
+    return RawClient(bootstrap)
+
+
+def _txn_batch(pid: int, epoch: int, seq: int, value: bytes) -> bytes:
+    return build_batch(
+        [SimpleRecord(value, timestamp=int(time.time() * 1000))],
+        producer_id=pid,
+        producer_epoch=epoch,
+        base_sequence=seq,
+        transactional=True,
+    )
+
+
+def _produce(
+    client: RawClient, txn_id: str, topic: str, partition: int, batch: bytes, version: int
+):
+    r = client.request(
+        ProduceRequest(
+            transactional_id=txn_id,
+            acks=-1,
+            timeout_ms=10000,
+            topic_data=[
+                TopicProduceData(
+                    name=topic,
+                    partition_data=[PartitionProduceData(index=partition, records=batch)],
+                )
+            ],
+        ),
+        version,
+    )
+    p = r.responses[0].partition_responses[0]
+    return ErrorCode(p.error_code), p.error_message
+
+
+def test_kip890_partition_leader_verifies_with_the_coordinator_broker(
+    cluster: ProcessCluster,  # noqa: F811
+) -> None:
+    """KIP-890 part 1 in a cluster: the broker leading a data partition does not coordinate the
+    transactional id, so it asks the coordinator broker (AddPartitionsToTxn v4+ verify_only)
+    before appending a producer's first transactional batch there: refused for a partition the
+    transaction never added (INVALID_TXN_STATE; TRANSACTION_ABORTABLE for produce v11+), no
+    transaction left hanging; accepted once AddPartitionsToTxn added it."""
+    settings = {**SETTINGS, "transaction.state.log.num.partitions": "1"}
+    brokers = {}
+    for broker_id in (1, 2):
+        proc = cluster.process(broker_id, **settings)
+        cluster.brokers[broker_id] = proc
+        brokers[broker_id] = proc.start()
+    wait_for(lambda: cluster.registered() == [1, 2], "both brokers registered")
+    bs = f"{brokers[1].bootstrap},{brokers[2].bootstrap}"
+    Producer({"bootstrap.servers": bs, "transactional.id": "probe"}).init_transactions(60)
+    coordinator = wait_leaders(brokers[1].bootstrap, "__transaction_state", 1)[0]
+    topic = f"kip890-{uuid.uuid4().hex[:6]}"
+    create_topic(brokers[1].bootstrap, topic, 4)
+    leaders = wait_leaders(brokers[1].bootstrap, topic, 4)
+    partition = next(p for p, leader in leaders.items() if leader != coordinator)
+    other = next(p for p, leader in leaders.items() if leader == coordinator)
+    leader = brokers[leaders[partition]]
+
+    txn_id = f"raw-{uuid.uuid4().hex[:6]}"
+    to_coordinator = _raw(brokers[coordinator].bootstrap)
+    init = to_coordinator.request(
+        InitProducerIdRequest(transactional_id=txn_id, transaction_timeout_ms=60000), 4
+    )
+    assert init.error_code == ErrorCode.NONE
+    pid, epoch = init.producer_id, init.producer_epoch
+    # the transaction adds another partition, not ours
+    added = to_coordinator.request(
+        AddPartitionsToTxnRequest(
+            v3_and_below_transactional_id=txn_id,
+            v3_and_below_producer_id=pid,
+            v3_and_below_producer_epoch=epoch,
+            v3_and_below_topics=[AddPartitionsToTxnTopic(name=topic, partitions=[other])],
+        ),
+        3,
+    )
+    assert added.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == 0
+
+    to_leader = _raw(leader.bootstrap)
+    batch = _txn_batch(pid, epoch, 0, b"never-added")
+    assert _produce(to_leader, txn_id, topic, partition, batch, 9) == (
+        ErrorCode.INVALID_TXN_STATE,
+        "Partition was not added to the transaction",
+    )
+    assert _produce(to_leader, txn_id, topic, partition, batch, 11)[0] == (
+        ErrorCode.TRANSACTION_ABORTABLE
+    )
+    # nothing was appended and no transaction hangs there: the LSO is the log end
+    offsets = to_leader.request(
+        ListOffsetsRequest(
+            replica_id=-1,
+            isolation_level=1,
+            topics=[
+                ListOffsetsTopic(
+                    name=topic,
+                    partitions=[ListOffsetsPartition(partition_index=partition, timestamp=-1)],
+                )
+            ],
+        ),
+        5,
+    )
+    assert offsets.topics[0].partitions[0].offset == 0
+    # a stale epoch is fenced by the coordinator's answer
+    stale = _txn_batch(pid, epoch - 1 if epoch > 0 else epoch + 5, 0, b"stale")
+    assert _produce(to_leader, txn_id, topic, partition, stale, 9)[0] in (
+        ErrorCode.INVALID_PRODUCER_EPOCH,
+        ErrorCode.INVALID_TXN_STATE,
+    )
+
+    # once the transaction adds the partition, the same batch is verified and appended
+    added = to_coordinator.request(
+        AddPartitionsToTxnRequest(
+            v3_and_below_transactional_id=txn_id,
+            v3_and_below_producer_id=pid,
+            v3_and_below_producer_epoch=epoch,
+            v3_and_below_topics=[AddPartitionsToTxnTopic(name=topic, partitions=[partition])],
+        ),
+        3,
+    )
+    assert added.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == 0
+    assert _produce(to_leader, txn_id, topic, partition, batch, 9) == (ErrorCode.NONE, None)
+    ended = to_coordinator.request(
+        EndTxnRequest(
+            transactional_id=txn_id, producer_id=pid, producer_epoch=epoch, committed=True
+        ),
+        3,
+    )
+    assert ended.error_code == ErrorCode.NONE
+    got = wait_for(
+        lambda: consume_from_start(
+            bs,
+            topic,
+            4,
+            1,
+            timeout=10,
+            client={"isolation.level": "read_committed", "enable.partition.eof": False},
+        ),
+        "the committed record",
+    )
+    assert [(m.partition(), m.value()) for m in got] == [(partition, b"never-added")]
+    to_leader.close()
+    to_coordinator.close()
+    logs = brokers[1].log() + brokers[2].log()
     assert "Traceback" not in logs

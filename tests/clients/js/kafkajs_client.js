@@ -220,7 +220,7 @@ async function admin(args) {
           name: topic,
           configEntries: [
             { name: 'retention.ms', value: '7200000' },
-            { name: 'cleanup.policy', value: 'compact' },
+            { name: 'cleanup.policy', value: 'compact,delete' },
           ],
         },
       ],
@@ -237,7 +237,8 @@ async function admin(args) {
     out.partitionsAfter = meta2.topics[0].partitions.map(p => p.partitionId).sort()
 
     // Records to delete, then DeleteRecords and the offsets it leaves. The topic is compacted
-    // now, so every record needs a key (Kafka refuses keyless ones with INVALID_RECORD).
+    // now, so every record needs a key (Kafka refuses keyless ones with INVALID_RECORD); its
+    // policy keeps delete, without which Kafka refuses DeleteRecords (POLICY_VIOLATION).
     const producer = kafka.producer()
     await producer.connect()
     await producer.send({

@@ -17,7 +17,7 @@ import pytest
 from broker.config import BrokerConfig
 from broker.dispatch import Dispatcher
 from broker.handlers import load_handlers
-from broker.metrics import RequestMetrics
+from broker.metrics import FAILED_PRODUCE, PRODUCE_REQUESTS, RequestMetrics
 from broker.net.connection import CloseConnection
 from broker.net.session import KafkaPrincipal, Session
 from broker.replication.partition import FetchIsolation, LogReadResult
@@ -40,6 +40,7 @@ from tests.unit.storage.util import make_batch
 class FakeConnection:
     session: Session
     request_metrics: RequestMetrics = field(default_factory=RequestMetrics)
+    read_ns: int = 0
 
 
 class FakeReplicaManager:
@@ -58,6 +59,7 @@ class FakeReplicaManager:
         api_version: int,
         now_ms: int,
         required_acks: int = 1,
+        verification: object = None,
     ) -> AppendResult:
         self.appends.append((topic, partition, len(records)))
         if topic == "missing":
@@ -152,7 +154,31 @@ def test_produce_maps_the_replica_managers_answers(registry: Any) -> None:
         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     )
     assert [a[:2] for a in rm.appends] == [("t", 0), ("missing", 0)]
-    assert conn.request_metrics.count[ApiKey.PRODUCE] == 2
+    assert conn.request_metrics.requests[ApiKey.PRODUCE << 8 | 9] == 2
+    topics = conn.request_metrics.topics
+    assert topics["t"][PRODUCE_REQUESTS] == 1 and topics["t"][FAILED_PRODUCE] == 0
+    assert topics["missing"][PRODUCE_REQUESTS] == 1 and topics["missing"][FAILED_PRODUCE] == 1
+
+
+def test_transactional_records_need_a_transactional_id(registry: Any) -> None:
+    """Kafka's hasTransactionalRecords check: a produce whose batches are transactional needs a
+    transactional id (else every partition answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED and
+    nothing is appended); a transactional id alone changes nothing."""
+    rm = FakeReplicaManager()
+    dispatcher = Dispatcher(services(rm), registry)
+    conn = FakeConnection(session())
+    request = produce("t")
+    txn = make_batch(2, producer_id=7, producer_epoch=0, base_sequence=0, transactional=True)
+    request.topic_data[0].partition_data[0].records = bytes(txn)
+    response = call(dispatcher, conn, request, 9)
+    assert response.responses[0].partition_responses[0].error_code == (
+        ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    )
+    assert rm.appends == []
+    plain = produce("t")
+    plain.transactional_id = "app"
+    response = call(dispatcher, conn, plain, 9)
+    assert response.responses[0].partition_responses[0].error_code == ErrorCode.NONE
 
 
 def test_acks_0_sends_nothing_and_a_failure_closes(registry: Any) -> None:

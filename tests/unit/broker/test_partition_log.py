@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from broker.coordinators.partition_log import read_for_load
+from coordination.runtime.runtime import OffsetRecord
 from protocol.records.record import RecordBatchBuilder
 
 
@@ -41,13 +42,14 @@ class FlakyLog:
 def test_a_failed_read_is_retried() -> None:
     plog = FlakyLog(4, fail_at=2, failures=1)
     records = read_for_load("__consumer_offsets-0", lambda: plog)
-    assert [k for k, _ in records] == [b"k0", b"k1", b"k2", b"k3"]
+    assert [r[0] for r in records] == [b"k0", b"k1", b"k2", b"k3"]
+    assert [r.offset for r in records] == [0, 1, 2, 3]  # type: ignore[union-attr]
 
 
 def test_a_read_that_keeps_failing_loads_what_was_read_before() -> None:
     plog = FlakyLog(4, fail_at=2, failures=2)
     records = read_for_load("__consumer_offsets-0", lambda: plog)
-    assert records == [(b"k0", b"v0"), (b"k1", b"v1")]
+    assert records == [OffsetRecord(b"k0", b"v0", 0), OffsetRecord(b"k1", b"v1", 1)]
 
 
 def test_no_log_no_records() -> None:

@@ -16,9 +16,12 @@ from broker.purgatory import DelayedOperationPurgatory
 from broker.replication.fetcher import truncation_offset
 from broker.replication.log_validator import TopicRules
 from broker.replication.partition import DivergingEpoch, FetchIsolation, Partition, TopicPartition
+from coordination.errors import KafkaApiError
 from coordination.metadata.view import LeaderAndIsr, PartitionState
 from protocol.error_codes import ErrorCode
+from protocol.records.record import build_empty_batch as empty_batch
 from storage.manager import LogManager
+from storage.producer_state import ProducerStateManager
 from tests.unit.storage.util import make_batch
 
 NOW = 1_700_000_000_000
@@ -128,11 +131,12 @@ def test_the_high_watermark_is_the_isrs_lowest_log_end(manager: LogManager) -> N
 def test_acks_all_waits_for_the_isr_and_refuses_below_min_insync(manager: LogManager) -> None:
     part, isr, clock = partition(manager)
     end = append(part, 2, acks=-1)
-    assert part.check_enough_replicas_reach_offset(end, part.leader_epoch) is None
+    taken = part.leadership_epoch
+    assert part.check_enough_replicas_reach_offset(end, taken) is None
     follower_fetch(part, 2, end)
     follower_fetch(part, 3, end)
-    assert part.check_enough_replicas_reach_offset(end, part.leader_epoch) == ErrorCode.NONE
-    assert part.check_enough_replicas_reach_offset(end, part.leader_epoch - 1) == (
+    assert part.check_enough_replicas_reach_offset(end, taken) == ErrorCode.NONE
+    assert part.check_enough_replicas_reach_offset(end, taken - 1) == (
         ErrorCode.NOT_LEADER_OR_FOLLOWER
     )
     # replicas 2 and 3 fall behind: proposed out, then written out
@@ -144,7 +148,7 @@ def test_acks_all_waits_for_the_isr_and_refuses_below_min_insync(manager: LogMan
     isr.write_last()
     assert part.isr == (1,)
     assert part.high_watermark == end  # the leader alone is the ISR now
-    assert part.check_enough_replicas_reach_offset(end, part.leader_epoch) == (
+    assert part.check_enough_replicas_reach_offset(end, taken) == (
         ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
     )
     with pytest.raises(Exception) as refused:
@@ -231,6 +235,59 @@ def test_follower_appends_take_the_leaders_high_watermark(manager: LogManager) -
     assert follower.log.read_batches(0) == data  # the leader's bytes, as they are
 
 
+def test_followers_replicate_what_producers_may_not_write(manager: LogManager) -> None:
+    """A leader's log holds transaction markers (control batches), coordinators' transactional
+    batches without sequences and the empty batches compaction keeps: followers take them as
+    they are (Kafka's follower append checks CRCs, not producer rules)."""
+    leader, _, _ = partition(manager, name="lead-txn")
+    leader.append_batches_to_leader(
+        bytearray(
+            make_batch(2, producer_id=7, producer_epoch=0, base_sequence=0, transactional=True)
+        ),
+        now_ms=1,
+    )
+    leader.append_txn_marker(
+        producer_id=7, producer_epoch=0, committed=True, coordinator_epoch=0, now_ms=1
+    )
+    # a TxnOffsetCommit's batch: a producer id, no sequence
+    leader.append_batches_to_leader(
+        bytearray(make_batch(1, producer_id=8, producer_epoch=0, transactional=True)), now_ms=1
+    )
+    follower, _, _ = partition(manager, broker_id=2, name="follow-txn")
+    ProducerStateManager.attach(follower.log)
+    data = leader.log.read_batches(0)
+    info = follower.append_as_follower(
+        memoryview(data), leader_epoch=5, leader_high_watermark=4, leader_log_start_offset=0
+    )
+    assert info is not None and follower.log_end_offset == leader.log_end_offset == 4
+    assert follower.log.read_batches(0) == data
+    assert follower.in_transaction(8) and not follower.in_transaction(7)
+    # an empty batch (what compaction leaves of a producer's last batch)
+    empty = empty_batch(
+        base_offset=4,
+        last_offset_delta=1,
+        partition_leader_epoch=5,
+        timestamp_type=0,
+        max_timestamp=1,
+        producer_id=9,
+        producer_epoch=0,
+        base_sequence=0,
+        transactional=False,
+        control=False,
+    )
+    follower.append_as_follower(
+        memoryview(empty), leader_epoch=5, leader_high_watermark=6, leader_log_start_offset=0
+    )
+    assert follower.log_end_offset == 6
+    # a corrupt batch is still refused
+    bad = bytearray(make_batch(1))
+    bad[-1] ^= 0xFF
+    with pytest.raises(KafkaApiError):
+        follower.append_as_follower(
+            memoryview(bad), leader_epoch=5, leader_high_watermark=6, leader_log_start_offset=0
+        )
+
+
 def test_truncation_offsets(manager: LogManager) -> None:
     part, _, _ = partition(manager, epoch=2)
     append(part, 3)  # 0-2 at epoch 2
@@ -246,3 +303,33 @@ def test_truncation_offsets(manager: LogManager) -> None:
     assert truncation_offset(plog, -1, -1) == (min(plog.high_watermark, 6), True)
     # the leader has epoch 2 ending later than ours: keep ours
     assert truncation_offset(plog, 2, 10) == (3, True)
+
+
+def test_acks_all_survives_an_epoch_bump_but_not_a_lost_leadership(manager: LogManager) -> None:
+    part, _, _ = partition(manager)
+    taken = part.leadership_epoch
+    end = append(part, 2, acks=-1)
+    # the controller removes a dead follower: a new leader epoch, the same leader
+    part.update_state(PartitionState(0, 1, part.leader_epoch + 1, (1, 2, 3), (1, 2), 11))
+    assert part.leadership_epoch == taken
+    follower_fetch(part, 2, end)
+    assert part.check_enough_replicas_reach_offset(end, taken) == ErrorCode.NONE
+    # leadership lost and taken back: the old append's answer is NOT_LEADER_OR_FOLLOWER
+    part.update_state(PartitionState(0, 2, part.leader_epoch + 1, (1, 2, 3), (2, 1), 12))
+    part.update_state(PartitionState(0, 1, part.leader_epoch + 1, (1, 2, 3), (1, 2), 13))
+    assert part.leadership_epoch != taken
+    assert part.check_enough_replicas_reach_offset(end, taken) == (ErrorCode.NOT_LEADER_OR_FOLLOWER)
+
+
+def test_commit_callbacks_due_when_the_isr_shrinks_by_the_controller(
+    manager: LogManager,
+) -> None:
+    part, _, _ = partition(manager)
+    results: list[ErrorCode | None] = []
+    end = append(part, 2)
+    follower_fetch(part, 2, end)
+    part.when_committed(end, results.append)
+    assert results == []  # replica 3 has not fetched
+    # replica 3 dies: the controller writes the ISR without it (and a new epoch)
+    part.update_state(PartitionState(0, 1, part.leader_epoch + 1, (1, 2, 3), (1, 2), 11))
+    assert results == [None]

@@ -77,6 +77,8 @@ class FakeScheduler:
 
 
 class MemoryLog:
+    """A partition is a list; a record's offset is its index."""
+
     def __init__(self) -> None:
         self.partitions: dict[int, list[tuple[bytes, bytes | None]]] = {}
         self.fail_with: ErrorCode | None = None
@@ -86,11 +88,18 @@ class MemoryLog:
         partition: int,
         records: Sequence[tuple[bytes, bytes | None]],
         callback: Callable[[ErrorCode | None], None],
+        *,
+        on_appended: Callable[[int], None] | None = None,
+        **_: object,
     ) -> None:
         if self.fail_with is not None:
             callback(self.fail_with)
             return
-        self.partitions.setdefault(partition, []).extend(records)
+        stored = self.partitions.setdefault(partition, [])
+        base = len(stored)
+        stored.extend(records)
+        if on_appended is not None:
+            on_appended(base)
         callback(None)
 
 

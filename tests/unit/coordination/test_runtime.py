@@ -30,6 +30,7 @@ class HeldLog:
         partition: int,
         records: Sequence[Record],
         callback: Callable[[ErrorCode | None], None],
+        **_: object,
     ) -> None:
         self.pending.append((partition, list(records), callback))
 

@@ -142,3 +142,22 @@ def test_isr_change_notification_round_trip() -> None:
     assert zd.decode_isr_change_notification(data) == [("t", 0), ("u", 3)]
     with pytest.raises(zd.ZkDataError):
         zd.decode_isr_change_notification(b'{"version":1}')
+
+
+def test_admin_reassignment_and_preferred_election_znodes() -> None:
+    data = zd.encode_reassign_partitions({("t", 1): [2, 3], ("a", 0): [1]})
+    assert data == (
+        b'{"version":1,"partitions":[{"topic":"a","partition":0,"replicas":[1]},'
+        b'{"topic":"t","partition":1,"replicas":[2,3]}]}'
+    )
+    assert zd.decode_reassign_partitions(data) == {("a", 0): (1,), ("t", 1): (2, 3)}
+    data = zd.encode_preferred_replica_election([("t", 0), ("t", 2)])
+    assert (
+        data
+        == b'{"version":1,"partitions":[{"topic":"t","partition":0},{"topic":"t","partition":2}]}'
+    )
+    assert zd.decode_preferred_replica_election(data) == [("t", 0), ("t", 2)]
+    with pytest.raises(zd.ZkDataError):
+        zd.decode_reassign_partitions(b'{"version":1,"partitions":[{"partition":0}]}')
+    with pytest.raises(zd.ZkDataError):
+        zd.decode_preferred_replica_election(b"[]")

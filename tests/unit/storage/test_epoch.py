@@ -16,7 +16,9 @@ def test_assign_and_query(tmp_path):
     assert cache.end_offset_for(1, 50) == (0, 10)
     assert cache.end_offset_for(2, 50) == (2, 30)
     assert cache.end_offset_for(4, 50) == (4, 50)
-    assert cache.end_offset_for(9, 50) == (4, 50)
+    # an epoch above every entry is unknown (Kafka's LeaderEpochFileCache.endOffsetFor), not the
+    # latest epoch's end: a consumer validating a position from a newer leader must not trust it
+    assert cache.end_offset_for(9, 50) == (-1, -1)
     assert LeaderEpochFileCache(path).entries == cache.entries
 
 
@@ -31,4 +33,6 @@ def test_truncation(tmp_path):
     cache.assign(3, 40)
     cache.truncate_from_start(50)
     assert [tuple(e) for e in cache.entries] == [(3, 50)]
-    assert cache.end_offset_for(0, 60) == (-1, -1)
+    # older than every entry: the requested epoch with the first entry's start (what is left)
+    assert cache.end_offset_for(0, 60) == (0, 50)
+    assert cache.end_offset_for(-1, 60) == (-1, -1)

@@ -23,6 +23,7 @@ EXPECTED = {
     producer_state.InvalidProducerEpoch: ErrorCode.INVALID_PRODUCER_EPOCH,
     producer_state.TransactionCoordinatorFenced: ErrorCode.TRANSACTION_COORDINATOR_FENCED,
     producer_state.InvalidTxnMarker: ErrorCode.CORRUPT_MESSAGE,
+    producer_state.InvalidTxnState: ErrorCode.INVALID_TXN_STATE,
 }
 
 

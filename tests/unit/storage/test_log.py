@@ -71,7 +71,7 @@ def test_one_batch_fast_path_matches_the_general_path(tmp_path):
     for log, seen in zip(logs, calls, strict=True):
 
         class Hook:
-            def before_append(self, log, batches, buf, validate=True, seen=seen):
+            def before_append(self, log, batches, buf, validate=True, verification=None, seen=seen):
                 seen.append(("before", [(p, tuple(h)) for p, h in batches]))
 
             def rolled(self, log, base_offset):
@@ -313,7 +313,7 @@ def test_producer_state_hook(tmp_path):
     seen = []
 
     class Hook:
-        def before_append(self, log, batches, buf):
+        def before_append(self, log, batches, buf, validate=True, verification=None):
             seen.append([(h.producer_id, h.base_sequence) for _, h in batches])
             return None
 

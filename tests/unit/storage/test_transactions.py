@@ -13,9 +13,12 @@ from storage.config import LogConfig
 from storage.loader import load_log
 from storage.log import PartitionLog
 from storage.producer_state import (
+    UNVERIFIED,
     InvalidProducerEpoch,
+    InvalidTxnState,
     ProducerStateManager,
     TransactionCoordinatorFenced,
+    VerificationGuard,
 )
 from storage.txn_index import ENTRY_SIZE, AbortedTxn, TransactionIndex
 from tests.unit.storage.util import FakeClock, make_batch
@@ -156,3 +159,46 @@ def test_truncation_and_deletion_follow_the_segment(tmp_path):
     plog.delete_old_segments()
     plog.delete_pending_files(force=True)
     assert not list((tmp_path / "t-0").glob("00000000000000000000.*"))
+
+
+def test_kip890_verification_guard(tmp_path):
+    """Kafka's VerificationGuard: a batch that would start a transaction needs the guard of its
+    verification; a marker (or another transactional batch) of the producer written meanwhile
+    voids the guard; once the transaction is open, no guard is needed."""
+    plog, state = open_log(tmp_path)
+
+    def txn_with(pid, seq, guard, epoch=0):
+        return plog.append(
+            make_batch(
+                2, producer_id=pid, producer_epoch=epoch, base_sequence=seq, transactional=True
+            ),
+            leader_epoch=0,
+            verification=guard,
+        )
+
+    guard = state.maybe_start_verification(1, 0, 0)
+    assert guard is not None and state.maybe_start_verification(1, 0, 0) is guard
+    with pytest.raises(InvalidTxnState):
+        txn_with(1, 0, UNVERIFIED)  # not the verification's guard
+    with pytest.raises(InvalidTxnState):
+        txn_with(1, 0, VerificationGuard())
+    first = txn_with(1, 0, guard)
+    assert state.verification_guard(1) is None  # used up
+    assert state.maybe_start_verification(1, 2, 0) is None  # open here: nothing to verify
+    txn_with(1, 2, UNVERIFIED)  # the transaction is open: no guard needed
+    assert txn_with(1, 0, UNVERIFIED).first_offset == first.first_offset  # a retry: its offsets
+    # a verification overtaken by an abort marker (ABA): its guard no longer counts
+    marker(plog, 1, False)
+    stale = state.maybe_start_verification(1, 4, 0)
+    assert stale is not None
+    marker(plog, 1, False, epoch=1)  # the coordinator fenced and aborted meanwhile
+    with pytest.raises(InvalidTxnState):
+        txn_with(1, 0, stale, epoch=1)
+    assert state.ongoing == {}
+    # appends that do not verify (followers, coordinators, verification off) are not checked
+    txn_with(2, 0, None)
+    assert 2 in state.ongoing
+    # stale verifications go with producer.id.expiration.ms
+    state.maybe_start_verification(3, 0, 0)
+    state.remove_expired_producers(state.clock() + state.producer_id_expiration_ms)
+    assert state.verification_guard(3) is None

@@ -1,0 +1,2345 @@
+"""The differential scenario corpus (issue 15): requests sent alike to Apache Kafka and to
+Odradek, whose answers tests/reference/test_differential.py compares.
+
+Every API Odradek advertises gets a scenario at every version it advertises (``api_scenarios``),
+and the edge cases young brokers get wrong get their own (``edge_scenarios``): unknown topics and
+partitions, offsets out of range, ListOffsets earliest/latest/max-timestamp/by time, a fetch whose
+max_bytes is smaller than a batch, invalid configs, bad topic names and replica counts,
+DeleteRecords past the high watermark, commits from unknown members and stale generations,
+idempotent sequence gaps and duplicates, unsupported versions, null versus empty topic lists.
+
+Each scenario creates what it uses under a name made of the run's prefix and its own name, so the
+two brokers see the same names and no scenario sees another's. Record timestamps are fixed, so
+the records each side stores are the same records.
+"""
+
+from __future__ import annotations
+
+import struct
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from protocol.api_keys import ApiKey
+from protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest
+from protocol.messages.add_partitions_to_txn import (
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnTopic,
+    AddPartitionsToTxnTransaction,
+)
+from protocol.messages.alter_client_quotas import (
+    AlterClientQuotasRequest,
+    QuotaAlteration,
+    QuotaAlterationOp,
+    QuotaEntityComponent,
+)
+from protocol.messages.alter_configs import AlterableConfig, AlterConfigsRequest
+from protocol.messages.alter_configs import AlterConfigsResource as AlterResource
+from protocol.messages.alter_partition_reassignments import (
+    AlterPartitionReassignmentsRequest,
+    ReassignablePartition,
+    ReassignableTopic,
+)
+from protocol.messages.alter_replica_log_dirs import (
+    AlterReplicaLogDir,
+    AlterReplicaLogDirsRequest,
+    AlterReplicaLogDirTopic,
+)
+from protocol.messages.alter_user_scram_credentials import (
+    AlterUserScramCredentialsRequest,
+    ScramCredentialDeletion,
+    ScramCredentialUpsertion,
+)
+from protocol.messages.api_versions import ApiVersionsRequest
+from protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
+from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+from protocol.messages.controlled_shutdown import ControlledShutdownRequest
+from protocol.messages.create_acls import AclCreation, CreateAclsRequest
+from protocol.messages.create_partitions import (
+    CreatePartitionsAssignment,
+    CreatePartitionsRequest,
+    CreatePartitionsTopic,
+)
+from protocol.messages.create_topics import (
+    CreatableReplicaAssignment,
+    CreatableTopic,
+    CreatableTopicConfig,
+    CreateTopicsRequest,
+)
+from protocol.messages.delete_acls import DeleteAclsFilter, DeleteAclsRequest
+from protocol.messages.delete_groups import DeleteGroupsRequest
+from protocol.messages.delete_records import (
+    DeleteRecordsPartition,
+    DeleteRecordsRequest,
+    DeleteRecordsTopic,
+)
+from protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicState
+from protocol.messages.describe_acls import DescribeAclsRequest
+from protocol.messages.describe_client_quotas import (
+    DescribeClientQuotasRequest,
+    QuotaFilterComponent,
+)
+from protocol.messages.describe_cluster import DescribeClusterRequest
+from protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResource
+from protocol.messages.describe_groups import DescribeGroupsRequest
+from protocol.messages.describe_log_dirs import DescribableLogDirTopic, DescribeLogDirsRequest
+from protocol.messages.describe_producers import DescribeProducersRequest
+from protocol.messages.describe_producers import TopicRequest as DescribeProducersTopicRequest
+from protocol.messages.describe_transactions import DescribeTransactionsRequest
+from protocol.messages.describe_user_scram_credentials import (
+    DescribeUserScramCredentialsRequest,
+    ScramUserName,
+)
+from protocol.messages.elect_leaders import ElectLeadersRequest
+from protocol.messages.elect_leaders import TopicPartitions as ElectLeadersTopicPartitions
+from protocol.messages.end_txn import EndTxnRequest
+from protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
+from protocol.messages.find_coordinator import FindCoordinatorRequest
+from protocol.messages.heartbeat import HeartbeatRequest
+from protocol.messages.incremental_alter_configs import AlterableConfig as IncConfig
+from protocol.messages.incremental_alter_configs import AlterConfigsResource as IncResource
+from protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
+from protocol.messages.init_producer_id import InitProducerIdRequest
+from protocol.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
+from protocol.messages.leave_group import LeaveGroupRequest, MemberIdentity
+from protocol.messages.list_groups import ListGroupsRequest
+from protocol.messages.list_offsets import (
+    ListOffsetsPartition,
+    ListOffsetsRequest,
+    ListOffsetsTopic,
+)
+from protocol.messages.list_partition_reassignments import (
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsTopics,
+)
+from protocol.messages.list_transactions import ListTransactionsRequest
+from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
+from protocol.messages.offset_commit import (
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+)
+from protocol.messages.offset_delete import (
+    OffsetDeleteRequest,
+    OffsetDeleteRequestPartition,
+    OffsetDeleteRequestTopic,
+)
+from protocol.messages.offset_fetch import (
+    OffsetFetchRequest,
+    OffsetFetchRequestGroup,
+    OffsetFetchRequestTopic,
+    OffsetFetchRequestTopics,
+)
+from protocol.messages.offset_for_leader_epoch import (
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderPartition,
+    OffsetForLeaderTopic,
+)
+from protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
+from protocol.messages.sasl_authenticate import SaslAuthenticateRequest
+from protocol.messages.sasl_handshake import SaslHandshakeRequest
+from protocol.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment
+from protocol.messages.txn_offset_commit import (
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitRequestPartition,
+    TxnOffsetCommitRequestTopic,
+)
+from protocol.messages.write_txn_markers import (
+    WritableTxnMarker,
+    WritableTxnMarkerTopic,
+    WriteTxnMarkersRequest,
+)
+from protocol.records.legacy import build_message_set
+from protocol.records.record import SimpleRecord, build_batch
+from protocol.schema import Message
+from tests.support.differential import Context, Exchange, RawRequest, Scenario
+
+#: A fixed base for record timestamps (2023-11-14), so both brokers store the same records.
+T0 = 1_700_000_000_000
+TOPIC_RESOURCE = 2
+BROKER_RESOURCE = 4
+ZSTD = 4
+
+#: Versions the setup steps use (both references and Odradek speak them).
+V_CREATE = 7
+V_PRODUCE = 9
+V_FETCH = 12
+V_METADATA = 12
+V_JOIN = 7
+V_SYNC = 5
+V_COMMIT = 8
+V_OFFSET_FETCH = 7
+
+
+#: The versions Odradek advertises, by API key (its ApiVersions answer), set by api_scenarios.
+_ADVERTISED: dict[int, tuple[int, int]] = {}
+
+
+def versions(api: ApiKey) -> range:
+    """Every version Odradek advertises for ``api`` (none when it does not advertise it)."""
+    lo, hi = _ADVERTISED.get(int(api), (0, -1))
+    return range(lo, hi + 1)
+
+
+# --- request builders -------------------------------------------------------------------------
+
+
+def create_topic(
+    name: str,
+    partitions: int = 1,
+    replication: int = 1,
+    configs: dict[str, str] | None = None,
+    *,
+    validate_only: bool = False,
+) -> CreateTopicsRequest:
+    return CreateTopicsRequest(
+        topics=[
+            CreatableTopic(
+                name=name,
+                num_partitions=partitions,
+                replication_factor=replication,
+                assignments=[],
+                configs=[CreatableTopicConfig(name=k, value=v) for k, v in (configs or {}).items()],
+            )
+        ],
+        timeout_ms=30000,
+        validate_only=validate_only,
+    )
+
+
+def capture_topic_ids(ctx: Context, response: Any) -> None:
+    for topic in response.topics:
+        if getattr(topic, "topic_id", None) is not None and topic.name:
+            ctx.topic_ids[topic.name] = topic.topic_id
+
+
+def _error_codes(answer: Any) -> Any:
+    return [(t["name"], t["error_code"]) for t in answer["topics"]]
+
+
+def setup_topic(name: str, partitions: int = 1, **configs: str) -> Exchange:
+    """Creates a topic the scenario uses; compares only the outcome (create_topics/* scenarios
+    compare whole CreateTopics answers)."""
+    return Exchange(
+        create_topic(name, partitions, configs=configs),
+        V_CREATE,
+        capture_topic_ids,
+        label="setup create_topics",
+        project=_error_codes,
+    )
+
+
+def find_group_coordinator(group: str, *, version: int = 3) -> Exchange:
+    """What a client does before it speaks to a group."""
+    return Exchange(FindCoordinatorRequest(key=group, key_type=0), version)
+
+
+#: A topic id no broker has.
+RANDOM_ID = uuid.UUID("5f1d6a0e-7c1b-4c3e-9d8e-0123456789ab")
+
+
+def only_topics(prefix: str) -> Callable[[Any], Any]:
+    """A Metadata answer reduced to the topics whose name starts with ``prefix`` (other tests'
+    topics share the session's brokers)."""
+
+    def project(answer: Any) -> Any:
+        return {
+            **answer,
+            "topics": [t for t in answer["topics"] if (t["name"] or "").startswith(prefix)],
+        }
+
+    return project
+
+
+def only_groups(prefix: str) -> Callable[[Any], Any]:
+    """A ListGroups answer reduced to the groups whose id starts with ``prefix``."""
+
+    def project(answer: Any) -> Any:
+        return {
+            **answer,
+            "groups": [g for g in answer["groups"] if g["group_id"].startswith(prefix)],
+        }
+
+    return project
+
+
+def records(count: int, *, start: int = 0, key: bytes | None = b"k") -> list[SimpleRecord]:
+    return [
+        SimpleRecord(
+            value=b"value-%d" % (start + i),
+            key=key,
+            timestamp=T0 + 10 * (start + i),
+            headers=[("h", b"%d" % i)] if i % 2 else [],
+        )
+        for i in range(count)
+    ]
+
+
+def record_bytes(
+    version: int,
+    count: int = 3,
+    *,
+    start: int = 0,
+    compression: int = 0,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+) -> bytes:
+    """Records in the format Produce ``version`` carries: magic 0 (v0-1), 1 (v2), 2 (v3+)."""
+    if version < 3:
+        return build_message_set(
+            records(count, start=start), magic=0 if version < 2 else 1, compression=compression
+        )
+    return build_batch(
+        records(count, start=start),
+        compression=compression,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+    )
+
+
+def produce(
+    topic: str,
+    data: bytes | Callable[[Context], bytes],
+    *,
+    partition: int = 0,
+    acks: int = -1,
+    version: int = V_PRODUCE,
+    label: str = "",
+    transactional_id: str | None = None,
+) -> Exchange:
+    def build(ctx: Context) -> Message:
+        blob = data(ctx) if callable(data) else data
+        return ProduceRequest(
+            transactional_id=transactional_id,
+            acks=acks,
+            timeout_ms=30000,
+            topic_data=[
+                TopicProduceData(
+                    name=topic if version < 13 else "",
+                    topic_id=ctx.topic_id(topic),
+                    partition_data=[PartitionProduceData(index=partition, records=blob)],
+                )
+            ],
+        )
+
+    return Exchange(build, version, label=label)
+
+
+def fetch(
+    topic: str,
+    *,
+    offset: int = 0,
+    partition: int = 0,
+    version: int = V_FETCH,
+    max_bytes: int = 1 << 20,
+    partition_max_bytes: int = 1 << 20,
+    session_epoch: int = -1,
+    topic_id: Callable[[Context], Any] | None = None,
+    label: str = "",
+) -> Exchange:
+    def build(ctx: Context) -> Message:
+        return FetchRequest(
+            replica_id=-1,
+            max_wait_ms=0,
+            min_bytes=0,
+            max_bytes=max_bytes,
+            isolation_level=0,
+            session_id=0,
+            session_epoch=session_epoch,
+            topics=[
+                FetchTopic(
+                    topic=topic,
+                    topic_id=topic_id(ctx) if topic_id else ctx.topic_id(topic),
+                    partitions=[
+                        FetchPartition(
+                            partition=partition,
+                            current_leader_epoch=-1,
+                            fetch_offset=offset,
+                            last_fetched_epoch=-1,
+                            log_start_offset=-1,
+                            partition_max_bytes=partition_max_bytes,
+                        )
+                    ],
+                )
+            ],
+            forgotten_topics_data=[],
+            rack_id="",
+        )
+
+    return Exchange(build, version, label=label)
+
+
+def list_offsets(
+    topic: str, timestamps: list[int], *, version: int, partition: int = 0
+) -> Exchange:
+    # One partition per request: Kafka refuses duplicate partitions in one ListOffsets.
+    return Exchange(
+        ListOffsetsRequest(
+            replica_id=-1,
+            isolation_level=0,
+            topics=[
+                ListOffsetsTopic(
+                    name=topic,
+                    partitions=[
+                        ListOffsetsPartition(
+                            partition_index=partition,
+                            current_leader_epoch=-1,
+                            timestamp=ts,
+                            max_num_offsets=1,
+                        )
+                        for ts in timestamps
+                    ],
+                )
+            ],
+            timeout_ms=30000,
+        ),
+        version,
+    )
+
+
+def metadata(
+    topics: list[str] | None, *, version: int = V_METADATA, auto: bool = False
+) -> Exchange:
+    return Exchange(
+        MetadataRequest(
+            topics=None if topics is None else [MetadataRequestTopic(name=t) for t in topics],
+            allow_auto_topic_creation=auto,
+            include_cluster_authorized_operations=False,
+            include_topic_authorized_operations=False,
+        ),
+        version,
+    )
+
+
+def commit(
+    group: str,
+    topic: str,
+    offset: int,
+    *,
+    version: int = V_COMMIT,
+    generation: int | Callable[[Context], int] = -1,
+    member: str | Callable[[Context], str] = "",
+    partition: int = 0,
+    label: str = "",
+) -> Exchange:
+    def build(ctx: Context) -> Message:
+        return OffsetCommitRequest(
+            group_id=group,
+            generation_id_or_member_epoch=generation(ctx) if callable(generation) else generation,
+            member_id=member(ctx) if callable(member) else member,
+            group_instance_id=None,
+            retention_time_ms=-1,
+            topics=[
+                OffsetCommitRequestTopic(
+                    name=topic,
+                    partitions=[
+                        OffsetCommitRequestPartition(
+                            partition_index=partition,
+                            committed_offset=offset,
+                            committed_leader_epoch=-1,
+                            commit_timestamp=-1,
+                            committed_metadata="meta",
+                        )
+                    ],
+                )
+            ],
+        )
+
+    return Exchange(build, version, label=label)
+
+
+def offset_fetch(
+    group: str, topics: dict[str, list[int]] | None, *, version: int = V_OFFSET_FETCH
+) -> Exchange:
+    if version >= 8:
+        request = OffsetFetchRequest(
+            groups=[
+                OffsetFetchRequestGroup(
+                    group_id=group,
+                    topics=None
+                    if topics is None
+                    else [
+                        OffsetFetchRequestTopics(name=t, partition_indexes=p)
+                        for t, p in topics.items()
+                    ],
+                )
+            ],
+            require_stable=False,
+        )
+    else:
+        request = OffsetFetchRequest(
+            group_id=group,
+            topics=None
+            if topics is None
+            else [OffsetFetchRequestTopic(name=t, partition_indexes=p) for t, p in topics.items()],
+            require_stable=False,
+        )
+    return Exchange(request, version)
+
+
+def subscription(topic: str) -> bytes:
+    """A ConsumerProtocolSubscription v0 (what a Java consumer sends in JoinGroup)."""
+    name = topic.encode()
+    return struct.pack(">hih", 0, 1, len(name)) + name + struct.pack(">i", -1)
+
+
+def assignment(topic: str, partitions: list[int]) -> bytes:
+    """A ConsumerProtocolAssignment v0."""
+    name = topic.encode()
+    body = struct.pack(">hih", 0, 1, len(name)) + name + struct.pack(">i", len(partitions))
+    body += b"".join(struct.pack(">i", p) for p in partitions)
+    return body + struct.pack(">i", -1)
+
+
+def member_of(key: str) -> Callable[[Context], str]:
+    return lambda ctx: str(ctx.values.get(f"{key}.member", ""))
+
+
+def generation_of(key: str, delta: int = 0) -> Callable[[Context], int]:
+    return lambda ctx: int(ctx.values.get(f"{key}.generation", -1)) + delta
+
+
+def join(
+    group: str, topic: str, *, version: int = V_JOIN, key: str = "m", label: str = ""
+) -> Exchange:
+    def build(ctx: Context) -> Message:
+        return JoinGroupRequest(
+            group_id=group,
+            session_timeout_ms=10000,
+            rebalance_timeout_ms=10000,
+            member_id=str(ctx.values.get(f"{key}.member", "")),
+            group_instance_id=None,
+            protocol_type="consumer",
+            protocols=[JoinGroupRequestProtocol(name="range", metadata=subscription(topic))],
+            reason=None,
+        )
+
+    def capture(ctx: Context, response: Any) -> None:
+        if response.member_id:
+            ctx.values[f"{key}.member"] = response.member_id
+        if response.generation_id >= 0:
+            ctx.values[f"{key}.generation"] = response.generation_id
+
+    return Exchange(build, version, capture, label=label)
+
+
+def sync(group: str, topic: str, *, version: int = V_SYNC, key: str = "m") -> Exchange:
+    def build(ctx: Context) -> Message:
+        member = member_of(key)(ctx)
+        return SyncGroupRequest(
+            group_id=group,
+            generation_id=generation_of(key)(ctx),
+            member_id=member,
+            group_instance_id=None,
+            protocol_type="consumer",
+            protocol_name="range",
+            assignments=[
+                SyncGroupRequestAssignment(member_id=member, assignment=assignment(topic, [0]))
+            ],
+        )
+
+    return Exchange(build, version)
+
+
+def heartbeat(group: str, *, version: int = 4, key: str = "m", label: str = "") -> Exchange:
+    def build(ctx: Context) -> Message:
+        return HeartbeatRequest(
+            group_id=group,
+            generation_id=generation_of(key)(ctx),
+            member_id=member_of(key)(ctx),
+            group_instance_id=None,
+        )
+
+    return Exchange(build, version, label=label)
+
+
+def leave(group: str, *, version: int = 5, key: str = "m") -> Exchange:
+    def build(ctx: Context) -> Message:
+        member = member_of(key)(ctx)
+        return LeaveGroupRequest(
+            group_id=group,
+            member_id=member,
+            members=[MemberIdentity(member_id=member, group_instance_id=None, reason=None)],
+        )
+
+    return Exchange(build, version)
+
+
+def join_and_sync(group: str, topic: str, *, join_version: int = V_JOIN) -> list[Exchange]:
+    """A single member joins (and, from v4, rejoins with the member id it was given) and syncs."""
+    steps = [find_group_coordinator(group), join(group, topic, version=join_version)]
+    if join_version >= 4:
+        steps.append(join(group, topic, version=join_version, label="rejoin"))
+    steps.append(sync(group, topic))
+    return steps
+
+
+def describe_groups(groups: list[str], *, version: int = 5) -> Exchange:
+    return Exchange(
+        DescribeGroupsRequest(groups=groups, include_authorized_operations=False), version
+    )
+
+
+def describe_configs(
+    resource_type: int,
+    name: str,
+    keys: list[str] | None,
+    *,
+    version: int = 4,
+    synonyms: bool = True,
+    documentation: bool = False,
+) -> Exchange:
+    return Exchange(
+        DescribeConfigsRequest(
+            resources=[
+                DescribeConfigsResource(
+                    resource_type=resource_type, resource_name=name, configuration_keys=keys
+                )
+            ],
+            include_synonyms=synonyms,
+            include_documentation=documentation,
+        ),
+        version,
+    )
+
+
+def alter_configs(
+    name: str, configs: dict[str, str | None], *, version: int = 2, validate_only: bool = False
+) -> Exchange:
+    return Exchange(
+        AlterConfigsRequest(
+            resources=[
+                AlterResource(
+                    resource_type=TOPIC_RESOURCE,
+                    resource_name=name,
+                    configs=[AlterableConfig(name=k, value=v) for k, v in configs.items()],
+                )
+            ],
+            validate_only=validate_only,
+        ),
+        version,
+    )
+
+
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+
+
+def incremental_alter(
+    name: str, ops: list[tuple[str, int, str | None]], *, version: int = 1
+) -> Exchange:
+    return Exchange(
+        IncrementalAlterConfigsRequest(
+            resources=[
+                IncResource(
+                    resource_type=TOPIC_RESOURCE,
+                    resource_name=name,
+                    configs=[IncConfig(name=k, config_operation=op, value=v) for k, op, v in ops],
+                )
+            ],
+            validate_only=False,
+        ),
+        version,
+    )
+
+
+def delete_records(topic: str, offsets: dict[int, int], *, version: int = 2) -> Exchange:
+    return Exchange(
+        DeleteRecordsRequest(
+            topics=[
+                DeleteRecordsTopic(
+                    name=topic,
+                    partitions=[
+                        DeleteRecordsPartition(partition_index=p, offset=o)
+                        for p, o in offsets.items()
+                    ],
+                )
+            ],
+            timeout_ms=30000,
+        ),
+        version,
+    )
+
+
+def init_producer_id(*, version: int = 4, key: str = "pid") -> Exchange:
+    def capture(ctx: Context, response: Any) -> None:
+        ctx.values[key] = (response.producer_id, response.producer_epoch)
+
+    return Exchange(
+        InitProducerIdRequest(
+            transactional_id=None, transaction_timeout_ms=60000, producer_id=-1, producer_epoch=-1
+        ),
+        version,
+        capture,
+    )
+
+
+def idempotent_batch(
+    count: int, *, sequence: int, start: int, key: str = "pid", epoch_delta: int = 0
+) -> Callable[[Context], bytes]:
+    def build(ctx: Context) -> bytes:
+        pid, epoch = ctx.values.get(key, (-1, -1))
+        return record_bytes(
+            V_PRODUCE,
+            count,
+            start=start,
+            producer_id=pid,
+            producer_epoch=epoch + epoch_delta,
+            base_sequence=sequence,
+        )
+
+    return build
+
+
+# --- one scenario per API and version ----------------------------------------------------------
+
+
+def api_scenarios(prefix: str, advertised: dict[int, tuple[int, int]]) -> list[Scenario]:
+    """A scenario for every version of every API in ``advertised`` (Odradek's ApiVersions)."""
+    _ADVERTISED.clear()
+    _ADVERTISED.update(advertised)
+    out: list[Scenario] = []
+
+    def add(name: str, exchanges: list[Exchange]) -> None:
+        out.append(Scenario(f"{name}", exchanges))
+
+    for v in versions(ApiKey.API_VERSIONS):
+        add(
+            f"api_versions/v{v}",
+            [
+                Exchange(
+                    ApiVersionsRequest(
+                        client_software_name="odradek-diff", client_software_version="1.0"
+                    ),
+                    v,
+                )
+            ],
+        )
+
+    for v in versions(ApiKey.METADATA):
+        t = f"{prefix}-md{v}"
+        add(
+            f"metadata/v{v}",
+            [setup_topic(t, 2), metadata([t, f"{prefix}-md{v}-missing"], version=v, auto=False)],
+        )
+
+    for v in versions(ApiKey.PRODUCE):
+        t = f"{prefix}-pr{v}"
+        steps = [
+            setup_topic(t),
+            produce(t, record_bytes(v, 3), version=v),
+            produce(t, record_bytes(v, 2, start=3), version=v, label="second produce"),
+            produce(t, record_bytes(v, 1), version=v, partition=7, label="unknown partition"),
+            fetch(t, label="read back"),
+        ]
+        if v < 13:
+            steps.append(
+                produce(f"{t}-missing", record_bytes(v, 1), version=v, label="unknown topic")
+            )
+        add(f"produce/v{v}", steps)
+
+    for v in versions(ApiKey.FETCH):
+        t = f"{prefix}-fe{v}"
+        add(
+            f"fetch/v{v}",
+            [
+                setup_topic(t),
+                produce(t, record_bytes(V_PRODUCE, 3)),
+                produce(t, record_bytes(V_PRODUCE, 2, start=3)),
+                fetch(t, version=v),
+                fetch(t, version=v, offset=3, label="from the second batch"),
+                fetch(t, version=v, offset=5, label="at the end"),
+                fetch(t, version=v, offset=1000, label="out of range"),
+                fetch(t, version=v, partition=4, label="unknown partition"),
+            ],
+        )
+
+    for v in versions(ApiKey.LIST_OFFSETS):
+        t = f"{prefix}-lo{v}"
+        steps = [setup_topic(t), produce(t, record_bytes(V_PRODUCE, 3))]
+        specs: list[tuple[str, int]] = [("latest", -1), ("earliest", -2)]
+        if v >= 1:
+            specs += [("by time", T0 + 5), ("after the last", T0 + 1000), ("by exact time", T0)]
+        if v >= 7:
+            specs.append(("max timestamp", -3))
+        if v >= 8:
+            specs.append(("earliest local", -4))
+        for label, ts in specs:
+            ex = list_offsets(t, [ts], version=v)
+            ex.label = label
+            steps.append(ex)
+        bad = list_offsets(t, [-1], version=v, partition=9)
+        bad.label = "unknown partition"
+        steps.append(bad)
+        add(f"list_offsets/v{v}", steps)
+
+    for v in versions(ApiKey.OFFSET_COMMIT):
+        t, g = f"{prefix}-oc{v}", f"{prefix}-oc{v}-group"
+        add(
+            f"offset_commit/v{v}",
+            [
+                setup_topic(t),
+                find_group_coordinator(g),
+                commit(g, t, 5, version=v),
+                offset_fetch(g, {t: [0]}, version=min(v, 7) if v else 0),
+                commit(g, t, 6, version=v, partition=3, label="unknown partition"),
+            ],
+        )
+
+    for v in versions(ApiKey.OFFSET_FETCH):
+        t, g = f"{prefix}-of{v}", f"{prefix}-of{v}-group"
+        steps = [
+            setup_topic(t, 2),
+            find_group_coordinator(g),
+            commit(g, t, 5, version=0 if v == 0 else V_COMMIT),
+            offset_fetch(g, {t: [0, 1]}, version=v),
+            offset_fetch(f"{g}-none", {t: [0]}, version=v),
+        ]
+        if v >= 2:
+            steps.append(offset_fetch(g, None, version=v))
+        add(f"offset_fetch/v{v}", steps)
+
+    for v in versions(ApiKey.FIND_COORDINATOR):
+        g = f"{prefix}-fc{v}-group"
+        if v < 4:
+            req = FindCoordinatorRequest(key=g, key_type=0)
+        else:
+            req = FindCoordinatorRequest(key_type=0, coordinator_keys=[g, f"{g}-2"])
+        add(f"find_coordinator/v{v}", [Exchange(req, v)])
+
+    for v in versions(ApiKey.JOIN_GROUP):
+        t, g = f"{prefix}-jg{v}", f"{prefix}-jg{v}-group"
+        add(
+            f"join_group/v{v}",
+            [
+                setup_topic(t),
+                *join_and_sync(g, t, join_version=v),
+                heartbeat(g),
+                leave(g),
+            ],
+        )
+
+    for v in versions(ApiKey.SYNC_GROUP):
+        t, g = f"{prefix}-sg{v}", f"{prefix}-sg{v}-group"
+        add(
+            f"sync_group/v{v}",
+            [
+                setup_topic(t),
+                find_group_coordinator(g),
+                join(g, t),
+                join(g, t, label="rejoin"),
+                sync(g, t, version=v),
+                leave(g),
+            ],
+        )
+
+    for v in versions(ApiKey.HEARTBEAT):
+        t, g = f"{prefix}-hb{v}", f"{prefix}-hb{v}-group"
+        add(
+            f"heartbeat/v{v}",
+            [
+                setup_topic(t),
+                *join_and_sync(g, t),
+                heartbeat(g, version=v),
+                leave(g),
+                heartbeat(g, version=v, label="after leaving"),
+            ],
+        )
+
+    for v in versions(ApiKey.LEAVE_GROUP):
+        t, g = f"{prefix}-lg{v}", f"{prefix}-lg{v}-group"
+        add(
+            f"leave_group/v{v}",
+            [setup_topic(t), *join_and_sync(g, t), leave(g, version=v), describe_groups([g])],
+        )
+
+    for v in versions(ApiKey.DESCRIBE_GROUPS):
+        t, g = f"{prefix}-dg{v}", f"{prefix}-dg{v}-group"
+        add(
+            f"describe_groups/v{v}",
+            [
+                setup_topic(t),
+                *join_and_sync(g, t),
+                describe_groups([g, f"{g}-unknown"], version=v),
+                leave(g),
+                describe_groups([g], version=v),
+            ],
+        )
+
+    for v in versions(ApiKey.LIST_GROUPS):
+        t, g = f"{prefix}-li{v}", f"{prefix}-li{v}-group"
+        request = ListGroupsRequest(
+            states_filter=["Empty"] if v >= 4 else [], types_filter=["classic"] if v >= 5 else []
+        )
+        add(
+            f"list_groups/v{v}",
+            [
+                setup_topic(t),
+                find_group_coordinator(g),
+                commit(g, t, 1),
+                Exchange(request, v, label="listed", project=only_groups(g)),
+            ],
+        )
+
+    for v in versions(ApiKey.CREATE_TOPICS):
+        t = f"{prefix}-ct{v}"
+
+        def created(name: str, v: int = v, label: str = "", **kw: Any) -> Exchange:
+            return Exchange(create_topic(name, **kw), v, capture_topic_ids, label=label)
+
+        steps = [
+            created(t, partitions=2, configs={"retention.ms": "3600000"}),
+            created(t, label="duplicate"),
+            created(f"{t}/bad", label="bad name"),
+            created("x" * 250, label="name too long"),
+            created(f"{t}-rf", replication=3, label="more replicas than brokers"),
+            created(f"{t}-zero", partitions=0, label="zero partitions"),
+            created(f"{t}-badcfg", configs={"retention.ms": "soon"}, label="invalid config value"),
+            created(f"{t}-unknowncfg", configs={"no.such.config": "1"}, label="unknown config"),
+        ]
+        if v >= 1:
+            steps.append(created(f"{t}-validate", validate_only=True, label="validate only"))
+        if v >= 4:
+            steps.append(
+                created(f"{t}-default", partitions=-1, replication=-1, label="broker defaults")
+            )
+        add(f"create_topics/v{v}", steps)
+
+    for v in versions(ApiKey.DELETE_TOPICS):
+        t = f"{prefix}-dt{v}"
+        if v < 6:
+            req: Callable[[Context], Message] | Message = DeleteTopicsRequest(
+                topic_names=[t, f"{t}-missing"], timeout_ms=30000
+            )
+        else:
+
+            def req(ctx: Context, t: str = t) -> Message:
+                return DeleteTopicsRequest(
+                    topics=[
+                        DeleteTopicState(name=t, topic_id=ctx.topic_id("")),
+                        DeleteTopicState(name=f"{t}-missing", topic_id=ctx.topic_id("")),
+                    ],
+                    timeout_ms=30000,
+                )
+
+        add(f"delete_topics/v{v}", [setup_topic(t), Exchange(req, v)])
+
+    for v in versions(ApiKey.DELETE_RECORDS):
+        t = f"{prefix}-dr{v}"
+        add(
+            f"delete_records/v{v}",
+            [
+                setup_topic(t),
+                produce(t, record_bytes(V_PRODUCE, 5)),
+                delete_records(t, {0: 2}, version=v),
+                delete_records(t, {0: 10}, version=v),
+                delete_records(t, {0: -1}, version=v),
+                delete_records(t, {5: 1}, version=v),
+                list_offsets(t, [-2], version=7),
+            ],
+        )
+
+    for v in versions(ApiKey.INIT_PRODUCER_ID):
+        add(f"init_producer_id/v{v}", [init_producer_id(version=v)])
+
+    for v in versions(ApiKey.OFFSET_FOR_LEADER_EPOCH):
+        t = f"{prefix}-oe{v}"
+
+        def epochs(v: int = v, t: str = t, current: int = -1, partition: int = 0) -> Exchange:
+            return Exchange(
+                OffsetForLeaderEpochRequest(
+                    replica_id=-1,
+                    topics=[
+                        OffsetForLeaderTopic(
+                            topic=t,
+                            partitions=[
+                                OffsetForLeaderPartition(
+                                    partition=partition,
+                                    current_leader_epoch=current,
+                                    leader_epoch=e,
+                                )
+                                for e in (0, 7)
+                            ],
+                        )
+                    ],
+                ),
+                v,
+            )
+
+        steps = [setup_topic(t), produce(t, record_bytes(V_PRODUCE, 3)), epochs()]
+        if v >= 2:
+            steps += [epochs(current=5), epochs(current=0)]
+        steps.append(epochs(partition=3))
+        add(f"offset_for_leader_epoch/v{v}", steps)
+
+    for v in versions(ApiKey.DESCRIBE_CONFIGS):
+        t = f"{prefix}-dc{v}"
+        keys = ["retention.ms", "cleanup.policy", "min.insync.replicas", "max.message.bytes"]
+        add(
+            f"describe_configs/v{v}",
+            [
+                setup_topic(t, **{"retention.ms": "3600000"}),
+                describe_configs(TOPIC_RESOURCE, t, keys, version=v, documentation=v >= 3),
+                describe_configs(TOPIC_RESOURCE, f"{t}-missing", keys, version=v),
+                describe_configs(
+                    BROKER_RESOURCE, "0", ["num.partitions", "log.retention.hours"], version=v
+                ),
+            ],
+        )
+
+    for v in versions(ApiKey.ALTER_CONFIGS):
+        t = f"{prefix}-ac{v}"
+        add(
+            f"alter_configs/v{v}",
+            [
+                setup_topic(t),
+                alter_configs(
+                    t, {"retention.ms": "7200000", "cleanup.policy": "compact"}, version=v
+                ),
+                describe_configs(TOPIC_RESOURCE, t, ["retention.ms", "cleanup.policy"]),
+                alter_configs(t, {"retention.ms": "soon"}, version=v),
+                alter_configs(t, {"no.such.config": "1"}, version=v),
+                alter_configs(t, {"retention.ms": "1"}, version=v, validate_only=True),
+                alter_configs(f"{t}-missing", {"retention.ms": "1"}, version=v),
+                describe_configs(TOPIC_RESOURCE, t, ["retention.ms", "cleanup.policy"]),
+            ],
+        )
+
+    for v in versions(ApiKey.INCREMENTAL_ALTER_CONFIGS):
+        t = f"{prefix}-ia{v}"
+        keys = ["retention.ms", "cleanup.policy", "segment.bytes"]
+        add(
+            f"incremental_alter_configs/v{v}",
+            [
+                setup_topic(t, **{"segment.bytes": "1048576"}),
+                incremental_alter(
+                    t,
+                    [
+                        ("retention.ms", SET, "7200000"),
+                        ("cleanup.policy", APPEND, "compact"),
+                        ("segment.bytes", DELETE, None),
+                    ],
+                    version=v,
+                ),
+                describe_configs(TOPIC_RESOURCE, t, keys),
+                incremental_alter(t, [("cleanup.policy", SUBTRACT, "delete")], version=v),
+                describe_configs(TOPIC_RESOURCE, t, keys),
+                incremental_alter(t, [("retention.ms", SET, "soon")], version=v),
+                incremental_alter(t, [("retention.ms", APPEND, "1")], version=v),
+                incremental_alter(f"{t}-missing", [("retention.ms", SET, "1")], version=v),
+            ],
+        )
+
+    for v in versions(ApiKey.CREATE_PARTITIONS):
+        t = f"{prefix}-cp{v}"
+
+        def grow(
+            count: int,
+            label: str,
+            v: int = v,
+            t: str = t,
+            *,
+            name: str | None = None,
+            validate_only: bool = False,
+            assignments: list[CreatePartitionsAssignment] | None = None,
+        ) -> Exchange:
+            return Exchange(
+                CreatePartitionsRequest(
+                    topics=[
+                        CreatePartitionsTopic(name=name or t, count=count, assignments=assignments)
+                    ],
+                    timeout_ms=30000,
+                    validate_only=validate_only,
+                ),
+                v,
+                label=label,
+            )
+
+        add(
+            f"create_partitions/v{v}",
+            [
+                setup_topic(t),
+                grow(3, "grow to 3"),
+                grow(2, "shrink"),
+                grow(3, "same count"),
+                grow(5, "validate only", validate_only=True),
+                grow(
+                    5,
+                    "too few assignments",
+                    assignments=[CreatePartitionsAssignment(broker_ids=[0])],
+                ),
+                grow(2, "unknown topic", name=f"{t}-missing"),
+                metadata([t]),
+            ],
+        )
+
+    for v in versions(ApiKey.DELETE_GROUPS):
+        t, g = f"{prefix}-dl{v}", f"{prefix}-dl{v}-group"
+        add(
+            f"delete_groups/v{v}",
+            [
+                setup_topic(t),
+                find_group_coordinator(g),
+                commit(g, t, 1),
+                *join_and_sync(f"{g}-active", t),
+                Exchange(DeleteGroupsRequest(groups_names=[g, f"{g}-unknown", f"{g}-active"]), v),
+                offset_fetch(g, {t: [0]}),
+                leave(f"{g}-active"),
+            ],
+        )
+
+    for v in versions(ApiKey.OFFSET_DELETE):
+        t, g = f"{prefix}-od{v}", f"{prefix}-od{v}-group"
+
+        def offset_delete(group: str, topic: str, partitions: list[int], v: int = v) -> Exchange:
+            return Exchange(
+                OffsetDeleteRequest(
+                    group_id=group,
+                    topics=[
+                        OffsetDeleteRequestTopic(
+                            name=topic,
+                            partitions=[
+                                OffsetDeleteRequestPartition(partition_index=p) for p in partitions
+                            ],
+                        )
+                    ],
+                ),
+                v,
+            )
+
+        add(
+            f"offset_delete/v{v}",
+            [
+                setup_topic(t, 2),
+                find_group_coordinator(g),
+                commit(g, t, 1),
+                commit(g, t, 2, partition=1),
+                offset_delete(g, t, [0]),
+                offset_fetch(g, {t: [0, 1]}),
+                offset_delete(f"{g}-unknown", t, [0]),
+                *join_and_sync(f"{g}-active", t),
+                commit(f"{g}-active", t, 1, generation=generation_of("m"), member=member_of("m")),
+                offset_delete(f"{g}-active", t, [0]),
+                leave(f"{g}-active"),
+            ],
+        )
+
+    for v in versions(ApiKey.DESCRIBE_CLUSTER):
+        steps = [Exchange(DescribeClusterRequest(include_cluster_authorized_operations=True), v)]
+        if v >= 1:
+            steps.append(Exchange(DescribeClusterRequest(endpoint_type=2), v, label="controllers"))
+        add(f"describe_cluster/v{v}", steps)
+
+    return out
+
+
+# --- edge cases --------------------------------------------------------------------------------
+
+
+def edge_scenarios(prefix: str) -> list[Scenario]:
+    """The cases young brokers get wrong (see the module doc)."""
+    out: list[Scenario] = []
+
+    def add(name: str, exchanges: list[Exchange]) -> None:
+        out.append(Scenario(f"edge/{name}", exchanges))
+
+    p = f"{prefix}-e"
+
+    t = f"{p}-unsupported"
+    add(
+        "unsupported-versions",
+        [
+            Exchange(
+                RawRequest(int(ApiKey.API_VERSIONS), 99, decode_version=0),
+                0,
+                label="api_versions v99",
+            ),
+            Exchange(
+                RawRequest(int(ApiKey.METADATA), 99, decode_version=0), 0, label="metadata v99"
+            ),
+            metadata([t]),
+        ],
+    )
+
+    t = f"{p}-lists"
+    g = f"{p}-lists-group"
+    add(
+        "null-versus-empty-lists",
+        [
+            setup_topic(t),
+            Exchange(
+                metadata(None).request,
+                V_METADATA,
+                label="metadata null topics",
+                project=only_topics(p),
+            ),
+            Exchange(
+                metadata([]).request,
+                V_METADATA,
+                label="metadata empty topics",
+                project=only_topics(p),
+            ),
+            Exchange(
+                metadata(None).request, 1, label="metadata v1 null topics", project=only_topics(p)
+            ),
+            Exchange(
+                metadata([]).request,
+                0,
+                label="metadata v0 empty topics (all)",
+                project=only_topics(p),
+            ),
+            find_group_coordinator(g),
+            commit(g, t, 3),
+            offset_fetch(g, None, version=7),
+            offset_fetch(g, {}, version=7),
+            offset_fetch(g, None, version=8),
+            Exchange(
+                DeleteTopicsRequest(topic_names=[], timeout_ms=30000), 4, label="delete no topics"
+            ),
+            Exchange(DescribeGroupsRequest(groups=[]), 5, label="describe no groups"),
+        ],
+    )
+
+    t = f"{p}-range"
+    steps = [setup_topic(t), produce(t, record_bytes(V_PRODUCE, 3))]
+    for v in (1, 4, 7, 11, 12):
+        steps.append(fetch(t, version=v, offset=4, label="past the end"))
+        steps.append(fetch(t, version=v, offset=-5, label="negative offset"))
+    steps.append(delete_records(t, {0: 2}))
+    steps.append(fetch(t, offset=1, label="below the log start"))
+    steps.append(
+        list_offsets(
+            t,
+            [
+                -2,
+            ],
+            version=7,
+        )
+    )
+    add("offsets-out-of-range", steps)
+
+    t = f"{p}-empty"
+    add(
+        "list-offsets-empty-partition",
+        [setup_topic(t)]
+        + [list_offsets(t, [ts], version=v) for v in (0, 1, 7, 9) for ts in (-1, -2, T0)],
+    )
+
+    t = f"{p}-small"
+    big = [record_bytes(V_PRODUCE, 20, start=20 * i) for i in range(3)]
+    add(
+        "fetch-max-bytes-below-a-batch",
+        [setup_topic(t)]
+        + [produce(t, b) for b in big]
+        + [
+            fetch(t, version=v, max_bytes=10, partition_max_bytes=10, label="10 bytes")
+            for v in (3, 4, 11, 12, 17)
+        ]
+        + [
+            fetch(
+                t, version=v, max_bytes=1 << 20, partition_max_bytes=10, label="partition 10 bytes"
+            )
+            for v in (4, 12)
+        ]
+        + [
+            fetch(
+                t, version=v, max_bytes=10, partition_max_bytes=1 << 20, label="response 10 bytes"
+            )
+            for v in (4, 12)
+        ],
+    )
+
+    t = f"{p}-codecs"
+    steps = [setup_topic(t)]
+    for i, codec in enumerate((1, 2, 3)):
+        steps.append(
+            produce(
+                t,
+                record_bytes(V_PRODUCE, 4, start=4 * i, compression=codec),
+                label=f"codec {codec}",
+            )
+        )
+    steps += [fetch(t, version=v, label="read back") for v in (4, 9, 10, 12)]
+    add("compression-codecs", steps)
+
+    t = f"{p}-zstd"
+    add(
+        "zstd",
+        [
+            setup_topic(t),
+            produce(t, record_bytes(5, 2, compression=ZSTD), version=5, label="zstd on produce v5"),
+            produce(t, record_bytes(V_PRODUCE, 4, compression=ZSTD), label="zstd"),
+            fetch(t, version=9, label="zstd to fetch v9"),
+            fetch(t, version=10, label="zstd to fetch v10"),
+            fetch(t, version=12, label="zstd to fetch v12"),
+        ],
+    )
+
+    t = f"{p}-bad-produce"
+    add(
+        "produce-refusals",
+        [
+            setup_topic(t),
+            Exchange(
+                create_topic(f"{t}-compact", configs={"cleanup.policy": "compact"}),
+                V_CREATE,
+                project=_error_codes,
+            ),
+            Exchange(
+                create_topic(f"{t}-tiny", configs={"max.message.bytes": "100"}),
+                V_CREATE,
+                project=_error_codes,
+            ),
+            produce(t, record_bytes(V_PRODUCE, 1), acks=2, label="acks 2"),
+            produce(
+                f"{t}-compact",
+                build_batch([SimpleRecord(b"v", None, T0)]),
+                label="no key, compacted",
+            ),
+            produce(f"{t}-tiny", record_bytes(V_PRODUCE, 10), label="too large"),
+            produce(t, b"\x00" * 70, label="garbage records"),
+            produce(f"{t}-compact", record_bytes(V_PRODUCE, 2), label="keyed, compacted"),
+            delete_records(f"{t}-compact", {0: 1}),
+        ],
+    )
+
+    t = f"{p}-idem"
+    add(
+        "idempotent-sequences",
+        [
+            setup_topic(t),
+            init_producer_id(),
+            produce(t, idempotent_batch(3, sequence=0, start=0), label="sequence 0"),
+            produce(t, idempotent_batch(3, sequence=0, start=0), label="duplicate of sequence 0"),
+            produce(t, idempotent_batch(2, sequence=5, start=3), label="gap: sequence 5 after 2"),
+            produce(t, idempotent_batch(2, sequence=3, start=3), label="sequence 3"),
+            produce(t, idempotent_batch(2, sequence=3, start=3), label="duplicate of sequence 3"),
+            produce(t, idempotent_batch(1, sequence=0, start=5, epoch_delta=1), label="epoch bump"),
+            produce(t, idempotent_batch(1, sequence=5, start=6), label="old epoch"),
+            produce(
+                t,
+                lambda ctx: record_bytes(
+                    V_PRODUCE, 1, producer_id=987654, producer_epoch=0, base_sequence=4
+                ),
+                label="unknown producer, sequence 4",
+            ),
+            fetch(t, label="read back"),
+        ],
+    )
+
+    t, g = f"{p}-gen", f"{p}-gen-group"
+    add(
+        "group-generations-and-members",
+        [
+            setup_topic(t),
+            *join_and_sync(g, t),
+            commit(
+                g,
+                t,
+                1,
+                generation=generation_of("m"),
+                member=member_of("m"),
+                label="current generation",
+            ),
+            commit(
+                g,
+                t,
+                2,
+                generation=generation_of("m", 1),
+                member=member_of("m"),
+                label="next generation",
+            ),
+            commit(
+                g,
+                t,
+                2,
+                generation=generation_of("m", -1),
+                member=member_of("m"),
+                label="previous generation",
+            ),
+            commit(
+                g,
+                t,
+                2,
+                generation=generation_of("m"),
+                member="no-such-member",
+                label="unknown member",
+            ),
+            commit(g, t, 2, label="simple commit to an active group"),
+            heartbeat(g, label="heartbeat"),
+            Exchange(
+                lambda ctx: HeartbeatRequest(
+                    group_id=g,
+                    generation_id=generation_of("m", 1)(ctx),
+                    member_id=member_of("m")(ctx),
+                ),
+                4,
+                label="heartbeat, wrong generation",
+            ),
+            Exchange(
+                HeartbeatRequest(group_id=g, generation_id=1, member_id="no-such-member"),
+                4,
+                label="heartbeat, unknown member",
+            ),
+            Exchange(
+                lambda ctx: SyncGroupRequest(
+                    group_id=g,
+                    generation_id=generation_of("m", 1)(ctx),
+                    member_id=member_of("m")(ctx),
+                    protocol_type="consumer",
+                    protocol_name="range",
+                    assignments=[],
+                ),
+                V_SYNC,
+                label="sync, wrong generation",
+            ),
+            Exchange(
+                JoinGroupRequest(
+                    group_id=g,
+                    session_timeout_ms=10000,
+                    rebalance_timeout_ms=10000,
+                    member_id="no-such-member",
+                    protocol_type="consumer",
+                    protocols=[JoinGroupRequestProtocol(name="range", metadata=subscription(t))],
+                ),
+                V_JOIN,
+                label="join, unknown member",
+            ),
+            Exchange(
+                JoinGroupRequest(
+                    group_id=g,
+                    session_timeout_ms=10,
+                    rebalance_timeout_ms=10000,
+                    member_id="",
+                    protocol_type="consumer",
+                    protocols=[JoinGroupRequestProtocol(name="range", metadata=subscription(t))],
+                ),
+                V_JOIN,
+                label="join, session timeout too small",
+            ),
+            Exchange(
+                JoinGroupRequest(
+                    group_id=g,
+                    session_timeout_ms=10000,
+                    rebalance_timeout_ms=10000,
+                    member_id="",
+                    protocol_type="other",
+                    protocols=[JoinGroupRequestProtocol(name="other", metadata=b"")],
+                ),
+                V_JOIN,
+                label="join, inconsistent protocol",
+            ),
+            leave(g),
+            commit(
+                f"{g}-none",
+                t,
+                1,
+                generation=3,
+                member="someone",
+                label="member of a group that does not exist",
+            ),
+            offset_fetch(g, {t: [0]}),
+        ],
+    )
+
+    t = f"{p}-names"
+    add(
+        "topic-names-and-replicas",
+        [
+            Exchange(create_topic(""), V_CREATE, label="empty name"),
+            Exchange(create_topic("."), V_CREATE, label="dot"),
+            Exchange(create_topic(".."), V_CREATE, label="dot dot"),
+            Exchange(
+                create_topic(f"{t}.with_both"),
+                V_CREATE,
+                label="dot and underscore",
+                project=_error_codes,
+            ),
+            Exchange(create_topic(f"{t} space"), V_CREATE, label="space"),
+            Exchange(create_topic(f"{t}", replication=0), V_CREATE, label="zero replicas"),
+            Exchange(
+                create_topic(f"{t}", partitions=1, replication=-2),
+                V_CREATE,
+                label="negative replicas",
+            ),
+            Exchange(
+                CreateTopicsRequest(
+                    topics=[
+                        CreatableTopic(
+                            name=f"{t}-assigned",
+                            num_partitions=-1,
+                            replication_factor=-1,
+                            assignments=[
+                                CreatableReplicaAssignment(partition_index=0, broker_ids=[7])
+                            ],
+                            configs=[],
+                        )
+                    ],
+                    timeout_ms=1000,
+                ),
+                V_CREATE,
+                label="assigned to an unknown broker",
+            ),
+            Exchange(
+                CreateTopicsRequest(
+                    topics=[
+                        CreatableTopic(
+                            name=f"{t}-twice",
+                            num_partitions=1,
+                            replication_factor=1,
+                            assignments=[],
+                            configs=[],
+                        ),
+                        CreatableTopic(
+                            name=f"{t}-twice",
+                            num_partitions=1,
+                            replication_factor=1,
+                            assignments=[],
+                            configs=[],
+                        ),
+                    ],
+                    timeout_ms=30000,
+                ),
+                V_CREATE,
+                label="same topic twice",
+            ),
+            Exchange(
+                create_topic(f"{t}-nulcfg", configs={"retention.ms": None}),
+                V_CREATE,
+                label="null config value",
+            ),
+        ],
+    )
+
+    t = f"{p}-ids"
+    add(
+        "topic-ids",
+        [
+            setup_topic(t),
+            Exchange(
+                MetadataRequest(
+                    topics=[MetadataRequestTopic(topic_id=RANDOM_ID, name=None)],
+                    allow_auto_topic_creation=False,
+                ),
+                12,
+                label="metadata by unknown id",
+            ),
+            fetch(t, version=13, topic_id=lambda ctx: RANDOM_ID, label="fetch by unknown id"),
+            Exchange(
+                DeleteTopicsRequest(
+                    topics=[DeleteTopicState(name=None, topic_id=RANDOM_ID)], timeout_ms=30000
+                ),
+                6,
+                label="delete by unknown id",
+            ),
+            Exchange(
+                lambda ctx: DeleteTopicsRequest(
+                    topics=[DeleteTopicState(name=None, topic_id=ctx.topic_id(t))], timeout_ms=30000
+                ),
+                6,
+                label="delete by id",
+            ),
+        ],
+    )
+
+    add(
+        "transactions-not-yet",
+        [
+            Exchange(
+                FindCoordinatorRequest(key=f"{p}-txn", key_type=1),
+                3,
+                label="transaction coordinator",
+            ),
+            Exchange(
+                InitProducerIdRequest(transactional_id=f"{p}-txn", transaction_timeout_ms=60000),
+                4,
+                label="transactional producer id",
+            ),
+        ],
+    )
+    return out
+
+
+# --- transactions, producers and log dirs -------------------------------------------------------
+
+V_ADD_PARTITIONS = 3
+V_ADD_OFFSETS = 3
+V_END_TXN = 3
+V_TXN_COMMIT = 3
+
+
+def find_txn_coordinator(txn: str) -> Exchange:
+    return Exchange(FindCoordinatorRequest(key=txn, key_type=1), 3, label="transaction coordinator")
+
+
+def init_txn_producer(txn: str, *, key: str = "txn") -> Exchange:
+    def capture(ctx: Context, response: Any) -> None:
+        ctx.values[key] = (response.producer_id, response.producer_epoch)
+
+    return Exchange(
+        InitProducerIdRequest(transactional_id=txn, transaction_timeout_ms=60000),
+        4,
+        capture,
+        label="transactional producer id",
+        # a fresh coordinator may answer CONCURRENT_TRANSACTIONS or load in progress first
+        until=lambda r: r.error_code == 0,
+    )
+
+
+def _pid(ctx: Context, key: str = "txn") -> tuple[int, int]:
+    pid, epoch = ctx.values.get(key, (-1, -1))
+    return int(pid), int(epoch)
+
+
+def add_partitions(
+    txn: str, topic: str, partitions: list[int], *, version: int = V_ADD_PARTITIONS, label: str = ""
+) -> Exchange:
+    def build(ctx: Context) -> Message:
+        pid, epoch = _pid(ctx)
+        topics = [AddPartitionsToTxnTopic(name=topic, partitions=partitions)]
+        if version >= 4:
+            return AddPartitionsToTxnRequest(
+                transactions=[
+                    AddPartitionsToTxnTransaction(
+                        transactional_id=txn,
+                        producer_id=pid,
+                        producer_epoch=epoch,
+                        verify_only=False,
+                        topics=topics,
+                    )
+                ]
+            )
+        return AddPartitionsToTxnRequest(
+            v3_and_below_transactional_id=txn,
+            v3_and_below_producer_id=pid,
+            v3_and_below_producer_epoch=epoch,
+            v3_and_below_topics=topics,
+        )
+
+    return Exchange(build, version, label=label)
+
+
+def txn_batch(count: int, *, sequence: int, start: int) -> Callable[[Context], bytes]:
+    def build(ctx: Context) -> bytes:
+        pid, epoch = _pid(ctx)
+        return build_batch(
+            records(count, start=start),
+            producer_id=pid,
+            producer_epoch=epoch,
+            base_sequence=sequence,
+            transactional=True,
+        )
+
+    return build
+
+
+def add_offsets(txn: str, group: str, *, version: int = V_ADD_OFFSETS) -> Exchange:
+    def build(ctx: Context) -> Message:
+        pid, epoch = _pid(ctx)
+        return AddOffsetsToTxnRequest(
+            transactional_id=txn, producer_id=pid, producer_epoch=epoch, group_id=group
+        )
+
+    return Exchange(build, version)
+
+
+def txn_commit(
+    txn: str, group: str, topic: str, offset: int, *, version: int = V_TXN_COMMIT
+) -> Exchange:
+    def build(ctx: Context) -> Message:
+        pid, epoch = _pid(ctx)
+        return TxnOffsetCommitRequest(
+            transactional_id=txn,
+            group_id=group,
+            producer_id=pid,
+            producer_epoch=epoch,
+            generation_id=-1,
+            member_id="",
+            group_instance_id=None,
+            topics=[
+                TxnOffsetCommitRequestTopic(
+                    name=topic,
+                    partitions=[
+                        TxnOffsetCommitRequestPartition(
+                            partition_index=0,
+                            committed_offset=offset,
+                            committed_leader_epoch=-1,
+                            committed_metadata="txn",
+                        )
+                    ],
+                )
+            ],
+        )
+
+    return Exchange(build, version)
+
+
+def end_txn(
+    txn: str,
+    *,
+    committed: bool = True,
+    version: int = V_END_TXN,
+    epoch_delta: int = 0,
+    label: str = "",
+) -> Exchange:
+    def build(ctx: Context) -> Message:
+        pid, epoch = _pid(ctx)
+        return EndTxnRequest(
+            transactional_id=txn,
+            producer_id=pid,
+            producer_epoch=epoch + epoch_delta,
+            committed=committed,
+        )
+
+    return Exchange(build, version, label=label)
+
+
+def _settled(response: Any) -> bool:
+    return all(not t.transaction_state.startswith("Prepare") for t in response.transaction_states)
+
+
+def describe_txn(txn: str) -> Exchange:
+    return Exchange(
+        DescribeTransactionsRequest(transactional_ids=[txn, f"{txn}-unknown"]), 0, until=_settled
+    )
+
+
+def read_committed(topic: str) -> Exchange:
+    def build(ctx: Context) -> Message:
+        request = fetch(topic, version=V_FETCH).build(ctx)
+        request.isolation_level = 1
+        return request
+
+    def stable(response: Any) -> bool:
+        p = response.responses[0].partitions[0]
+        return bool(p.error_code == 0 and p.last_stable_offset == p.high_watermark)
+
+    # the last stable offset passes the markers a moment after the coordinator says the
+    # transaction is complete: ask until it has
+    return Exchange(build, V_FETCH, label="read committed", until=stable)
+
+
+def transaction(
+    prefix: str, name: str, *, focus: tuple[str, int] | None = None, committed: bool = True
+) -> list[Exchange]:
+    """A whole transaction: coordinator, producer id, a partition, records, a group's offsets,
+    the end, and what the brokers then say about it. ``focus`` = (API, version) to use."""
+    api, v = focus or ("", -1)
+    t, g, txn = f"{prefix}-{name}", f"{prefix}-{name}-group", f"{prefix}-{name}-txn"
+    return [
+        setup_topic(t, 2),
+        find_group_coordinator(g),
+        find_txn_coordinator(txn),
+        init_txn_producer(txn),
+        add_partitions(txn, t, [0], version=v if api == "add_partitions" else V_ADD_PARTITIONS),
+        add_partitions(
+            txn,
+            f"{t}-missing",
+            [0],
+            version=v if api == "add_partitions" else V_ADD_PARTITIONS,
+            label="unknown topic",
+        ),
+        produce(t, txn_batch(3, sequence=0, start=0), label="without the transactional id"),
+        produce(
+            t,
+            txn_batch(3, sequence=0, start=0),
+            label="transactional records",
+            transactional_id=txn,
+        ),
+        add_offsets(txn, g, version=v if api == "add_offsets" else V_ADD_OFFSETS),
+        txn_commit(txn, g, t, 2, version=v if api == "txn_commit" else V_TXN_COMMIT),
+        end_txn(
+            txn,
+            committed=committed,
+            version=v if api == "end_txn" else V_END_TXN,
+            epoch_delta=-1,
+            label="stale epoch",
+        )
+        if api == "end_txn"
+        else describe_txn(txn),
+        end_txn(txn, committed=committed, version=v if api == "end_txn" else V_END_TXN),
+        describe_txn(txn),
+        read_committed(t),
+        offset_fetch(g, {t: [0]}),
+    ]
+
+
+def transaction_scenarios(prefix: str) -> list[Scenario]:
+    out: list[Scenario] = []
+    p = f"{prefix}-t"
+    for api, key in (
+        ("add_partitions", ApiKey.ADD_PARTITIONS_TO_TXN),
+        ("add_offsets", ApiKey.ADD_OFFSETS_TO_TXN),
+        ("txn_commit", ApiKey.TXN_OFFSET_COMMIT),
+        ("end_txn", ApiKey.END_TXN),
+    ):
+        for v in versions(key):
+            out.append(Scenario(f"{api}/v{v}", transaction(p, f"{api}{v}", focus=(api, v))))
+    out.append(Scenario("edge/transaction-aborted", transaction(p, "abort", committed=False)))
+
+    t = f"{p}-producers"
+    out.append(
+        Scenario(
+            "describe_producers/v0",
+            [
+                setup_topic(t),
+                init_producer_id(),
+                produce(t, idempotent_batch(3, sequence=0, start=0)),
+                Exchange(
+                    DescribeProducersRequest(
+                        topics=[DescribeProducersTopicRequest(name=t, partition_indexes=[0, 4])]
+                    ),
+                    0,
+                ),
+            ],
+        )
+    )
+    txn = f"{p}-list-txn"
+    for v in versions(ApiKey.LIST_TRANSACTIONS):
+        lt = f"{p}-list{v}"
+        out.append(
+            Scenario(
+                f"list_transactions/v{v}",
+                [
+                    setup_topic(lt),
+                    find_txn_coordinator(f"{txn}{v}"),
+                    init_txn_producer(f"{txn}{v}"),
+                    add_partitions(f"{txn}{v}", lt, [0]),
+                    Exchange(
+                        ListTransactionsRequest(
+                            state_filters=[], producer_id_filters=[], duration_filter=-1
+                        ),
+                        v,
+                        project=only_transactions(f"{txn}{v}"),
+                        label="all",
+                    ),
+                    Exchange(
+                        ListTransactionsRequest(state_filters=["Ongoing"], producer_id_filters=[]),
+                        v,
+                        project=only_transactions(f"{txn}{v}"),
+                        label="ongoing",
+                    ),
+                    end_txn(f"{txn}{v}", committed=False),
+                ],
+            )
+        )
+    for v in versions(ApiKey.WRITE_TXN_MARKERS):
+        wt = f"{p}-markers{v}"
+        out.append(
+            Scenario(
+                f"write_txn_markers/v{v}",
+                [
+                    setup_topic(wt),
+                    Exchange(
+                        WriteTxnMarkersRequest(
+                            markers=[
+                                WritableTxnMarker(
+                                    producer_id=424242,
+                                    producer_epoch=0,
+                                    transaction_result=False,
+                                    topics=[
+                                        WritableTxnMarkerTopic(
+                                            name=f"{wt}-missing", partition_indexes=[0]
+                                        ),
+                                        WritableTxnMarkerTopic(name=wt, partition_indexes=[3]),
+                                    ],
+                                    coordinator_epoch=0,
+                                )
+                            ]
+                        ),
+                        v,
+                    ),
+                ],
+            )
+        )
+    for v in versions(ApiKey.ALTER_REPLICA_LOG_DIRS):
+        at = f"{p}-move{v}"
+
+        def learn_log_dir(ctx: Context, response: Any) -> None:
+            ctx.values["log_dir"] = response.results[0].log_dir
+
+        def move(ctx: Context, v: int = v, at: str = at) -> Message:
+            here = str(ctx.values.get("log_dir", "/nowhere"))
+            return AlterReplicaLogDirsRequest(
+                dirs=[
+                    AlterReplicaLogDir(
+                        path=here, topics=[AlterReplicaLogDirTopic(name=at, partitions=[0, 9])]
+                    ),
+                    AlterReplicaLogDir(
+                        path="/no/such/log/dir",
+                        topics=[AlterReplicaLogDirTopic(name=at, partitions=[1])],
+                    ),
+                ]
+            )
+
+        out.append(
+            Scenario(
+                f"alter_replica_log_dirs/v{v}",
+                [
+                    setup_topic(at, 2),
+                    Exchange(DescribeLogDirsRequest(topics=[]), 1, learn_log_dir, label="log dirs"),
+                    Exchange(move, v),
+                ],
+            )
+        )
+    for v in versions(ApiKey.DESCRIBE_LOG_DIRS):
+        dt = f"{p}-logdirs{v}"
+        out.append(
+            Scenario(
+                f"describe_log_dirs/v{v}",
+                [
+                    setup_topic(dt, 2),
+                    produce(dt, record_bytes(V_PRODUCE, 3)),
+                    Exchange(
+                        DescribeLogDirsRequest(
+                            topics=[DescribableLogDirTopic(topic=dt, partitions=[0, 1, 7])]
+                        ),
+                        v,
+                    ),
+                    Exchange(
+                        DescribeLogDirsRequest(topics=None),
+                        v,
+                        label="every partition",
+                        project=only_log_dir_topics(dt),
+                    ),
+                ],
+            )
+        )
+    return out
+
+
+def only_transactions(txn: str) -> Callable[[Any], Any]:
+    def project(answer: Any) -> Any:
+        return {
+            **answer,
+            "transaction_states": [
+                t for t in answer["transaction_states"] if t["transactional_id"] == txn
+            ],
+        }
+
+    return project
+
+
+def only_log_dir_topics(prefix: str) -> Callable[[Any], Any]:
+    def project(answer: Any) -> Any:
+        results = []
+        for result in answer["results"]:
+            topics = [t for t in result["topics"] if t["name"].startswith(prefix)]
+            results.append({**result, "topics": topics})
+        return {**answer, "results": results}
+
+    return project
+
+
+# --- security and quotas on a plaintext listener without an authorizer, KIP-848 groups ---------
+
+
+def security_scenarios(prefix: str) -> list[Scenario]:
+    """What a plaintext listener with no authorizer answers to the SASL, ACL, quota and SCRAM
+    APIs (the brokers side by side run that way)."""
+    out: list[Scenario] = []
+    p = f"{prefix}-s"
+    for v in versions(ApiKey.SASL_HANDSHAKE):
+        out.append(
+            Scenario(f"sasl_handshake/v{v}", [Exchange(SaslHandshakeRequest(mechanism="PLAIN"), v)])
+        )
+    for v in versions(ApiKey.SASL_AUTHENTICATE):
+        out.append(
+            Scenario(
+                f"sasl_authenticate/v{v}",
+                [Exchange(SaslAuthenticateRequest(auth_bytes=b"\x00user\x00secret"), v)],
+            )
+        )
+    topic_acl = {
+        "resource_type": 2,
+        "resource_name": f"{p}-acl",
+        "principal": "User:alice",
+        "host": "*",
+        "operation": 3,
+        "permission_type": 3,
+    }
+    for v in versions(ApiKey.CREATE_ACLS):
+        out.append(
+            Scenario(
+                f"create_acls/v{v}",
+                [
+                    Exchange(
+                        CreateAclsRequest(
+                            creations=[AclCreation(resource_pattern_type=3, **topic_acl)]
+                        ),
+                        v,
+                    )
+                ],
+            )
+        )
+    acl_filter = {
+        "resource_type_filter": 2,
+        "resource_name_filter": None,
+        "pattern_type_filter": 1,
+        "principal_filter": None,
+        "host_filter": None,
+        "operation": 1,
+        "permission_type": 1,
+    }
+    for v in versions(ApiKey.DESCRIBE_ACLS):
+        out.append(
+            Scenario(f"describe_acls/v{v}", [Exchange(DescribeAclsRequest(**acl_filter), v)])
+        )
+    for v in versions(ApiKey.DELETE_ACLS):
+        out.append(
+            Scenario(
+                f"delete_acls/v{v}",
+                [Exchange(DeleteAclsRequest(filters=[DeleteAclsFilter(**acl_filter)]), v)],
+            )
+        )
+    for v in versions(ApiKey.ALTER_CLIENT_QUOTAS):
+        client = f"{p}-client{v}"
+        entity = [QuotaEntityComponent(entity_type="client-id", entity_name=client)]
+        match = [QuotaFilterComponent(entity_type="client-id", match_type=0, match=client)]
+        out.append(
+            Scenario(
+                f"alter_client_quotas/v{v}",
+                [
+                    Exchange(
+                        AlterClientQuotasRequest(
+                            entries=[
+                                QuotaAlteration(
+                                    entity=entity,
+                                    ops=[
+                                        QuotaAlterationOp(
+                                            key="consumer_byte_rate", value=1048576.0, remove=False
+                                        ),
+                                        QuotaAlterationOp(
+                                            key="no_such_quota", value=1.0, remove=False
+                                        ),
+                                    ],
+                                )
+                            ],
+                            validate_only=False,
+                        ),
+                        v,
+                        label="unknown quota key",
+                    ),
+                    Exchange(
+                        AlterClientQuotasRequest(
+                            entries=[
+                                QuotaAlteration(
+                                    entity=entity,
+                                    ops=[
+                                        QuotaAlterationOp(
+                                            key="consumer_byte_rate", value=1048576.0, remove=False
+                                        )
+                                    ],
+                                )
+                            ],
+                            validate_only=False,
+                        ),
+                        v,
+                    ),
+                    Exchange(
+                        DescribeClientQuotasRequest(components=match, strict=True),
+                        min(v, 1),
+                        until=lambda r: bool(r.entries),
+                        until_timeout=10.0,
+                    ),
+                    Exchange(
+                        AlterClientQuotasRequest(
+                            entries=[
+                                QuotaAlteration(
+                                    entity=entity,
+                                    ops=[
+                                        QuotaAlterationOp(
+                                            key="consumer_byte_rate", value=0.0, remove=True
+                                        )
+                                    ],
+                                )
+                            ],
+                            validate_only=False,
+                        ),
+                        v,
+                        label="remove",
+                    ),
+                ],
+            )
+        )
+    for v in versions(ApiKey.DESCRIBE_CLIENT_QUOTAS):
+        out.append(
+            Scenario(
+                f"describe_client_quotas/v{v}",
+                [
+                    Exchange(
+                        DescribeClientQuotasRequest(
+                            components=[
+                                QuotaFilterComponent(
+                                    entity_type="client-id", match_type=0, match=f"{p}-nobody"
+                                )
+                            ],
+                            strict=False,
+                        ),
+                        v,
+                    )
+                ],
+            )
+        )
+    user = f"{p}-user"
+    salted = bytes(range(32))
+    out.append(
+        Scenario(
+            "user_scram_credentials/v0",
+            [
+                Exchange(
+                    DescribeUserScramCredentialsRequest(users=[ScramUserName(name=user)]),
+                    0,
+                    label="unknown user",
+                ),
+                Exchange(
+                    AlterUserScramCredentialsRequest(
+                        deletions=[],
+                        upsertions=[
+                            ScramCredentialUpsertion(
+                                name=user,
+                                mechanism=1,
+                                iterations=4096,
+                                salt=b"salt-of-16-bytes",
+                                salted_password=salted,
+                            ),
+                            ScramCredentialUpsertion(
+                                name=f"{user}-weak",
+                                mechanism=2,
+                                iterations=10,
+                                salt=b"salt",
+                                salted_password=salted,
+                            ),
+                        ],
+                    ),
+                    0,
+                    label="upsert (one below the minimum iterations)",
+                ),
+                Exchange(
+                    DescribeUserScramCredentialsRequest(
+                        users=[ScramUserName(name=user), ScramUserName(name=f"{user}-weak")]
+                    ),
+                    0,
+                    until=lambda r: bool(r.results and r.results[0].credential_infos),
+                    until_timeout=10.0,
+                ),
+                Exchange(
+                    AlterUserScramCredentialsRequest(
+                        deletions=[ScramCredentialDeletion(name=user, mechanism=1)],
+                        upsertions=[],
+                    ),
+                    0,
+                    label="delete",
+                ),
+            ],
+        )
+    )
+    return out
+
+
+def _without_assignment(answer: Any) -> Any:
+    """A heartbeat answer without its assignment: Kafka 4.x computes a new group's assignment
+    apart from the heartbeat, so the first answers may or may not carry it yet (the Java
+    consumer tests check that members get and consume their partitions on both brokers)."""
+    return {k: v for k, v in answer.items() if k != "assignment"}
+
+
+def _without_group_assignments(answer: Any) -> Any:
+    """A ConsumerGroupDescribe answer without what depends on when the assignment arrived
+    (the group's state, the members' current and target assignments)."""
+    groups = []
+    for group in answer["groups"]:
+        members = [
+            {k: v for k, v in m.items() if k not in ("assignment", "target_assignment")}
+            for m in group["members"]
+        ]
+        groups.append(
+            {**{k: v for k, v in group.items() if k != "group_state"}, "members": members}
+        )
+    return {**answer, "groups": groups}
+
+
+def consumer_group_scenarios(prefix: str) -> list[Scenario]:
+    """KIP-848 groups, against Kafka 4.x (Kafka 3.9 in ZooKeeper mode has no consumer groups)."""
+    out: list[Scenario] = []
+    p = f"{prefix}-k"
+    for api, key in (
+        ("consumer_group_heartbeat", ApiKey.CONSUMER_GROUP_HEARTBEAT),
+        ("consumer_group_describe", ApiKey.CONSUMER_GROUP_DESCRIBE),
+    ):
+        for v in versions(key):
+            t, g = f"{p}-{api[15:]}{v}", f"{p}-{api[15:]}{v}-group"
+            hb = v if api == "consumer_group_heartbeat" else 0
+            member = "ZwsvsQy6Q2iY3VtK8a5o1g" if hb >= 1 else ""
+
+            def heartbeat_request(
+                ctx: Context, epoch: int, g: str = g, t: str = t, member: str = member
+            ) -> Message:
+                return ConsumerGroupHeartbeatRequest(
+                    group_id=g,
+                    member_id=str(ctx.values.get("kip848.member", member)),
+                    member_epoch=epoch,
+                    instance_id=None,
+                    rack_id=None,
+                    rebalance_timeout_ms=10000,
+                    subscribed_topic_names=[t] if epoch == 0 else None,
+                    subscribed_topic_regex=None,
+                    server_assignor=None,
+                    topic_partitions=[] if epoch == 0 else None,
+                )
+
+            def keep(ctx: Context, response: Any) -> None:
+                if response.member_id:
+                    ctx.values["kip848.member"] = response.member_id
+                ctx.values["kip848.epoch"] = response.member_epoch
+
+            out.append(
+                Scenario(
+                    f"{api}/v{v}",
+                    [
+                        setup_topic(t, 2),
+                        find_group_coordinator(g),
+                        Exchange(
+                            lambda ctx, r=heartbeat_request: r(ctx, 0),
+                            hb,
+                            keep,
+                            label="join",
+                            project=_without_assignment,
+                        ),
+                        Exchange(
+                            lambda ctx, r=heartbeat_request: r(
+                                ctx, int(ctx.values.get("kip848.epoch", 0))
+                            ),
+                            hb,
+                            keep,
+                            label="heartbeat",
+                            project=_without_assignment,
+                        ),
+                        Exchange(
+                            ConsumerGroupDescribeRequest(
+                                group_ids=[g, f"{g}-unknown"], include_authorized_operations=True
+                            ),
+                            v if api == "consumer_group_describe" else 0,
+                            project=_without_group_assignments,
+                        ),
+                        Exchange(lambda ctx, r=heartbeat_request: r(ctx, -1), hb, label="leave"),
+                    ],
+                    prefer="4",
+                )
+            )
+    return out
+
+
+# --- the controller's admin APIs ---------------------------------------------------------------
+
+
+def controller_scenarios(prefix: str) -> list[Scenario]:
+    """Leader elections, reassignments and controlled shutdown on a one-broker cluster: what
+    there is to elect or move is nothing, so the answers are the errors Kafka gives for it."""
+    out: list[Scenario] = []
+    p = f"{prefix}-c"
+    for v in versions(ApiKey.ELECT_LEADERS):
+        t = f"{p}-elect{v}"
+        out.append(
+            Scenario(
+                f"elect_leaders/v{v}",
+                [
+                    setup_topic(t, 2),
+                    Exchange(
+                        ElectLeadersRequest(
+                            election_type=0,
+                            topic_partitions=[
+                                ElectLeadersTopicPartitions(topic=t, partitions=[0, 1, 9]),
+                                ElectLeadersTopicPartitions(topic=f"{t}-missing", partitions=[0]),
+                            ],
+                            timeout_ms=30000,
+                        ),
+                        v,
+                        label="preferred",
+                    ),
+                    *(
+                        [
+                            Exchange(
+                                ElectLeadersRequest(
+                                    election_type=1,
+                                    topic_partitions=[
+                                        ElectLeadersTopicPartitions(topic=t, partitions=[0])
+                                    ],
+                                    timeout_ms=30000,
+                                ),
+                                v,
+                                label="unclean",
+                            )
+                        ]
+                        if v >= 1
+                        else []
+                    ),
+                ],
+            )
+        )
+    for v in versions(ApiKey.ALTER_PARTITION_REASSIGNMENTS):
+        t = f"{p}-reassign{v}"
+
+        def reassign(replicas: list[int] | None, topic: str, label: str, v: int = v) -> Exchange:
+            return Exchange(
+                AlterPartitionReassignmentsRequest(
+                    timeout_ms=30000,
+                    topics=[
+                        ReassignableTopic(
+                            name=topic,
+                            partitions=[
+                                ReassignablePartition(partition_index=0, replicas=replicas)
+                            ],
+                        )
+                    ],
+                ),
+                v,
+                label=label,
+            )
+
+        out.append(
+            Scenario(
+                f"alter_partition_reassignments/v{v}",
+                [
+                    setup_topic(t),
+                    reassign([7], t, "to an unknown broker"),
+                    reassign(None, t, "cancel when none is in progress"),
+                    reassign([0], f"{t}-missing", "unknown topic"),
+                    reassign([0], t, "to the same replicas"),
+                ],
+            )
+        )
+    for v in versions(ApiKey.LIST_PARTITION_REASSIGNMENTS):
+        t = f"{p}-listing{v}"
+        out.append(
+            Scenario(
+                f"list_partition_reassignments/v{v}",
+                [
+                    setup_topic(t),
+                    Exchange(
+                        ListPartitionReassignmentsRequest(
+                            timeout_ms=30000,
+                            topics=[
+                                ListPartitionReassignmentsTopics(name=t, partition_indexes=[0, 5])
+                            ],
+                        ),
+                        v,
+                    ),
+                    Exchange(
+                        ListPartitionReassignmentsRequest(timeout_ms=30000, topics=None),
+                        v,
+                        label="every partition",
+                    ),
+                ],
+            )
+        )
+    for v in versions(ApiKey.CONTROLLED_SHUTDOWN):
+        out.append(
+            Scenario(
+                f"controlled_shutdown/v{v}",
+                # a broker that is not registered: the one answer that changes nothing
+                [Exchange(ControlledShutdownRequest(broker_id=99, broker_epoch=-1), v)],
+            )
+        )
+    return out
