@@ -49,8 +49,12 @@ reference-kafka: $(REFERENCE_CACHE)/$(KAFKA_ZK_VERSION)/.complete $(REFERENCE_CA
 serve: $(VENV)/.runtime
 	$(BIN)/odradek serve
 
+# The suite on PYTEST_WORKERS pytest-xdist workers (0: in this process), spread as
+# tests/conftest.py groups it: a test file per unit, Kafka's and Spark's tests on one worker
+# each, the cluster tests one at a time.
+PYTEST_WORKERS ?= 2
 test: $(VENV)/.dev system-deps js-clients reference-kafka
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder $(PYTEST_ARGS)
 
 check: $(VENV)/.dev
 	$(BIN)/ruff format --check .

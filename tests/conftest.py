@@ -1,4 +1,15 @@
-"""Fixtures every test directory may use: Apache Kafka itself as the reference (issue 15)."""
+"""Fixtures every test directory may use (Apache Kafka itself as the reference, issue 15), and
+how ``make test`` spreads the suite over two pytest-xdist workers (``--dist loadgroup``).
+
+Each test file is one unit of work, so module fixtures start once; the tests that share an
+expensive session fixture are kept on one worker (Kafka's JVMs, Spark's), and the tests that run
+clusters of brokers under load are kept on one worker so that two of them never share the two
+cores (they SIGKILL brokers and wait on timeouts meant for a machine they have to themselves).
+"""
+
+from __future__ import annotations
+
+import pytest
 
 from tests.support.reference_fixtures import (
     java_scenarios,
@@ -9,3 +20,50 @@ from tests.support.reference_fixtures import (
 )
 
 __all__ = ["java_scenarios", "kafka_kraft", "kafka_reference", "odradek_zk", "reference_zookeeper"]
+
+#: fixtures that start Apache Kafka (or compile its clients' scenarios), once per worker
+_KAFKA_FIXTURES = frozenset(__all__)
+#: test files that run several brokers with faults and load: one at a time
+_CLUSTER_FILES = frozenset(
+    {
+        "test_replication.py",
+        "test_replication_admin.py",
+        "test_transactions.py",
+        "test_transactions_cluster.py",
+        "test_transactions_failover.py",
+        "test_consumer_groups.py",
+        "test_consumer_groups_cluster.py",
+        "test_groups_cluster.py",
+        "test_security_cluster.py",
+        "test_zookeeper_brokers.py",
+        "test_quotas.py",
+    }
+)
+
+
+def _group(item: pytest.Item) -> str:
+    if _KAFKA_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        return "kafka"
+    name = item.path.name
+    if name.startswith("test_spark_"):
+        return "spark"
+    if name in _CLUSTER_FILES:
+        return "cluster"
+    return str(item.path.relative_to(item.config.rootpath))
+
+
+#: the longest units first (``make test`` passes ``--no-loadscope-reorder``, so workers take
+#: units in this order): the cluster tests on one worker from the start, Kafka's on the other
+_FIRST = {"cluster": 0, "kafka": 1, "spark": 2}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The xdist group of every test (see the module's docstring), which pytest-xdist makes
+    the test's scheduling unit under ``--dist loadgroup`` (and ignores otherwise); the long
+    groups first."""
+    groups = {}
+    for item in items:
+        groups[item] = group = _group(item)
+        item.add_marker(pytest.mark.xdist_group(group))
+    items.sort(key=lambda item: _FIRST.get(groups[item], len(_FIRST)))

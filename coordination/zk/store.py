@@ -55,7 +55,7 @@ from types import MappingProxyType
 from typing import Any, TypeVar
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import BadVersionError, KazooException, NoNodeError
+from kazoo.exceptions import BadVersionError, ConnectionLoss, KazooException, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KazooState
 from kazoo.retry import KazooRetry
@@ -262,12 +262,7 @@ class ZkMetadataStore(MetadataStore):
             ZkReassignments(controller),
         )
         try:
-            for path in zd.PERSISTENT_PATHS:
-                zk.ensure_path(path)
-            self._cluster_id = parts.registration.cluster_id(
-                expected=self.expected_cluster_id, stored=self.stored_cluster_id
-            )
-            parts.registration.register()
+            self._register(zk, parts.registration, deadline=time.monotonic() + timeout_s)
             self._worker = threading.Thread(
                 target=self._run, name=f"zk-metadata-{self.broker_id}", daemon=True
             )
@@ -288,6 +283,29 @@ class ZkMetadataStore(MetadataStore):
             self.broker_epoch,
             self._view.controller_id,
         )
+
+    def _register(self, zk: ZkClient, registration: BrokerRegistration, deadline: float) -> None:
+        """The persistent paths, the cluster id and this broker's registration. A connection
+        lost meanwhile (ZooKeeper or this process starved for a moment) is not a failed start:
+        as Kafka's ``KafkaZkClient`` retries its requests until connected, every step is
+        retried once the session is connected again, until ``zookeeper.connection.timeout.ms``
+        has passed. The steps are idempotent: an existing path or cluster id is read, and a
+        registration node already owned by this session is this broker's."""
+        while True:
+            try:
+                for path in zd.PERSISTENT_PATHS:
+                    zk.ensure_path(path)
+                self._cluster_id = registration.cluster_id(
+                    expected=self.expected_cluster_id, stored=self.stored_cluster_id
+                )
+                registration.register()
+                return
+            except ConnectionLoss:
+                if time.monotonic() > deadline:
+                    raise
+                log.warning("connection to ZooKeeper lost while registering; retrying")
+                while not zk.raw.connected and time.monotonic() < deadline:
+                    time.sleep(0.05)
 
     def stop(self) -> None:
         self._stopping = True

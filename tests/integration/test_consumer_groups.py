@@ -104,7 +104,32 @@ def wait_all_processed(tmp: Path, workers: list[Worker], count: int, timeout: fl
         time.sleep(1)
         return False
 
-    wait_for(slowly, f"all {count} records processed", timeout=timeout)
+    try:
+        wait_for(slowly, f"all {count} records processed", timeout=timeout)
+    except AssertionError:
+        print(processing_report(workers, count))
+        raise
+
+
+def processing_report(workers: list[Worker], count: int) -> str:
+    """What the workers show when records are missing: per worker its state, its last log
+    lines and the end of its stderr (librdkafka's complaints); the missing values."""
+    seen: set[int] = set()
+    lines = []
+    for w in workers:
+        log_lines = w.log_path.read_text().splitlines()
+        for line in log_lines:
+            parts = line.split(" ")
+            if len(parts) == 5 and parts[1] == "rec":
+                seen.add(int(parts[4]))
+        stderr = w.log_path.with_suffix(".stderr")
+        tail = stderr.read_text(errors="replace")[-3000:] if stderr.exists() else ""
+        state = "running" if w.proc.poll() is None else f"exited {w.proc.returncode}"
+        ctl = [line for line in log_lines if " rec " not in line]
+        lines.append(f"--- {w.name} ({state}): {ctl[-15:]}\nstderr: {tail}")
+    missing = sorted(set(range(count)) - seen)
+    lines.append(f"{len(missing)} missing, first {missing[:20]}")
+    return "\n".join(lines)
 
 
 def test_members_come_and_go_without_two_owners_and_nothing_is_lost(

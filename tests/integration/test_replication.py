@@ -143,6 +143,30 @@ def batches(proc: Any, topic: str, partition: int) -> list[tuple[int, int, int, 
     return out
 
 
+def headers(proc: Any, topic: str, partition: int) -> list[tuple[range, int, int, range]]:
+    """(offsets, partition leader epoch, producer epoch, sequences) of every batch of a
+    replica, read from its segment files: what tells a retry from a client's epoch bump."""
+    directory = Path(proc.data_dir) / f"{topic}-{partition}"
+    out = []
+    for path in sorted(directory.glob("*.log")):
+        data = path.read_bytes()
+        pos = 0
+        while pos + rb.HEADER_SIZE <= len(data):
+            h = rb.read_header(data, pos)
+            if h.batch_length <= 0 or pos + h.size > len(data):
+                break
+            out.append(
+                (
+                    range(h.base_offset, h.last_offset + 1),
+                    h.partition_leader_epoch,
+                    h.producer_epoch,
+                    range(h.base_sequence, h.last_sequence + 1),
+                )
+            )
+            pos += h.size
+    return out
+
+
 def replicas_identical(cluster: ProcessCluster, topic: str, partitions: int) -> bool:
     for p in range(partitions):
         logs = [batches(cluster.brokers[b], topic, p) for b in BROKERS]
@@ -329,7 +353,15 @@ def test_chaos_sigkill_loses_no_acknowledged_record(cluster: ProcessCluster) -> 
                 seen_at[value].append(offset)
             twice = {v: o for v, o in seen_at.items() if len(o) > 1}
             keep = ", ".join(str(cluster.brokers[b].log_path) for b in BROKERS)
-            raise AssertionError(f"partition {p}: records twice {twice}; logs: {keep}")
+            near = {o for offsets in twice.values() for o in offsets}
+            where = {
+                b: [h for h in headers(cluster.brokers[b], topic, p) if near.intersection(h[0])]
+                for b in BROKERS
+            }
+            raise AssertionError(
+                f"partition {p}: records twice {twice}; their batches (offsets, leader "
+                f"epoch, producer epoch, sequences) per broker: {where}; logs: {keep}"
+            )
         by_offset = dict(records)
         present = set(values)
         for offset, value in producer.acked.get(p, []):

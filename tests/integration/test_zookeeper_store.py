@@ -7,6 +7,7 @@ Every znode is read back with a plain kazoo client and compared field by field w
 from __future__ import annotations
 
 import json
+import socket
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -457,6 +458,35 @@ def test_duplicate_broker_id_is_refused(cluster: Cluster) -> None:
     assert after == before
     assert after[1].ephemeralOwner == b1.session_id
     assert sorted(b1.view.brokers) == [1]
+
+
+def test_a_connection_lost_while_registering_is_retried(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A loaded machine can starve the session's pings at start-up: the connection is dropped
+    while the broker registers (its socket shut down for real, the request failed as kazoo fails
+    it). The start waits for the reconnection and registers, as Kafka's ZooKeeper client
+    retries until connected; it used to be a failed start."""
+    from kazoo.exceptions import ConnectionLoss
+
+    from coordination.zk.registration import BrokerRegistration
+
+    original = BrokerRegistration.register
+    drops = []
+
+    def flaky(self: BrokerRegistration) -> None:
+        if not drops:
+            drops.append(1)
+            # the connection, for real: kazoo reads EOF and reconnects
+            self.zk.raw._connection._socket.shutdown(socket.SHUT_RDWR)
+            raise ConnectionLoss()
+        original(self)
+
+    monkeypatch.setattr(BrokerRegistration, "register", flaky)
+    store = cluster.start(1)
+    assert drops == [1]
+    assert cluster.json("/brokers/ids/1")["port"] == 19001
+    assert store.broker_epoch > 0
 
 
 def test_session_expiry_reregisters_without_restart(
