@@ -17,11 +17,18 @@ CONSUMER_PROTOCOL_APIS = frozenset(
     {ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE}
 )
 
+#: the client telemetry APIs (KIP-714), advertised only while pushed metrics have somewhere to
+#: go, the metrics endpoint (``metrics.port``): Kafka advertises them only when a metrics
+#: reporter receives client telemetry, so clients with nowhere to send metrics collect none
+TELEMETRY_APIS = frozenset({ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, ApiKey.PUSH_TELEMETRY})
+
 
 def _advertised(ctx: RequestContext, key: int) -> bool:
     if key in CONSUMER_PROTOCOL_APIS:
         groups = ctx.services.groups
         return groups is not None and "consumer" in groups.coordinator.config.rebalance_protocols
+    if key in TELEMETRY_APIS:
+        return int(ctx.services.config["metrics.port"]) > 0
     return True
 
 

@@ -132,6 +132,10 @@ def handle_describe_topic_partitions(
                         topic_id=ZERO_UUID,
                         is_internal=name in INTERNAL_TOPICS,
                         partitions=[],
+                        # as Kafka: what the principal may do with the (missing) topic
+                        topic_authorized_operations=ctx.authorized_operations(
+                            ResourceType.TOPIC, name
+                        ),
                     )
                 )
             continue

@@ -180,3 +180,18 @@ def test_bad_subscriptions_are_refused(telemetry_broker: BrokerProcess) -> None:
     boot = telemetry_broker.bootstrap
     assert "InvalidRequestError" in alter(boot, "bad", {"interval.ms": "50"})
     assert "InvalidConfigurationError" in alter(boot, "bad", {"match": "nobody=x"})
+
+
+def test_telemetry_apis_are_advertised_only_with_the_metrics_endpoint(
+    telemetry_broker: BrokerProcess, broker: BrokerProcess
+) -> None:
+    """As Kafka advertises them only with a telemetry receiver: without metrics.port, pushed
+    metrics would go nowhere, so clients are not asked to collect them."""
+    from protocol.api_keys import ApiKey
+    from protocol.messages.api_versions import ApiVersionsRequest
+
+    telemetry = {ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, ApiKey.PUSH_TELEMETRY}
+    for proc, expected in ((telemetry_broker, telemetry), (broker, set())):
+        with connect(proc.bootstrap) as sock:
+            keys = {a.api_key for a in call(sock, ApiVersionsRequest(), 3).api_keys}
+        assert keys & telemetry == expected

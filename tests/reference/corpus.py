@@ -85,6 +85,11 @@ from protocol.messages.describe_groups import DescribeGroupsRequest
 from protocol.messages.describe_log_dirs import DescribableLogDirTopic, DescribeLogDirsRequest
 from protocol.messages.describe_producers import DescribeProducersRequest
 from protocol.messages.describe_producers import TopicRequest as DescribeProducersTopicRequest
+from protocol.messages.describe_topic_partitions import (
+    Cursor,
+    DescribeTopicPartitionsRequest,
+)
+from protocol.messages.describe_topic_partitions import TopicRequest as DescribeTopicRequest
 from protocol.messages.describe_transactions import DescribeTransactionsRequest
 from protocol.messages.describe_user_scram_credentials import (
     DescribeUserScramCredentialsRequest,
@@ -93,7 +98,7 @@ from protocol.messages.describe_user_scram_credentials import (
 from protocol.messages.elect_leaders import ElectLeadersRequest
 from protocol.messages.elect_leaders import TopicPartitions as ElectLeadersTopicPartitions
 from protocol.messages.end_txn import EndTxnRequest
-from protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
+from protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic, ForgottenTopic
 from protocol.messages.find_coordinator import FindCoordinatorRequest
 from protocol.messages.heartbeat import HeartbeatRequest
 from protocol.messages.incremental_alter_configs import AlterableConfig as IncConfig
@@ -369,6 +374,89 @@ def fetch(
         )
 
     return Exchange(build, version, label=label)
+
+
+#: A fetch session id no broker handed out.
+UNKNOWN_SESSION = 0x5E55_1011
+
+
+def session_fetch(
+    topic: str,
+    offsets: dict[int, int],
+    *,
+    version: int,
+    epoch: int,
+    forget: list[int] | None = None,
+    session: Callable[[Context], int] | None = None,
+    label: str = "",
+) -> Exchange:
+    """A consumer's fetch in a KIP-227 session: epoch 0 opens one (its id is kept from the
+    answer), a later epoch is incremental (``offsets``: the partitions whose fetch offset
+    changed; ``forget``: partitions to drop), -1 closes it. ``session`` overrides the id."""
+
+    def build(ctx: Context) -> Message:
+        sid = session(ctx) if session is not None else ctx.values.get("session", 0)
+        return FetchRequest(
+            replica_id=-1,
+            max_wait_ms=0,
+            min_bytes=0,
+            max_bytes=1 << 20,
+            isolation_level=0,
+            session_id=0 if epoch == 0 else sid,
+            session_epoch=epoch,
+            topics=[
+                FetchTopic(
+                    topic=topic,
+                    topic_id=ctx.topic_id(topic),
+                    partitions=[
+                        FetchPartition(
+                            partition=p,
+                            current_leader_epoch=-1,
+                            fetch_offset=o,
+                            last_fetched_epoch=-1,
+                            log_start_offset=-1,
+                            partition_max_bytes=1 << 20,
+                        )
+                        for p, o in sorted(offsets.items())
+                    ],
+                )
+            ]
+            if offsets
+            else [],
+            forgotten_topics_data=[
+                ForgottenTopic(topic=topic, topic_id=ctx.topic_id(topic), partitions=forget)
+            ]
+            if forget
+            else [],
+            rack_id="",
+        )
+
+    def capture(ctx: Context, response: Any) -> None:
+        if epoch == 0 and response.error_code == 0:
+            ctx.values["session"] = response.session_id
+
+    return Exchange(build, version, capture, label=label)
+
+
+def describe_topic_partitions(
+    names: list[str] | None,
+    limit: int,
+    *,
+    version: int,
+    cursor: tuple[str, int] | None = None,
+    label: str = "",
+    project: Callable[[Any], Any] | None = None,
+) -> Exchange:
+    return Exchange(
+        DescribeTopicPartitionsRequest(
+            topics=[DescribeTopicRequest(name=n) for n in names or []],
+            response_partition_limit=limit,
+            cursor=Cursor(topic_name=cursor[0], partition_index=cursor[1]) if cursor else None,
+        ),
+        version,
+        label=label,
+        project=project,
+    )
 
 
 def list_offsets(
@@ -1125,6 +1213,43 @@ def api_scenarios(prefix: str, advertised: dict[int, tuple[int, int]]) -> list[S
             ],
         )
 
+    for v in versions(ApiKey.DESCRIBE_TOPIC_PARTITIONS):
+        t = f"{prefix}-dtp{v}"
+        a, b, missing = f"{t}-a", f"{t}-b", f"{t}-missing"
+
+        def without_cursor(answer: Any, t: str = t) -> Any:
+            # every topic of the cluster is listed: keep this scenario's, and no cursor (the
+            # other topics differ between the two clusters)
+            return {**only_topics(t)(answer), "next_cursor": None}
+
+        add(
+            f"describe_topic_partitions/v{v}",
+            [
+                setup_topic(a, 3),
+                setup_topic(b, 2),
+                describe_topic_partitions([b, a], 2, version=v, label="first page"),
+                describe_topic_partitions([b, a], 2, version=v, cursor=(a, 2), label="next page"),
+                describe_topic_partitions([a, b], 2, version=v, cursor=(b, 1), label="last page"),
+                describe_topic_partitions([a, b], 3, version=v, label="a page ending a topic"),
+                describe_topic_partitions([a, b], 2000, version=v, label="everything at once"),
+                describe_topic_partitions(
+                    [a, missing, "bad/name"], 10, version=v, label="unknown and illegal names"
+                ),
+                describe_topic_partitions(
+                    None, 2000, version=v, label="every topic", project=without_cursor
+                ),
+                describe_topic_partitions(
+                    [a], 10, version=v, cursor=(b, 0), label="cursor outside the topics"
+                ),
+                describe_topic_partitions(
+                    [a], 10, version=v, cursor=(a, -1), label="negative cursor partition"
+                ),
+                describe_topic_partitions(
+                    [a], 10, version=v, cursor=(a, 7), label="cursor past the partitions"
+                ),
+            ],
+        )
+
     for v in versions(ApiKey.DESCRIBE_CLUSTER):
         steps = [Exchange(DescribeClusterRequest(include_cluster_authorized_operations=True), v)]
         if v >= 1:
@@ -1534,7 +1659,7 @@ def edge_scenarios(prefix: str) -> list[Scenario]:
                 label="delete by unknown id",
             ),
             Exchange(
-                lambda ctx: DeleteTopicsRequest(
+                lambda ctx, t=t: DeleteTopicsRequest(
                     topics=[DeleteTopicState(name=None, topic_id=ctx.topic_id(t))], timeout_ms=30000
                 ),
                 6,
@@ -1558,6 +1683,40 @@ def edge_scenarios(prefix: str) -> list[Scenario]:
             ),
         ],
     )
+
+    # KIP-227 fetch sessions, by topic name (v7-12) and by topic id (v13+): a full fetch opens
+    # a session, incremental fetches answer only what changed, a stale epoch and an unknown
+    # session id are refused, forgotten partitions leave it, epoch -1 closes it
+    for v in (7, 12, 13, 16):
+        st = f"{p}-session{v}"
+        add(
+            f"fetch-sessions-v{v}",
+            [
+                setup_topic(st, 3),
+                produce(st, record_bytes(V_PRODUCE, 3)),
+                produce(st, record_bytes(V_PRODUCE, 2, start=3), partition=1),
+                session_fetch(st, {0: 0, 1: 0, 2: 0}, version=v, epoch=0, label="full"),
+                session_fetch(st, {0: 3, 1: 2}, version=v, epoch=1, label="caught up"),
+                produce(st, record_bytes(V_PRODUCE, 1, start=5), partition=1),
+                session_fetch(st, {}, version=v, epoch=2, label="new records on one partition"),
+                session_fetch(st, {1: 3}, version=v, epoch=2, label="stale epoch"),
+                session_fetch(st, {1: 3}, version=v, epoch=4, label="epoch ahead"),
+                session_fetch(st, {1: 3}, version=v, epoch=3, label="after the refusals"),
+                session_fetch(st, {}, version=v, epoch=4, forget=[0], label="forget a partition"),
+                produce(st, record_bytes(V_PRODUCE, 1, start=6), partition=0),
+                session_fetch(st, {}, version=v, epoch=5, label="a forgotten partition is quiet"),
+                session_fetch(
+                    st,
+                    {},
+                    version=v,
+                    epoch=1,
+                    session=lambda ctx: UNKNOWN_SESSION,
+                    label="unknown session id",
+                ),
+                session_fetch(st, {0: 0}, version=v, epoch=-1, label="close"),
+                session_fetch(st, {}, version=v, epoch=6, label="closed session"),
+            ],
+        )
     return out
 
 

@@ -8,10 +8,10 @@ while staying the same request. Both sides are spoken to with Odradek's own prot
 (``protocol.headers``), one connection per broker, one request at a time.
 
 :func:`normalise` turns a decoded response into plain values and replaces what differs by
-nature between two clusters: cluster ids, ports, topic ids, producer ids, member ids' random
-part, throttle times, broker-chosen timestamps, error message wording (kept: whether there is
-one). Record batches are decoded into their records so that compression output (which differs
-between codec libraries) is compared by content.
+nature between two clusters: cluster ids, ports, topic ids, producer ids, fetch session ids,
+member ids' random part, throttle times, broker-chosen timestamps, error message wording (kept:
+whether there is one). Record batches are decoded into their records so that compression output
+(which differs between codec libraries) is compared by content.
 
 :func:`compare` lists the paths at which two normalised answers differ; :class:`Allowance`
 rows say which differences are known and why (docs/compatibility.md lists them).
@@ -177,6 +177,9 @@ _SET_OR_NOT = {
     "usable_bytes",
 }
 _ZERO = {"throttle_time_ms"}
+#: Ids a broker picks at random where 0 means none (a KIP-227 fetch session): compared for
+#: being set or not.
+_NONZERO_IDS = {"session_id"}
 #: Fields whose text is free wording: compared for presence only (null and "" alike: Kafka
 #: itself answers either for "no message", depending on the API).
 _WORDING = {"error_message", "batch_index_error_message", "documentation"}
@@ -243,6 +246,8 @@ def normalise(value: Any, key: str = "") -> Any:
         return items
     if key in _ZERO:
         return 0
+    if key in _NONZERO_IDS and isinstance(value, int):
+        return "<set>" if value else 0
     if key in _PLACEHOLDERS and value not in (None, "", -1):
         return _PLACEHOLDERS[key]
     if key in _SET_OR_NOT and isinstance(value, int):
