@@ -49,6 +49,8 @@ class Conn:
     def __init__(self) -> None:
         self.session = Session.accepted("PLAINTEXT", "PLAINTEXT", ("127.0.0.1", 1))
         self.request_metrics = RequestMetrics()
+        #: when the connection last read (the dispatcher's request queue time starts there)
+        self.read_ns = time.monotonic_ns()
 
     def mute(self, ms: int) -> None:
         pass
@@ -110,6 +112,7 @@ async def run(args: argparse.Namespace) -> None:
 
         async def handle(frame: bytes) -> None:
             """The broker's work for one request (what is timed)."""
+            conn.read_ns = time.monotonic_ns()
             result = dispatcher.handle(conn, memoryview(frame)[4:])  # type: ignore[arg-type]
             if asyncio.iscoroutine(result):
                 result = await result
@@ -124,7 +127,6 @@ async def run(args: argparse.Namespace) -> None:
             await handle(frame)
             return decoded()[1]
 
-        print("command: python -m bench bench_fetch_sessions " + " ".join(sys.argv[1:]))
         print(f"{args.partitions} partitions, caught-up consumer, Fetch v{version}\n")
         print(f"{'fetch':<36}{'request B':>10}{'response B':>11}{'CPU us/fetch':>14}")
         for wait in (0, 5):
@@ -182,13 +184,18 @@ async def run(args: argparse.Namespace) -> None:
         shutil.rmtree(data, ignore_errors=True)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--partitions", type=int, default=1000)
     parser.add_argument("--fetches", type=int, default=300)
     parser.add_argument("--repeats", type=int, default=5, help="the best of this many runs")
     parser.add_argument("--profile", action="store_true")
-    asyncio.run(run(parser.parse_args()))
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    print(
+        "command: python -m bench bench_fetch_sessions "
+        + " ".join(sys.argv[1:] if argv is None else argv)
+    )
+    asyncio.run(run(args))
 
 
 if __name__ == "__main__":
