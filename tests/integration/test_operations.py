@@ -563,9 +563,15 @@ def test_log_dirs_move_copies_a_partition_while_it_serves(tmp_path: Path) -> Non
         assert producer.flush(60) == 0
         assert errors == []
         assert sorted(acked) == list(range(sent))  # no gap, no duplicate: offsets carried over
-        wait_for(
-            lambda: not any(Path(source).glob(f"{topic}-0*")), "the old copy removed", timeout=60
-        )
+        # removed by the maintenance thread file.delete.delay.ms after the swap (its fsyncs
+        # can take long on a loaded machine)
+        try:
+            wait_for(
+                lambda: not any(Path(source).glob(f"{topic}-0*")), "the old copy removed", 120
+            )
+        except AssertionError as e:
+            left = sorted(p.name for p in Path(source).glob(f"{topic}-0*"))
+            raise AssertionError(f"{e}: {left} left; broker log: {proc.log()[-3000:]}") from None
         proc.stop()
         proc.start()
         consumer = Consumer(
