@@ -566,9 +566,7 @@ def test_log_dirs_move_copies_a_partition_while_it_serves(tmp_path: Path) -> Non
         # removed by the maintenance thread file.delete.delay.ms after the swap (its fsyncs
         # can take long on a loaded machine)
         try:
-            wait_for(
-                lambda: not any(Path(source).glob(f"{topic}-0*")), "the old copy removed", 120
-            )
+            wait_for(lambda: not any(Path(source).glob(f"{topic}-0*")), "the old copy removed", 120)
         except AssertionError as e:
             left = sorted(p.name for p in Path(source).glob(f"{topic}-0*"))
             raise AssertionError(f"{e}: {left} left; broker log: {proc.log()[-3000:]}") from None
