@@ -290,3 +290,33 @@ def test_kafka_python_sessions_over_1000_partitions(fresh_broker: Any, topic_nam
             f"{size:,.0f} B per Fetch request, {cpu_ms:.2f} ms broker CPU per fetch"
         )
     assert figures[True][1] < figures[False][1] / 5
+
+
+@pytest.mark.parametrize("version", [4, 11, 12, 13, 16])
+def test_a_topic_named_without_partitions_is_left_out(
+    setup: tuple[socket.socket, str, uuid.UUID], version: int
+) -> None:
+    """Found by the fuzz test: a topic the request names with no partition (beside one with a
+    partition) failed the response's encoding (IndexError, the connection closed). Kafka builds
+    its response from the partitions, so the empty topic is simply not in it."""
+    sock, topic, tid = setup
+    partition = FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20)
+    request = FetchRequest(
+        replica_id=-1,
+        max_wait_ms=0,
+        min_bytes=1,
+        max_bytes=1 << 24,
+        isolation_level=0,
+        session_id=0,
+        session_epoch=-1,
+        topics=[
+            FetchTopic(topic=topic, topic_id=tid, partitions=[]),
+            FetchTopic(topic=topic, topic_id=tid, partitions=[partition]),
+        ],
+        forgotten_topics_data=[],
+        rack_id="",
+    )
+    response = call(sock, request, version, 7)
+    assert response.error_code == ErrorCode.NONE
+    assert [len(t.partitions) for t in response.responses] == [1]
+    assert answered(response)[0].error_code == ErrorCode.NONE
