@@ -182,12 +182,10 @@ def _response(
     """The response: encoded at once by protocol.fast_fetch for v12+ (the common case), else as
     value objects for the generated codec."""
     version = ctx.api_version
-    if code != ErrorCode.NONE or throttle_ms:
-        topics = []
-    else:
-        # a topic the request names without partitions has none to answer (Kafka's response
-        # is built from the partitions)
-        topics = [reads for reads in topics if reads]
+    # an error or a throttle answers no partition; a topic the request names without
+    # partitions has none to answer (Kafka's response is built from the partitions)
+    failed = code != ErrorCode.NONE or throttle_ms
+    topics = [] if failed else [reads for reads in topics if reads]
     results = [[_partition_tuple(r, version, read_committed) for r in reads] for reads in topics]
     diverged = any(r.result.diverging_epoch is not None for reads in topics for r in reads)
     if version >= 12 and not diverged:
