@@ -85,6 +85,10 @@ SNAPSHOT_VERSION: Final = 1
 DEFAULT_PRODUCER_ID_EXPIRATION_MS: Final = 86_400_000
 #: how much of the log is read at a time when replaying batches
 REPLAY_CHUNK_BYTES: Final = 4 * 1024 * 1024
+#: how many offsets before a producer's last batch a retry older than its remembered batches
+#: is looked for in the log, and how many bytes of it are read at most
+RETRY_SEARCH_OFFSETS: Final = 20_000
+RETRY_SEARCH_BYTES: Final = 16 * 1024 * 1024
 
 _HEAD = struct.Struct(">hIi")  # version, crc, entry count
 _ENTRY = struct.Struct(">qhiqiqiq")
@@ -266,6 +270,15 @@ class ProducerStateEntry:
             self.last_timestamp,
             self.current_txn_first_offset,
         )
+
+
+def _older_than_remembered(current: ProducerStateEntry, header: rb.BatchHeader) -> bool:
+    """Whether the batch, of the producer's current epoch, ends before the producer's last
+    remembered sequence without being one of its remembered batches (a retry of an older one)."""
+    if header.producer_epoch != current.producer_epoch or not current.batches:
+        return False
+    oldest = current.batches[0].first_seq
+    return header.last_sequence < oldest and header.base_sequence <= header.last_sequence
 
 
 def snapshot_path(directory: Path, offset: int) -> Path:
@@ -603,6 +616,12 @@ class ProducerStateManager:
                 # sequence and is never a retry)
                 if current is not None and header.base_sequence != rb.NO_SEQUENCE:
                     duplicate = current.find_duplicate_batch(header)
+                    if (
+                        duplicate is None
+                        and header.last_sequence < current.last_seq  # rare: a retry or a bug
+                        and _older_than_remembered(current, header)
+                    ):
+                        duplicate = self._find_retried_batch(partition_log, current, header)
                     if duplicate is not None:
                         return self._duplicate_answer(partition_log, duplicate)
                 if (
@@ -631,6 +650,68 @@ class ProducerStateManager:
                 header.last_offset_delta,
                 header.max_timestamp,
             )
+        return None
+
+    def _find_retried_batch(
+        self, partition_log: PartitionLog, current: ProducerStateEntry, header: rb.BatchHeader
+    ) -> BatchMetadata | None:
+        """A retry of a batch older than the ones remembered, looked for in the log before the
+        producer's last batch (at most :data:`RETRY_SEARCH_OFFSETS` offsets and
+        :data:`RETRY_SEARCH_BYTES` back): a batch of the producer with the same epoch and
+        sequence range is the retried one, and the retry is answered as a duplicate with its
+        offsets.
+
+        Kafka remembers a producer's last 5 batches in memory but its snapshots keep only the
+        last one, so after a restart a retry of any earlier batch is OUT_OF_ORDER_SEQUENCE_NUMBER,
+        which librdkafka's idempotent producer takes as fatal ("sequence desynchronization").
+        That happens in a rolling restart: a batch appended by a leader that then moves
+        away is retried with the new leader, which answers NOT_LEADER_OR_FOLLOWER before the
+        high watermark passes it, and reaches the restarted broker when leadership comes back.
+        Looking the batch up costs a read of the log's tail only on that path."""
+        end = current.last_data_offset + 1
+        offset = max(partition_log.log_start_offset, end - RETRY_SEARCH_OFFSETS)
+        pid, epoch = header.producer_id, header.producer_epoch
+        first, last = header.base_sequence, header.last_sequence
+        read = 0
+        while offset < end and read < RETRY_SEARCH_BYTES:
+            try:
+                region = partition_log.read(offset, REPLAY_CHUNK_BYTES, max_offset=end)
+            except StorageError:
+                return None
+            if region is None:
+                return None
+            data = region.read()
+            read += len(data)
+            advanced = False
+            for _, found in rb.iter_batches(data, verify_crc=False):
+                if found.next_offset <= offset:
+                    continue
+                if (
+                    found.producer_id == pid
+                    and found.producer_epoch == epoch
+                    and found.base_sequence == first
+                    and found.last_sequence == last
+                    and not found.is_control
+                ):
+                    log.info(
+                        "%s: a retry of producer %d's sequences %d-%d found at offset %d, "
+                        "older than its remembered batches: answered as a duplicate",
+                        self.name,
+                        pid,
+                        first,
+                        last,
+                        found.base_offset,
+                    )
+                    return BatchMetadata(
+                        found.last_sequence,
+                        found.last_offset,
+                        found.last_offset_delta,
+                        found.max_timestamp,
+                    )
+                offset = found.next_offset
+                advanced = True
+            if not advanced:
+                return None
         return None
 
     def _check(

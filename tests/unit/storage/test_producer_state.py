@@ -61,8 +61,12 @@ def test_only_the_last_five_batches_are_deduplicated(tmp_path):
     for i in range(7):
         send(plog, 1, 0, 2 * i)
     assert send(plog, 1, 0, 4).first_offset == 4  # batch 3 of 7: still remembered
+    # batch 1 of 7 is forgotten, but found in the log: a duplicate, with its offsets
+    end = plog.log_end_offset
+    assert send(plog, 1, 0, 0).first_offset == 0
+    assert plog.log_end_offset == end
     with pytest.raises(OutOfOrderSequence):
-        send(plog, 1, 0, 0)  # batch 1 of 7: forgotten, and behind the last sequence
+        send(plog, 1, 0, 1)  # behind the last sequence, and no batch had these sequences
 
 
 def test_sequence_gap_and_old_epoch_are_rejected(tmp_path):
@@ -130,6 +134,38 @@ def test_state_survives_clean_restart_via_snapshot(tmp_path):
     # the last batch is remembered, so its retry is de-duplicated
     assert send(plog, 11, 0, 2).first_offset == 2
     assert first.first_offset == 0
+
+
+def test_after_a_restart_a_retry_older_than_the_snapshots_batch_is_a_duplicate(tmp_path):
+    """A snapshot keeps a producer's last batch only (Kafka's format), so after a restart the
+    retry of an earlier batch is not among the remembered ones: it is found in the log and
+    answered with its offsets (Kafka answers OUT_OF_ORDER_SEQUENCE_NUMBER there, fatal to
+    librdkafka's idempotent producer, as seen in a rolling restart)."""
+    clock = FakeClock(now_ms=5_000)
+    plog = open_log(tmp_path, LogConfig(), clock=clock)
+    manager = attach(plog, clock)
+    sent = [send(plog, 12, 0, 3 * i, count=3) for i in range(6)]
+    send(plog, 99, 0, 0)  # another producer's batch in between
+    last = send(plog, 12, 0, 18, count=2)
+    manager.take_snapshot()
+    plog.close()
+
+    plog = open_log(tmp_path, LogConfig(), clock=clock)
+    attach(plog, clock)
+    end = plog.log_end_offset
+    for i in (4, 0):
+        again = send(plog, 12, 0, 3 * i, count=3)
+        assert (again.first_offset, again.last_offset) == (
+            sent[i].first_offset,
+            sent[i].last_offset,
+        )
+    assert send(plog, 12, 0, 18).first_offset == last.first_offset
+    assert plog.log_end_offset == end
+    with pytest.raises(OutOfOrderSequence):
+        send(plog, 12, 0, 4, count=3)  # sequences no batch had
+    with pytest.raises(OutOfOrderSequence):
+        send(plog, 12, 0, 25)  # a gap after the last
+    assert send(plog, 12, 0, 20).first_offset == end
 
 
 def test_appends_without_a_producer_id_advance_the_map_and_rolls_snapshot(tmp_path):
