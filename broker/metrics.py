@@ -41,7 +41,11 @@ TIME_METRICS = (
     "LocalTimeMs",
     "RemoteTimeMs",
     "ThrottleTimeMs",
+    "ResponseQueueTimeMs",
+    "ResponseSendTimeMs",
 )
+#: the slots of the two response metrics, recorded by the connection once the bytes are sent
+_RESPONSE_QUEUE, _RESPONSE_SEND = 5, 6
 #: upper bounds of the time histograms' buckets, ms (one more bucket holds what is above)
 BUCKETS_MS = (
     0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0,
@@ -162,6 +166,20 @@ class RequestMetrics:
             if hists is None:
                 hists = self.times[fetch_key] = _new_times()
             _add(hists, queue_ns, local_ns, remote_ns, throttle_ns)
+
+    def record_response(self, api_key: int, queue_ns: int, send_ns: int) -> None:
+        """One response sent: the time it waited behind the connection's earlier responses
+        before its first byte could leave (ResponseQueueTimeMs) and the time its bytes took to
+        leave (ResponseSendTimeMs), both ending when the socket took the last byte."""
+        hists = self.times.get(api_key)
+        if hists is None:
+            hists = self.times[api_key] = _new_times()
+        h = hists[_RESPONSE_QUEUE]
+        h[bisect_left(_BOUNDS_NS, queue_ns)] += 1
+        h[_SUM] += queue_ns
+        h = hists[_RESPONSE_SEND]
+        h[bisect_left(_BOUNDS_NS, send_ns)] += 1
+        h[_SUM] += send_ns
 
     def topic(self, name: str) -> list[int]:
         """The topic's counters, to add to (slots :data:`MESSAGES_IN` ... :data:`FAILED_FETCH`)."""

@@ -170,6 +170,15 @@ class Connection:
         #: an answer, or the future that gives them
         self._answers: deque[list[Any] | asyncio.Future[Response]] = deque()
         self._deferred = 0  # Deferred answers awaited
+        #: the API key of each answer in ``_answers``, in the same order
+        self._answer_keys: deque[int] = deque()
+        #: response bytes queued and sent since the connection opened, and per queued response
+        #: (bytes queued once it is, API key, when it was queued): Kafka's ResponseQueueTimeMs
+        #: and ResponseSendTimeMs
+        self._queued_total = 0
+        self._sent_total = 0
+        self._marks: deque[tuple[int, int, int]] = deque()
+        self._last_sent_ns = 0
         #: TLS: the transport holds bytes and handshake writes of its own
         self._buffered = transport.buffered
         #: why the connection closes once its queued responses are sent (None: it stays open)
@@ -282,22 +291,26 @@ class Connection:
                 return
             if result is None:
                 continue
+            api_key = frame[0] << 8 | frame[1] if len(frame) > 1 else -1
             if isinstance(result, list):
                 if answers:
                     answers.append(result)  # behind an answer still awaited
+                    self._answer_keys.append(api_key)
                 else:
-                    self._queue(result)
+                    self._queue(result, api_key)
                 continue
             if isinstance(result, Deferred):
                 self._deferred += 1
                 task = asyncio.ensure_future(result.awaitable, loop=self.loop)
                 answers.append(task)
+                self._answer_keys.append(api_key)
                 task.add_done_callback(self._deferred_done)
                 continue
             self._busy = True
             task = asyncio.ensure_future(result, loop=self.loop)
             self._task = task
             answers.append(task)
+            self._answer_keys.append(api_key)
             task.add_done_callback(self._request_done)
         self._account()
         self._apply_backpressure()
@@ -320,11 +333,12 @@ class Connection:
             head = answers[0]
             if isinstance(head, list):
                 answers.popleft()
-                self._queue(head)
+                self._queue(head, self._answer_keys.popleft())
                 continue
             if not head.done():
                 break
             answers.popleft()
+            api_key = self._answer_keys.popleft()
             if head.cancelled():
                 self.close("a request was cancelled")
                 return
@@ -336,21 +350,23 @@ class Connection:
                 return
             parts = head.result()
             if parts is not None:
-                self._queue(parts)
+                self._queue(parts, api_key)
         self._pump()
         self._flush()
 
     # -- writing -----------------------------------------------------------------------------
 
-    def _queue(self, parts: Sequence[Any]) -> None:
+    def _queue(self, parts: Sequence[Any], api_key: int) -> None:
         out = self._out
         zero_copy = self.transport.supports_sendfile
+        queued = 0
         for part in parts:
             if isinstance(part, FileRegion):
                 if not part.length:
                     continue
                 if zero_copy:
                     out.append(part)
+                    queued += part.length
                     continue
                 # a transport that transforms bytes (TLS) cannot sendfile: read the region
                 part = os.pread(part.fd, part.length, part.position)
@@ -358,6 +374,25 @@ class Connection:
             if n:
                 out.append(part)
                 self._out_bytes += n
+                queued += n
+        self._queued_total += queued
+        self._marks.append((self._queued_total, api_key, time.monotonic_ns()))
+
+    def _responses_sent(self) -> None:
+        """Records the response metrics of the responses whose last byte the socket took: a
+        response's first byte could leave once the previous response had left (or when it was
+        queued, if later)."""
+        now = time.monotonic_ns()
+        marks = self._marks
+        sent = self._sent_total
+        last = self._last_sent_ns
+        record = self.request_metrics.record_response
+        while marks and marks[0][0] <= sent:
+            _, api_key, queued = marks.popleft()
+            start = queued if queued > last else last
+            record(api_key, start - queued, now - start)
+            last = now
+        self._last_sent_ns = last
 
     def _flush(self) -> None:
         """Sends what it can now; waits for writability when the socket is full."""
@@ -374,6 +409,8 @@ class Connection:
                         head.fd, head.position, min(head.length, SENDFILE_CHUNK)
                     )
                 except (BlockingIOError, InterruptedError):
+                    if self._marks:
+                        self._responses_sent()
                     self._want_write()
                     return
                 except OSError as e:
@@ -384,6 +421,7 @@ class Connection:
                     return
                 self.metrics.bytes_out += sent
                 self.metrics.sendfile_bytes += sent
+                self._sent_total += sent
                 head.position += sent
                 head.length -= sent
                 if head.length == 0:
@@ -397,6 +435,8 @@ class Connection:
             try:
                 sent = transport.sendmsg(batch)
             except (BlockingIOError, InterruptedError):
+                if self._marks:
+                    self._responses_sent()
                 self._want_write()
                 return
             except OSError as e:
@@ -404,6 +444,7 @@ class Connection:
                 return
             self.metrics.bytes_out += sent
             self._out_bytes -= sent
+            self._sent_total += sent
             while sent:
                 item = out[0]
                 n = len(item)
@@ -413,6 +454,8 @@ class Connection:
                 else:
                     out[0] = memoryview(item).cast("B")[sent:]
                     sent = 0
+        if self._marks:
+            self._responses_sent()
         if self._writing:
             self.loop.remove_writer(self.fd)
             self._writing = False
@@ -531,6 +574,8 @@ class Connection:
             if not isinstance(answer, list) and not answer.done():
                 answer.cancel()
         self._answers.clear()
+        self._answer_keys.clear()
+        self._marks.clear()
         self._task = None
         self._out.clear()
         self._pool.update(self._held, 0)

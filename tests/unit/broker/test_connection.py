@@ -1,6 +1,7 @@
 """A Connection over a real socket pair with a scripted channel: answers leave in request order
 whatever order they become known in; a Deferred answer lets the next requests be handled
-meanwhile, a bare awaitable does not; a failed deferred answer closes the connection."""
+meanwhile, a bare awaitable does not; a failed deferred answer closes the connection; the
+response metrics measure the wait behind earlier responses and the sending."""
 
 from __future__ import annotations
 
@@ -37,6 +38,9 @@ class ScriptedChannel:
         answer = [struct.pack(">i", len(payload)) + payload]
         if kind == b"now":
             return answer
+        if kind == b"big":  # more than the socket buffers hold
+            body = payload + bytes(BIG)
+            return [struct.pack(">i", len(body)), body]
         gate = self.gate(name)
 
         async def later() -> list[Any]:
@@ -49,6 +53,9 @@ class ScriptedChannel:
             return Deferred(later())
         awaitable: Awaitable[list[Any]] = later()
         return awaitable
+
+
+BIG = 2 << 20  # below the high-water mark, so the next request is handled at once
 
 
 def frame(text: bytes) -> bytes:
@@ -135,4 +142,28 @@ async def test_a_failed_deferred_answer_closes_the_connection() -> None:
     answers = await asyncio.wait_for(read_answers(client, 3), 5)
     assert answers == [b"now:a"]  # then closed: c's answer must not overtake b's
     assert conn.closed
+    client.close()
+
+
+@pytest.mark.asyncio
+async def test_response_queue_and_send_times() -> None:
+    """Kafka's ResponseQueueTimeMs and ResponseSendTimeMs: a response larger than the socket
+    buffers leaves only as the client reads, and the response queued behind it waits meanwhile.
+    The client reads nothing for 0.3 s, so the first's send time and the second's queue time
+    are at least that (lower bounds of a wait the test makes, not a speed)."""
+    loop = asyncio.get_running_loop()
+    conn, client, _ = connect(loop)
+    client.sendall(frame(b"big:a") + frame(b"now:b"))
+    await asyncio.sleep(0.3)
+    answers = await asyncio.wait_for(read_answers(client, 2), 10)
+    assert [len(a) for a in answers] == [5 + BIG, 5]
+    await asyncio.sleep(0.05)
+    times = conn.request_metrics.times
+    big, small = times[int.from_bytes(b"bi")], times[int.from_bytes(b"no")]
+    queue, send, total = 5, 6, -1  # the response metrics' slots; a histogram's sum is last
+    assert sum(big[send][:total]) == sum(small[queue][:total]) == 1
+    assert big[send][total] >= 0.3e9
+    assert small[queue][total] >= 0.3e9
+    assert big[queue][total] < 0.3e9
+    conn.close()
     client.close()

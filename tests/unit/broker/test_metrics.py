@@ -67,6 +67,13 @@ def test_requests_and_times_are_summed_over_processors_with_kafka_names() -> Non
     assert 2.5 <= p99 <= 5.0  # 3 ms, in the (2.5, 5] bucket
     assert values['kafka_network_requestmetrics_requestqueuetimems_sum{request="Produce"}'] == 2.0
     assert values['kafka_network_requestmetrics_remotetimems_sum{request="FetchConsumer"}'] == 1000
+    for p in procs:
+        p.request_metrics.record_response(ApiKey.PRODUCE, 4 * ms, 1 * ms)
+    values = render(NetworkMetrics(procs, c, c, c))
+    queue = "kafka_network_requestmetrics_responsequeuetimems"
+    assert values[queue + '_count{request="Produce"}'] == 2
+    assert values[queue + '_sum{request="Produce"}'] == 8.0
+    assert values['kafka_network_requestmetrics_responsesendtimems_sum{request="Produce"}'] == 2.0
     incoming = "kafka_server_socket_server_metrics_incoming_byte_total"
     assert values[incoming + '{networkProcessor="0"}'] == 100
     assert values[incoming + '{networkProcessor="1"}'] == 100
