@@ -129,7 +129,9 @@ def _metadata(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse
         auto_create = _auto_create(ctx, request)
         for wanted in requested:
             name = wanted.name
-            if name is None:
+            # a topic id other than zero names the topic, whatever the name says: Kafka's own
+            # client (MetadataRequest.Builder.forTopicIds) leaves the name at its default, ""
+            if name is None or wanted.topic_id not in (None, ZERO_UUID):
                 topic = view.topics_by_id.get(wanted.topic_id)
                 if topic is not None and not may_describe(topic.name, True):
                     # topic ids are not secret; the name is

@@ -77,6 +77,26 @@ def test_metadata_by_topic_id_is_answered_in_order_at_every_version(broker):
         assert call(sock, ApiVersionsRequest(), 0, correlation_id=99).error_code == 0
 
 
+def test_metadata_by_topic_id_with_an_empty_name_answers_the_topic(broker, topic_name):
+    """Kafka's Java client asks for topics by id with the name left at its default, "" (the 4.x
+    consumer resolving a regex subscription's assignment): a non-zero id names the topic, as in
+    Kafka's KafkaApis, rather than the empty name."""
+    create_topic(broker.bootstrap, topic_name, 2)
+    with connect(broker.bootstrap) as sock:
+        by_name = MetadataRequest(
+            topics=[MetadataRequestTopic(name=topic_name)], allow_auto_topic_creation=False
+        )
+        topic_id = call(sock, by_name, 12).topics[0].topic_id
+        for version in (12, 13):
+            request = MetadataRequest(
+                topics=[MetadataRequestTopic(topic_id=topic_id, name="")],
+                allow_auto_topic_creation=False,
+            )
+            (topic,) = call(sock, request, version, correlation_id=version).topics
+            assert (topic.error_code, topic.name, topic.topic_id) == (0, topic_name, topic_id)
+            assert len(topic.partitions) == 2
+
+
 def fetch_v3(topic: str) -> FetchRequest:
     return FetchRequest(
         replica_id=-1,

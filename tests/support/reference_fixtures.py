@@ -7,7 +7,7 @@
 - ``odradek_zk``: Odradek in ZooKeeper mode, configured like ``kafka_reference`` (same partition
   defaults, no initial rebalance delay), so the two answer the same requests side by side.
 - ``java_scenarios``: tests/reference/java/ClientScenarios.java compiled against each client
-  release's jars (javac, once per session).
+  release's jars (javac, once per session), with java/v4/ (4.0 client API) for 4.x releases.
 
 Shared for the session (tests use unique topic and group names), so the suite pays for each JVM
 start once. A fixture whose Kafka cannot run here skips with the reason
@@ -109,6 +109,14 @@ def odradek_zk(
 JAVA_SOURCES = REFERENCE_DIR / "java"
 
 
+def _java_sources(version: str) -> list[Path]:
+    """java/*.java for every client release; java/v4/*.java (4.0 API) for 4.x clients only."""
+    sources = sorted(JAVA_SOURCES.glob("*.java"))
+    if int(version.split(".")[0]) >= 4:
+        sources += sorted((JAVA_SOURCES / "v4").glob("*.java"))
+    return sources
+
+
 @pytest.fixture(scope="session")
 def java_scenarios(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """ClientScenarios compiled once per client release: {version: classes directory}."""
@@ -126,7 +134,7 @@ def java_scenarios(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
                 str(classes),
                 "-cp",
                 classpath(version),
-                *(str(p) for p in sorted(JAVA_SOURCES.glob("*.java"))),
+                *(str(p) for p in _java_sources(version)),
             ],
             check=True,
             capture_output=True,

@@ -1,6 +1,7 @@
 // Kafka's own Java client (kafka-clients 3.9.x and 4.x) against a broker: the scenarios the
 // reference tests run (tests/reference/test_java_clients.py). Compiled by the test set-up with
-// javac against each client release's jars (tests/reference/.cache/<version>/lib).
+// javac against each client release's jars (tests/reference/.cache/<version>/lib); the sources
+// of v4/ (4.0 client API, the "kip848-*" scenarios) against 4.x releases only.
 //
 // Usage: java -cp <classes>:<kafka jars> ClientScenarios BOOTSTRAP PREFIX SCENARIO...
 // Prints one line per scenario: "RESULT<TAB>name<TAB>OK<TAB>detail" or
@@ -53,11 +54,11 @@ import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 
 public final class ClientScenarios {
-    private static final Duration POLL = Duration.ofMillis(100);
-    private static final long WAIT_MS = 60_000;
+    static final Duration POLL = Duration.ofMillis(100);
+    static final long WAIT_MS = 60_000;
 
     private final String bootstrap;
-    private final String prefix;
+    final String prefix;
 
     private ClientScenarios(String bootstrap, String prefix) {
         this.bootstrap = bootstrap;
@@ -91,17 +92,34 @@ public final class ClientScenarios {
             case "transactions-fencing": return transactionsFencing();
             case "transactions-eos": return transactionsEos();
             case "consumer-protocol": return consumerProtocol();
-            default: throw new IllegalArgumentException("unknown scenario " + name);
+            default:
+                if (name.startsWith("kip848-")) return fourX().run(name);
+                throw new IllegalArgumentException("unknown scenario " + name);
         }
+    }
+
+    /** Scenarios of a source file compiled only against a 4.x client (java/v4/). */
+    interface Scenarios {
+        String run(String name) throws Exception;
+    }
+
+    private Scenarios fourX;
+
+    private Scenarios fourX() throws ReflectiveOperationException {
+        if (fourX == null) {
+            // loaded by name: the 3.9 client's compilation has no v4/ sources
+            fourX = (Scenarios) Class.forName("Kip848Scenarios").getDeclaredConstructor(ClientScenarios.class).newInstance(this);
+        }
+        return fourX;
     }
 
     // --- helpers -------------------------------------------------------------------------
 
-    private static void check(boolean condition, String what) {
+    static void check(boolean condition, String what) {
         if (!condition) throw new AssertionError(what);
     }
 
-    private static void waitUntil(BooleanSupplier condition, String what) throws InterruptedException {
+    static void waitUntil(BooleanSupplier condition, String what) throws InterruptedException {
         long deadline = System.currentTimeMillis() + WAIT_MS;
         while (!condition.getAsBoolean()) {
             if (System.currentTimeMillis() > deadline) throw new AssertionError("timed out waiting for " + what);
@@ -109,19 +127,19 @@ public final class ClientScenarios {
         }
     }
 
-    private Properties common() {
+    Properties common() {
         Properties p = new Properties();
         p.put("bootstrap.servers", bootstrap);
         return p;
     }
 
-    private Admin admin_() {
+    Admin admin_() {
         Properties p = common();
         p.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "60000");
         return Admin.create(p);
     }
 
-    private KafkaProducer<String, String> producer(Map<String, String> extra) {
+    KafkaProducer<String, String> producer(Map<String, String> extra) {
         Properties p = common();
         p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
         p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
@@ -131,7 +149,7 @@ public final class ClientScenarios {
         return new KafkaProducer<>(p);
     }
 
-    private KafkaConsumer<String, String> consumer(String group, Map<String, String> extra) {
+    KafkaConsumer<String, String> consumer(String group, Map<String, String> extra) {
         Properties p = common();
         p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
         p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
@@ -142,11 +160,11 @@ public final class ClientScenarios {
         return new KafkaConsumer<>(p);
     }
 
-    private void createTopic(Admin admin, String topic, int partitions, Map<String, String> configs) throws Exception {
+    void createTopic(Admin admin, String topic, int partitions, Map<String, String> configs) throws Exception {
         admin.createTopics(List.of(new NewTopic(topic, partitions, (short) 1).configs(configs))).all().get(60, TimeUnit.SECONDS);
     }
 
-    private List<ConsumerRecord<String, String>> drain(KafkaConsumer<String, String> c, int expected) throws InterruptedException {
+    List<ConsumerRecord<String, String>> drain(KafkaConsumer<String, String> c, int expected) throws InterruptedException {
         List<ConsumerRecord<String, String>> got = new ArrayList<>();
         long deadline = System.currentTimeMillis() + WAIT_MS;
         while (got.size() < expected) {
