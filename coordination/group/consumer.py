@@ -1134,8 +1134,13 @@ class ConsumerGroupManager:
         *,
         transactional: bool,
         api_version: int,
+        partitions: Iterable[tuple[str, int]] = (),
     ) -> None:
-        """Kafka's ``ConsumerGroup.validateOffsetCommit``."""
+        """Kafka's ``ConsumerGroup.validateOffsetCommit`` with KIP-1251's assignment epochs: a
+        commit with the member's epoch is taken; with a newer one refused; with an older one
+        (the member's heartbeat moved it on while the commit was under way) taken when every
+        partition in it is the member's (assigned or pending revocation) since that epoch or
+        before. A refusal refuses the whole commit, as in Kafka."""
         if member_epoch < 0 and group.is_empty:
             return
         member = group.member(member_id)
@@ -1145,7 +1150,41 @@ class ConsumerGroupManager:
                 "OffsetCommit version 9 or above must be used by members using the modern "
                 "group protocol",
             )
-        self._validate_epoch(member, member_epoch)
+        if member_epoch == member.member_epoch:
+            return
+        code = (
+            ErrorCode.ILLEGAL_GENERATION
+            if member.uses_classic_protocol
+            else ErrorCode.STALE_MEMBER_EPOCH
+        )
+        if member_epoch > member.member_epoch:
+            what = "generation id" if member.uses_classic_protocol else "member epoch"
+            raise GroupError(
+                code,
+                f"Received {what} {member_epoch} is newer than current member epoch "
+                f"{member.member_epoch}.",
+            )
+        partitions = list(partitions)
+        ids = {
+            info.name: info.topic_id
+            for info in self.topic_infos({t for t, _ in partitions}).values()
+        }
+        for topic, partition in partitions:
+            topic_id = ids.get(topic)
+            epoch = None if topic_id is None else member.assignment_epoch(topic_id, partition)
+            if epoch is None:
+                raise GroupError(
+                    code,
+                    f"Partition {topic}-{partition} is not assigned or pending revocation for "
+                    "member.",
+                )
+            if member_epoch < epoch:
+                what = "generation id" if member.uses_classic_protocol else "member epoch"
+                raise GroupError(
+                    code,
+                    f"Received {what} {member_epoch} is older than assignment epoch {epoch} "
+                    f"for partition {topic}-{partition}.",
+                )
 
     def validate_offset_fetch(
         self, group: ConsumerGroup, member_id: str | None, member_epoch: int

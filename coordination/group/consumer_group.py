@@ -119,9 +119,25 @@ class ConsumerGroupMember:
     assigned: Partitions = field(default_factory=lambda: EMPTY_PARTITIONS)
     pending_revocation: Partitions = field(default_factory=lambda: EMPTY_PARTITIONS)
     classic: ClassicMetadata | None = None
+    #: KIP-1251's assignment epochs: the member epoch at which each partition of ``assigned``
+    #: and ``pending_revocation`` came to the member (the tagged AssignmentEpochs of its
+    #: current-assignment record); a partition without one (a record from before them) counts
+    #: as assigned at the member's epoch, as Kafka reads such a record.
+    assignment_epochs: Mapping[tuple[uuid.UUID, int], int] = field(
+        default_factory=lambda: MappingProxyType({}), compare=False
+    )
 
     def replace(self, **changes: object) -> ConsumerGroupMember:
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+
+    def assignment_epoch(self, topic_id: uuid.UUID, partition: int) -> int | None:
+        """The epoch at which the member got the partition; None: neither assigned to it nor
+        pending its revocation (Kafka's ``assignmentEpoch`` / ``pendingRevocationEpoch``)."""
+        if partition in self.assigned.get(topic_id, frozenset()) or partition in (
+            self.pending_revocation.get(topic_id, frozenset())
+        ):
+            return self.assignment_epochs.get((topic_id, partition), max(self.member_epoch, 0))
+        return None
 
     def with_epoch(self, epoch: int) -> ConsumerGroupMember:
         """Kafka's ``updateMemberEpoch``: the current epoch becomes the previous one."""
@@ -156,6 +172,7 @@ class ConsumerGroupMember:
             int(self.state),
             self.assigned,
             self.pending_revocation,
+            self.assignment_epochs,
         )
 
     def with_subscription(self, s: MemberSubscription) -> ConsumerGroupMember:
@@ -178,6 +195,7 @@ class ConsumerGroupMember:
             state=MemberState.of(a.state),
             assigned=a.assigned,
             pending_revocation=a.pending_revocation,
+            assignment_epochs=a.assignment_epochs,
         )
 
     def same_subscription(self, other: ConsumerGroupMember) -> bool:
@@ -548,17 +566,31 @@ class CurrentAssignmentBuilder:
                 revoking[t] = revoke
             if free:
                 pending[t] = free
+        # partitions the member keeps keep their assignment epoch; new ones take the epoch the
+        # member moves to (KIP-1251)
+        epochs = {
+            (t, p): m.assignment_epoch(t, p) or 0
+            for held in (assigned, revoking)
+            for t, ps in held.items()
+            for p in ps
+        }
         if revoking and self._owns_any(revoking):
             return m.replace(
                 state=MemberState.UNREVOKED_PARTITIONS,
                 assigned=MappingProxyType(assigned),
                 pending_revocation=MappingProxyType(revoking),
+                assignment_epochs=MappingProxyType(epochs),
             ).with_epoch(epoch)
         for t, p in pending.items():
             assigned[t] = assigned.get(t, frozenset()) | p
+        kept = {tp: e for tp, e in epochs.items() if tp[1] in assigned.get(tp[0], frozenset())}
+        for t, fresh in pending.items():
+            for index in fresh:
+                kept[(t, index)] = self.target_epoch
         state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE
         return m.replace(
             state=state,
             assigned=MappingProxyType(assigned),
             pending_revocation=EMPTY_PARTITIONS,
+            assignment_epochs=MappingProxyType(kept),
         ).with_epoch(self.target_epoch)

@@ -30,7 +30,8 @@ from __future__ import annotations
 import struct as _struct
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from protocol.codegen import decode_version_prefixed, encode_version_prefixed
 from protocol.errors import RemoteProtocolError
@@ -169,6 +170,13 @@ ConsumerGroupTargetAssignmentMemberValue = message(
     flexible="0+", fields=[f("topic_partitions", array(TopicPartitionsRecord))],
 )  # fmt: skip
 
+#: a member's partitions with, tagged (KIP-1251), the epoch at which it got each one
+CurrentTopicPartitionsRecord = struct("CurrentTopicPartitionsRecord", [
+    f("topic_id", UUID),
+    f("partitions", array(INT32)),
+    f("assignment_epochs", array(INT32), null="0+", tag=0, default=None),
+])  # fmt: skip
+
 ConsumerGroupCurrentMemberAssignmentValue = message(
     "ConsumerGroupCurrentMemberAssignmentValue", api_key=-1, kind="data", valid="0",
     flexible="0+",
@@ -176,8 +184,8 @@ ConsumerGroupCurrentMemberAssignmentValue = message(
         f("member_epoch", INT32),
         f("previous_member_epoch", INT32),
         f("state", INT8),
-        f("assigned_partitions", array(TopicPartitionsRecord)),
-        f("partitions_pending_revocation", array(TopicPartitionsRecord)),
+        f("assigned_partitions", array(CurrentTopicPartitionsRecord)),
+        f("partitions_pending_revocation", array(CurrentTopicPartitionsRecord)),
     ],
 )  # fmt: skip
 
@@ -199,6 +207,7 @@ class CorruptConsumerGroupRecord(RemoteProtocolError):
 
 #: topic id -> partitions (an assignment)
 Partitions = Mapping[uuid.UUID, frozenset[int]]
+EMPTY_EPOCHS: Mapping[tuple[uuid.UUID, int], int] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,6 +252,11 @@ class CurrentAssignment:
     state: int
     assigned: Partitions
     pending_revocation: Partitions
+    #: (topic id, partition): the epoch at which the member got it (KIP-1251); a record
+    #: written without them has none
+    assignment_epochs: Mapping[tuple[uuid.UUID, int], int] = field(
+        default_factory=lambda: EMPTY_EPOCHS
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -328,6 +342,35 @@ def _partitions_out(partitions: Partitions) -> list[object]:
         for t, p in sorted(partitions.items(), key=lambda item: str(item[0]))
         if p
     ]
+
+
+def _current_partitions_out(
+    partitions: Partitions, epochs: Mapping[tuple[uuid.UUID, int], int]
+) -> list[object]:
+    out: list[object] = []
+    for t, p in sorted(partitions.items(), key=lambda item: str(item[0])):
+        if p:
+            indexes = sorted(p)
+            known = [epochs.get((t, i)) for i in indexes]
+            out.append(
+                CurrentTopicPartitionsRecord(
+                    topic_id=t,
+                    partitions=indexes,
+                    assignment_epochs=None if None in known else known,
+                )
+            )
+    return out
+
+
+def _epochs_in(records: list[object]) -> dict[tuple[uuid.UUID, int], int]:
+    out: dict[tuple[uuid.UUID, int], int] = {}
+    for r in records:
+        epochs = r.assignment_epochs  # type: ignore[attr-defined]
+        parts = r.partitions  # type: ignore[attr-defined]
+        if epochs is not None and len(epochs) == len(parts):
+            for p, e in zip(parts, epochs, strict=True):
+                out[(r.topic_id, p)] = e  # type: ignore[attr-defined]
+    return out
 
 
 def _partitions_in(records: list[object]) -> dict[uuid.UUID, frozenset[int]]:
@@ -431,8 +474,12 @@ def encode_value(key: ConsumerKey, value: ConsumerValue) -> bytes:
                 member_epoch=value.member_epoch,
                 previous_member_epoch=value.previous_member_epoch,
                 state=value.state,
-                assigned_partitions=_partitions_out(value.assigned),
-                partitions_pending_revocation=_partitions_out(value.pending_revocation),
+                assigned_partitions=_current_partitions_out(
+                    value.assigned, value.assignment_epochs
+                ),
+                partitions_pending_revocation=_current_partitions_out(
+                    value.pending_revocation, value.assignment_epochs
+                ),
             ),
         )
     assert isinstance(value, ResolvedRegex)
@@ -529,6 +576,9 @@ def parse_consumer_value(key: ConsumerKey, data: bytes | memoryview) -> Consumer
             v.state,
             _partitions_in(v.assigned_partitions),
             _partitions_in(v.partitions_pending_revocation),
+            MappingProxyType(
+                _epochs_in(v.assigned_partitions) | _epochs_in(v.partitions_pending_revocation)
+            ),
         )
     v = _decode(ConsumerGroupRegularExpressionValue, data)
     return ResolvedRegex(frozenset(v.topics), v.version, v.timestamp)

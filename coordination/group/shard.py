@@ -272,6 +272,7 @@ class GroupCoordinatorShard:
                     generation_id,
                     transactional=False,
                     api_version=api_version,
+                    partitions=offsets,
                 )
             except GroupError as e:
                 callback(dict.fromkeys(offsets, e.code))
@@ -321,7 +322,12 @@ class GroupCoordinatorShard:
         if consumer_group is not None:
             try:
                 self.consumer.validate_offset_commit(
-                    consumer_group, member_id, generation_id, transactional=True, api_version=0
+                    consumer_group,
+                    member_id,
+                    generation_id,
+                    transactional=True,
+                    api_version=0,
+                    partitions=offsets,
                 )
             except GroupError as e:
                 callback(dict.fromkeys(offsets, e.code))

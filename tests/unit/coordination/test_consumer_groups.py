@@ -218,6 +218,17 @@ def test_records_round_trip_with_kafkas_key_types() -> None:
             CurrentAssignmentKey("g", "m"),
             CurrentAssignment(5, 4, 1, {t: frozenset({0})}, {t: frozenset({1})}),
         ),
+        ConsumerRecord(  # KIP-1251's assignment epochs, a tagged field
+            CurrentAssignmentKey("g", "m"),
+            CurrentAssignment(
+                5,
+                4,
+                1,
+                {t: frozenset({0, 2})},
+                {t: frozenset({1})},
+                {(t, 0): 3, (t, 2): 5, (t, 1): 2},
+            ),
+        ),
         ConsumerRecord(RegexKey("g", "a.*"), ResolvedRegex(frozenset({"a"}), 3, 1000)),
         ConsumerRecord(CurrentAssignmentKey("g", "m"), None),
     ]
@@ -225,7 +236,21 @@ def test_records_round_trip_with_kafkas_key_types() -> None:
         key, value = encode(record)
         assert parse(key, value) == record
     # the key's first int16 is Kafka's record type
-    assert [int.from_bytes(encode(r)[0][:2], "big") for r in records] == [3, 4, 5, 6, 7, 8, 16, 8]
+    assert [int.from_bytes(encode(r)[0][:2], "big") for r in records] == [
+        3,
+        4,
+        5,
+        6,
+        7,
+        8,
+        8,
+        16,
+        8,
+    ]
+    # a record written before them (no tag) has none: the member's epoch stands in
+    bare = encode(records[5])
+    assert parse(*bare).value.assignment_epochs == {}  # type: ignore[union-attr]
+    assert len(encode(records[6])[1] or b"") > len(bare[1] or b"")
 
 
 def _spec(members: dict[str, tuple[set[uuid.UUID], dict[uuid.UUID, frozenset[int]]]]) -> dict:
@@ -499,6 +524,45 @@ def test_group_survives_a_reload_from_its_records() -> None:
     a.h = b.h = moved
     r = a.beat()
     assert r.error == E.NONE and r.member_epoch == a.epoch
+
+
+def test_a_commit_with_an_older_epoch_is_taken_for_partitions_held_since_then() -> None:
+    """KIP-1251's assignment epochs: a member's heartbeat acknowledging a revocation moves it to
+    a new epoch while a commit sent with the old one is under way; the commit is taken for the
+    partitions the member has held since that epoch, refused (whole) otherwise."""
+    h = Harness()
+    h.load()
+    t = topic("t", 2)
+    h.topics(t)
+    a = Client(h, "a", topics=["t"])
+    settle(h, [a])
+    first = a.epoch
+    assert a.partitions() == {(t.topic_id, 0), (t.topic_id, 1)}
+    b = Client(h, "b", topics=["t"])
+    settle(h, [a, b])
+    assert a.epoch > first and b.epoch > first
+    ((_, kept),) = a.partitions()
+    ((_, moved),) = b.partitions()
+
+    def commit(member: Client, epoch: int, *partitions: int) -> set[ErrorCode]:
+        out: list[dict[tuple[str, int], ErrorCode]] = []
+        h.gc.commit_offsets(
+            group_id="g",
+            member_id=member.member_id,
+            group_instance_id=None,
+            generation_id=epoch,
+            offsets={("t", p): OffsetAndMetadata(5, -1, "", 0) for p in partitions},
+            callback=out.append,
+            api_version=9,
+        )
+        return set(out[0].values())
+
+    assert commit(a, first, kept) == {E.NONE}
+    assert commit(a, first, moved) == {E.STALE_MEMBER_EPOCH}  # b's now
+    assert commit(a, first, kept, moved) == {E.STALE_MEMBER_EPOCH}
+    assert commit(a, a.epoch + 1, kept) == {E.STALE_MEMBER_EPOCH}  # newer than the member's
+    assert commit(b, b.epoch, moved) == {E.NONE}
+    assert commit(b, first, moved) == {E.STALE_MEMBER_EPOCH}  # b got it after that epoch
 
 
 def test_offsets_of_consumer_groups_check_member_epochs() -> None:
