@@ -59,7 +59,7 @@ import struct
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
@@ -453,41 +453,59 @@ class ProducerStateManager:
 
     def _replay(self, partition_log: PartitionLog, offset: int, end: int) -> int:
         replayed = 0
-        while offset < end:
+        for data, pos, header in self._log_batches(partition_log, offset, end, "replaying"):
+            if not header.has_producer_id:
+                continue
+            if header.is_control:
+                try:
+                    marker = read_marker(data, pos)
+                except InvalidTxnMarker as e:
+                    log.warning(
+                        "%s: skipping the marker at %d: %s", self.name, header.base_offset, e
+                    )
+                else:
+                    self._apply_marker(partition_log, header, marker)
+            else:
+                self._apply(header)
+            replayed += 1
+        return replayed
+
+    def _log_batches(
+        self,
+        partition_log: PartitionLog,
+        offset: int,
+        end: int,
+        what: str,
+        max_bytes: int = 1 << 62,
+    ) -> Iterator[tuple[bytes, int, rb.BatchHeader]]:
+        """The batches of the log in [``offset``, ``end``) (the one holding ``offset`` first),
+        read in chunks of :data:`REPLAY_CHUNK_BYTES` up to about ``max_bytes``, each with the
+        chunk holding it and its position there. A read or parse failure ends them, logged as
+        a failure of ``what``."""
+        read = 0
+        while offset < end and read < max_bytes:
             try:
                 region = partition_log.read(offset, REPLAY_CHUNK_BYTES, max_offset=end)
             except StorageError as e:
-                log.warning("%s: cannot replay producer state from %d: %s", self.name, offset, e)
-                return replayed
+                log.warning("%s: %s stopped at %d: %s", self.name, what, offset, e)
+                return
             if region is None:
-                break
+                return
             data = region.read()
+            read += len(data)
             advanced = False
             try:
                 for pos, header in rb.iter_batches(data, verify_crc=False):
                     if header.next_offset <= offset:
                         continue
-                    if header.has_producer_id:
-                        if header.is_control:
-                            try:
-                                marker = read_marker(data, pos)
-                            except InvalidTxnMarker as e:
-                                log.warning(
-                                    "%s: skipping the marker at %d: %s", self.name, offset, e
-                                )
-                            else:
-                                self._apply_marker(partition_log, header, marker)
-                        else:
-                            self._apply(header)
-                        replayed += 1
+                    yield data, pos, header
                     offset = header.next_offset
                     advanced = True
             except ProtocolError as e:
-                log.warning("%s: stopped replaying producer state at %d: %s", self.name, offset, e)
-                return replayed
+                log.warning("%s: %s stopped at %d: %s", self.name, what, offset, e)
+                return
             if not advanced:
-                break
-        return replayed
+                return
 
     def _apply(self, header: rb.BatchHeader) -> None:
         if header.is_transactional and self.verifications:
@@ -672,46 +690,30 @@ class ProducerStateManager:
         offset = max(partition_log.log_start_offset, end - RETRY_SEARCH_OFFSETS)
         pid, epoch = header.producer_id, header.producer_epoch
         first, last = header.base_sequence, header.last_sequence
-        read = 0
-        while offset < end and read < RETRY_SEARCH_BYTES:
-            try:
-                region = partition_log.read(offset, REPLAY_CHUNK_BYTES, max_offset=end)
-            except StorageError:
-                return None
-            if region is None:
-                return None
-            data = region.read()
-            read += len(data)
-            advanced = False
-            for _, found in rb.iter_batches(data, verify_crc=False):
-                if found.next_offset <= offset:
-                    continue
-                if (
-                    found.producer_id == pid
-                    and found.producer_epoch == epoch
-                    and found.base_sequence == first
-                    and found.last_sequence == last
-                    and not found.is_control
-                ):
-                    log.info(
-                        "%s: a retry of producer %d's sequences %d-%d found at offset %d, "
-                        "older than its remembered batches: answered as a duplicate",
-                        self.name,
-                        pid,
-                        first,
-                        last,
-                        found.base_offset,
-                    )
-                    return BatchMetadata(
-                        found.last_sequence,
-                        found.last_offset,
-                        found.last_offset_delta,
-                        found.max_timestamp,
-                    )
-                offset = found.next_offset
-                advanced = True
-            if not advanced:
-                return None
+        batches = self._log_batches(
+            partition_log, offset, end, "looking for a retried batch", RETRY_SEARCH_BYTES
+        )
+        for _, _, found in batches:
+            if (
+                found.producer_id == pid
+                and found.producer_epoch == epoch
+                and found.base_sequence == first
+                and found.last_sequence == last
+                and not found.is_control
+            ):
+                log.info(
+                    "%s: a retry of producer %d's sequences %d-%d found at offset %d, older "
+                    "than its remembered batches: answered as a duplicate",
+                    self.name,
+                    pid,
+                    first,
+                    last,
+                    found.base_offset,
+                )
+                return BatchMetadata(
+                    found.last_sequence, found.last_offset, found.last_offset_delta,
+                    found.max_timestamp,
+                )  # fmt: skip
         return None
 
     def _check(
