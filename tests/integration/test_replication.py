@@ -124,9 +124,8 @@ def restart(cluster: ProcessCluster, broker_id: int) -> None:
     proc.start()
 
 
-def batches(proc: Any, topic: str, partition: int) -> list[tuple[int, int, int, int]]:
-    """(base offset, partition leader epoch, length, CRC) of every batch of a replica, read
-    from its segment files."""
+def read_headers(proc: Any, topic: str, partition: int) -> list[rb.BatchHeader]:
+    """The header of every batch of a replica, read from its segment files."""
     directory = Path(proc.data_dir) / f"{topic}-{partition}"
     out = []
     for path in sorted(directory.glob("*.log")):
@@ -136,35 +135,31 @@ def batches(proc: Any, topic: str, partition: int) -> list[tuple[int, int, int, 
             header = rb.read_header(data, pos)
             if header.batch_length <= 0 or pos + header.size > len(data):
                 break
-            out.append(
-                (header.base_offset, header.partition_leader_epoch, header.batch_length, header.crc)
-            )
+            out.append(header)
             pos += header.size
     return out
 
 
+def batches(proc: Any, topic: str, partition: int) -> list[tuple[int, int, int, int]]:
+    """(base offset, partition leader epoch, length, CRC) of every batch of a replica."""
+    return [
+        (h.base_offset, h.partition_leader_epoch, h.batch_length, h.crc)
+        for h in read_headers(proc, topic, partition)
+    ]
+
+
 def headers(proc: Any, topic: str, partition: int) -> list[tuple[range, int, int, range]]:
     """(offsets, partition leader epoch, producer epoch, sequences) of every batch of a
-    replica, read from its segment files: what tells a retry from a client's epoch bump."""
-    directory = Path(proc.data_dir) / f"{topic}-{partition}"
-    out = []
-    for path in sorted(directory.glob("*.log")):
-        data = path.read_bytes()
-        pos = 0
-        while pos + rb.HEADER_SIZE <= len(data):
-            h = rb.read_header(data, pos)
-            if h.batch_length <= 0 or pos + h.size > len(data):
-                break
-            out.append(
-                (
-                    range(h.base_offset, h.last_offset + 1),
-                    h.partition_leader_epoch,
-                    h.producer_epoch,
-                    range(h.base_sequence, h.last_sequence + 1),
-                )
-            )
-            pos += h.size
-    return out
+    replica: what tells a retry from a client's epoch bump."""
+    return [
+        (
+            range(h.base_offset, h.last_offset + 1),
+            h.partition_leader_epoch,
+            h.producer_epoch,
+            range(h.base_sequence, h.last_sequence + 1),
+        )
+        for h in read_headers(proc, topic, partition)
+    ]
 
 
 def replicas_identical(cluster: ProcessCluster, topic: str, partitions: int) -> bool:
