@@ -427,7 +427,14 @@ def test_below_min_insync_acks_all_is_refused_and_the_isr_grows_back(
     for b in others:
         kill(cluster, b)
     wait_for(lambda: state(cluster, "minisr", 0)["isr"] == [leader], "the ISR down to the leader")
-    answer = produce_raw(cluster.brokers[leader].bootstrap, "minisr", 0, -1, b"b")
+
+    def refused() -> Any:
+        # the leader learns the shrunk ISR a moment after ZooKeeper has it: meanwhile it
+        # appends and then answers NOT_ENOUGH_REPLICAS_AFTER_APPEND, as Kafka's leader does
+        a = produce_raw(cluster.brokers[leader].bootstrap, "minisr", 0, -1, b"b")
+        return None if a.error_code == ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND else a
+
+    answer = wait_for(refused, "the leader's own view of the shrunk ISR", timeout=30)
     assert answer.error_code == ErrorCode.NOT_ENOUGH_REPLICAS
     answer = produce_raw(cluster.brokers[leader].bootstrap, "minisr", 0, 1, b"c")
     assert answer.error_code == ErrorCode.NONE
