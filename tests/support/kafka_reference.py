@@ -106,11 +106,23 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
+def _write_config(path: Path, text: str) -> None:
+    """Writes a configuration file that running JVMs may be reading: tools run concurrently share
+    one file per Kafka version, and a JVM that read it while it was truncated in place started
+    without appenders and printed log4j's warnings into the tool's output."""
+    if path.exists() and path.read_text() == text:
+        return
+    pending = path.with_name(f"{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    pending.write_text(text)
+    os.replace(pending, path)
+
+
 def _log_config(directory: Path, version: str, level: str = "INFO") -> list[str]:
     """A logging configuration that writes to stdout (the caller's file), as a -D option."""
     if is_kraft_line(version):
         path = directory / "log4j2.properties"
-        path.write_text(
+        _write_config(
+            path,
             "\n".join(
                 [
                     "status = error",
@@ -124,11 +136,12 @@ def _log_config(directory: Path, version: str, level: str = "INFO") -> list[str]
                     "logger.zk.level = WARN",
                     "",
                 ]
-            )
+            ),
         )
         return [f"-Dlog4j2.configurationFile=file:{path}"]
     path = directory / "log4j.properties"
-    path.write_text(
+    _write_config(
+        path,
         "\n".join(
             [
                 f"log4j.rootLogger={level}, out",
@@ -139,7 +152,7 @@ def _log_config(directory: Path, version: str, level: str = "INFO") -> list[str]
                 "log4j.logger.kafka.request.logger=WARN",
                 "",
             ]
-        )
+        ),
     )
     return [f"-Dlog4j.configuration=file:{path}"]
 
