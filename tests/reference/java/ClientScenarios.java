@@ -74,12 +74,25 @@ public final class ClientScenarios {
                 outcome = "OK\t" + s.run(name);
             } catch (Throwable e) {
                 Throwable cause = e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e;
-                outcome = "FAIL\t" + cause.getClass().getName() + ": " + String.valueOf(cause.getMessage()).replace('\n', ' ');
+                outcome = "FAIL\t" + cause.getClass().getName() + ": " + String.valueOf(cause.getMessage()).replace('\n', ' ')
+                        + where(e);
             }
             System.out.println("RESULT\t" + name + "\t" + outcome);
             System.out.flush();
         }
         System.exit(0);
+    }
+
+    /** Where a scenario failed: its own frames of the stack (the innermost first), so that a
+     *  timeout says which step it timed out in. */
+    private static String where(Throwable e) {
+        StringBuilder b = new StringBuilder();
+        for (StackTraceElement f : e.getStackTrace()) {
+            String cls = f.getClassName();
+            if (!cls.startsWith("ClientScenarios") && !cls.startsWith("Kip848Scenarios")) continue;
+            b.append(b.length() == 0 ? " (at " : " < ").append(f.getMethodName()).append(':').append(f.getLineNumber());
+        }
+        return b.length() == 0 ? "" : b.append(')').toString();
     }
 
     private String run(String name) throws Exception {

@@ -195,7 +195,9 @@ final class Kip848Scenarios implements ClientScenarios.Scenarios {
     private void produce(KafkaProducer<String, String> p, String topic, int from, int to) throws Exception {
         List<java.util.concurrent.Future<?>> acks = new ArrayList<>();
         for (int i = from; i < to; i++) acks.add(p.send(new ProducerRecord<>(topic, i % PARTITIONS, null, String.valueOf(i))));
-        for (java.util.concurrent.Future<?> f : acks) f.get(60, TimeUnit.SECONDS);
+        // bounded by the producer's own delivery.timeout.ms (2 min), whose expiry names the
+        // partition and how long its batch waited
+        for (java.util.concurrent.Future<?> f : acks) f.get();
     }
 
     /** Three members consume a 6-partition topic; one leaves cleanly mid-way, a fourth joins;
