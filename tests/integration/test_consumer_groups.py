@@ -106,9 +106,9 @@ def wait_all_processed(tmp: Path, workers: list[Worker], count: int, timeout: fl
 
     try:
         wait_for(slowly, f"all {count} records processed", timeout=timeout)
-    except AssertionError:
-        print(processing_report(workers, count))
-        raise
+    except AssertionError as e:
+        # in the message, so that the run's summary (all a CI log may keep) carries it
+        raise AssertionError(f"{e}\n{processing_report(workers, count)}") from None
 
 
 def processing_report(workers: list[Worker], count: int) -> str:

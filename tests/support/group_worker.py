@@ -19,6 +19,7 @@ SIGTERM closes it cleanly (commit, leave the group); SIGKILL is a crash.
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import time
@@ -49,6 +50,9 @@ class Worker:
             config["partition.assignment.strategy"] = "cooperative-sticky"
         if args.instance:
             config["group.instance.id"] = args.instance
+        if os.environ.get("ODRADEK_WORKER_DEBUG"):
+            # librdkafka's debug contexts (e.g. "cgrp,fetch"), written to the worker's stderr
+            config["debug"] = os.environ["ODRADEK_WORKER_DEBUG"]
         self.consumer = Consumer(config)
 
     def log(self, *parts: object) -> None:
