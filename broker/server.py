@@ -609,6 +609,14 @@ class Broker:
             self.acceptor.close()
         if self._metrics_server is not None:
             self._metrics_server.close()
+        # Kafka's order (KafkaServer.shutdown: the socket server stops processing requests
+        # before the coordinators shut down): no request is taken once the coordinators start
+        # unloading, so no client is told COORDINATOR_NOT_AVAILABLE by a broker about to vanish;
+        # it sees the connection close and finds the coordinator again once one is back.
+        # librdkafka's KIP-848 consumer took that answer to an OffsetFetch as final and never
+        # started the partitions it had asked about.
+        for p in self.processors:
+            p.stop_taking_requests("the broker is shutting down")
         if self.groups is not None:
             # answers members waiting in JoinGroup/SyncGroup, so the drain need not wait for them
             self.groups.shutdown()

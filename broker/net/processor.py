@@ -138,6 +138,18 @@ class Processor(threading.Thread):
         another thread as a hint: the set is copied first)."""
         return any(c.busy for c in list(self.connections))
 
+    def stop_taking_requests(self, reason: str) -> None:
+        """Reads no more requests on any connection (thread-safe): an idle connection closes
+        now, one with a request in flight once its responses are sent."""
+        self.call(self._stop_taking_requests, reason)
+
+    def _stop_taking_requests(self, reason: str) -> None:
+        for conn in list(self.connections):
+            if conn.busy:
+                conn.close_after_responses(reason)
+            else:
+                conn.close(reason)
+
     def _closed(self, conn: Connection) -> None:
         self.connections.discard(conn)
         self.quotas.closed(conn.session.client_host)
