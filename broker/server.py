@@ -615,8 +615,9 @@ class Broker:
         # it sees the connection close and finds the coordinator again once one is back.
         # librdkafka's KIP-848 consumer took that answer to an OffsetFetch as final and never
         # started the partitions it had asked about.
-        for p in self.processors:
-            p.stop_taking_requests("the broker is shutting down")
+        stopped = [p.stop_taking_requests("the broker is shutting down") for p in self.processors]
+        if stopped:
+            await asyncio.wait([asyncio.wrap_future(f) for f in stopped], timeout=5.0)
         if self.groups is not None:
             # answers members waiting in JoinGroup/SyncGroup, so the drain need not wait for them
             self.groups.shutdown()

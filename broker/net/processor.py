@@ -13,6 +13,7 @@ on the processor's own thread.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import socket
 import threading
@@ -138,17 +139,27 @@ class Processor(threading.Thread):
         another thread as a hint: the set is copied first)."""
         return any(c.busy for c in list(self.connections))
 
-    def stop_taking_requests(self, reason: str) -> None:
+    def stop_taking_requests(self, reason: str) -> concurrent.futures.Future[None]:
         """Reads no more requests on any connection (thread-safe): an idle connection closes
-        now, one with a request in flight once its responses are sent."""
-        self.call(self._stop_taking_requests, reason)
+        now, one with a request in flight once its responses are sent. The future is done once
+        the processor's loop has done it (at once if the loop no longer runs)."""
+        done: concurrent.futures.Future[None] = concurrent.futures.Future()
+        if not self.is_alive():
+            done.set_result(None)
+            return done
 
-    def _stop_taking_requests(self, reason: str) -> None:
-        for conn in list(self.connections):
-            if conn.busy:
-                conn.close_after_responses(reason)
-            else:
-                conn.close(reason)
+        def apply() -> None:
+            try:
+                for conn in list(self.connections):
+                    if conn.busy:
+                        conn.close_after_responses(reason)
+                    else:
+                        conn.close(reason)
+            finally:
+                done.set_result(None)
+
+        self.call(apply)
+        return done
 
     def _closed(self, conn: Connection) -> None:
         self.connections.discard(conn)
