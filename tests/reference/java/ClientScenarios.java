@@ -173,8 +173,18 @@ public final class ClientScenarios {
         return new KafkaConsumer<>(p);
     }
 
+    /** Creates a topic and waits until its leader serves every partition. Kafka (4.4 seen)
+     *  shows a new partition's leader in Metadata a moment before its replica manager has the
+     *  partition: an idempotent producer's first batch can then be refused
+     *  (NOT_LEADER_OR_FOLLOWER) while the second, right behind it, is written, and the first's
+     *  retry (sequence 0) is OUT_OF_ORDER_SEQUENCE_NUMBER until the delivery timeout (a loaded
+     *  run expired 73 records after 120 s so). ListOffsets is answered by the replica manager
+     *  itself, and the admin client retries it until the partitions are there. */
     void createTopic(Admin admin, String topic, int partitions, Map<String, String> configs) throws Exception {
         admin.createTopics(List.of(new NewTopic(topic, partitions, (short) 1).configs(configs))).all().get(60, TimeUnit.SECONDS);
+        Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
+        for (int i = 0; i < partitions; i++) latest.put(new TopicPartition(topic, i), OffsetSpec.latest());
+        admin.listOffsets(latest).all().get(60, TimeUnit.SECONDS);
     }
 
     List<ConsumerRecord<String, String>> drain(KafkaConsumer<String, String> c, int expected) throws InterruptedException {

@@ -30,7 +30,6 @@ import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.consumer.SubscriptionPattern;
 import org.apache.kafka.clients.producer.KafkaProducer;
-import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.GroupState;
 import org.apache.kafka.common.GroupType;
@@ -210,14 +209,7 @@ final class Kip848Scenarios implements ClientScenarios.Scenarios {
         String group = topic + "-group";
         Member c1, c2, c3, c4;
         List<Member> everyone = new ArrayList<>();
-        // One request in flight: Kafka 4.4 shows a new partition's leader in Metadata a moment
-        // before its replica manager has the partition, so the first batch can be refused
-        // (NOT_LEADER_OR_FOLLOWER) while the second, right behind it, is written; the first's
-        // retry (sequence 0) is then OUT_OF_ORDER_SEQUENCE until the producer's delivery
-        // timeout. Seen in a loaded run: 73 records expired after 120 s, Kafka's log full of
-        // "0 (incoming seq. number), 166 (current end sequence number)".
-        try (Admin admin = s.admin_();
-             KafkaProducer<String, String> p = s.producer(Map.of(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION_CONFIG, "1"))) {
+        try (Admin admin = s.admin_(); KafkaProducer<String, String> p = s.producer(Map.of())) {
             s.createTopic(admin, topic, PARTITIONS, Map.of());
             c1 = new Member("c1", topic, group);
             c2 = new Member("c2", topic, group);
