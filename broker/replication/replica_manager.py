@@ -715,6 +715,14 @@ class ReplicaManager:
         except (KafkaApiError, StorageError) as e:
             if isinstance(e, KafkaStorageError):
                 self.handle_log_dir_failure(part, e)
+            elif isinstance(e, StorageError):
+                # a producer-state refusal (sequence, epoch, transaction): Kafka's ReplicaManager
+                # logs these too ("Error processing append operation on partition")
+                log.error(
+                    "Error processing append operation on partition %s-%d (leader epoch %d, "
+                    "log end offset %d): %s", topic, partition, part.leader_epoch,
+                    part.log_end_offset, e,
+                )  # fmt: skip
             code, message = error_of(e)
             return self._append_failure(part, code, message, ())
         if required_acks == -1 and part.replicated:
