@@ -16,20 +16,31 @@ Workloads, on one standalone broker (a temp log dir), each client in its own pro
   answers Metadata for the whole topic; then a produce and a fetch on it work. The log dir's
   file counts are printed.
 
-Broker CPU is user+system time from /proc/<pid>/stat. Goals (issue 19): CPU per million records
-with 10,000 partitions at most 1.5x the 10-partition figure; start-up after SIGKILL under 10 s.
+Broker CPU is user+system time from /proc/<pid>/stat. The requests the broker answered during
+each workload are printed (from its /metrics). ``--no-startup`` skips the start-up part;
+``--profile DIR`` attaches py-spy (the dev extras) to the broker for each produce and consume
+workload and writes the stacks of the thread holding the GIL (a thread waiting for it is not
+working) as ``NAME.folded`` into DIR (flamegraph.pl and speedscope read them; sampling costs
+the broker some CPU: compare figures only between runs without it). Goals (issue 19): CPU per
+million records with 10,000 partitions at most 1.5x the 10-partition figure; start-up after
+SIGKILL under 10 s.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -184,6 +195,47 @@ def file_counts(data: Path) -> dict[str, int]:
     return counts
 
 
+@contextlib.contextmanager
+def profiled(pid: int, out_dir: Path | None, name: str) -> Iterator[None]:
+    """py-spy samples every thread of the broker while the block runs (if ``out_dir``)."""
+    if out_dir is None:
+        yield
+        return
+    out_dir.mkdir(parents=True, exist_ok=True)
+    spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or "py-spy"
+    args = [spy, "record", "--pid", str(pid), "--rate", "250", "--nonblocking", "--gil"]
+    recorder = subprocess.Popen(
+        [*args, "--format", "raw", "--output", str(out_dir / f"{name}.folded")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        yield
+    finally:
+        recorder.send_signal(signal.SIGINT)
+        recorder.wait(timeout=120)
+
+
+def request_counts(metrics_port: int) -> dict[str, float]:
+    """Requests answered so far, by request name (``kafka_network_requestmetrics_requests_total``
+    summed over versions)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=120) as r:
+        text = r.read().decode()
+    counts: dict[str, float] = {}
+    for line in text.splitlines():
+        m = re.match(
+            r'kafka_network_requestmetrics_requests_total\{request="(\w+)".*\} (\S+)', line
+        )
+        if m:
+            counts[m.group(1)] = counts.get(m.group(1), 0.0) + float(m.group(2))
+    return counts
+
+
+def counted(before: dict[str, float], after: dict[str, float]) -> str:
+    diff = {k: v - before.get(k, 0.0) for k, v in after.items()}
+    return ", ".join(f"{k} {v:,.0f}" for k, v in sorted(diff.items(), key=lambda kv: -kv[1]) if v)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -197,6 +249,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--partitions", type=int, default=10_000)
     ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--batch", type=int, default=100)
+    ap.add_argument("--no-startup", action="store_true", help="skip the start-up measurement")
+    ap.add_argument("--profile", type=Path, help="write py-spy stacks into this dir")
     if argv is None:
         argv = sys.argv[1:]
     args = ap.parse_args(argv)
@@ -209,35 +263,50 @@ def main(argv: list[str] | None = None) -> None:
         "message.max.bytes": str(16 * 1024 * 1024),
         "metrics.port": str(free_port()),
     }
+    metrics_port = int(settings["metrics.port"])
     proc = BrokerProcess(data, settings, log_path=tmp / "broker.log")
     rows: list[tuple[str, float, float, float]] = []
+    requests: list[tuple[str, str]] = []
     try:
         proc.start(timeout=600)
         for n in (10, args.partitions):
             topic = f"scale-{n}"
             worker("create", proc.bootstrap, topic, n, 0, args.batch)
+            r0 = request_counts(metrics_port)
             c0 = cpu_seconds(proc.pid)
-            prod = worker("produce", proc.bootstrap, topic, n, args.records, args.batch)
+            with profiled(proc.pid, args.profile, f"produce-{n}"):
+                prod = worker("produce", proc.bootstrap, topic, n, args.records, args.batch)
             c1 = cpu_seconds(proc.pid)
-            cons = worker("consume", proc.bootstrap, topic, n, prod["records"], args.batch)
+            r1 = request_counts(metrics_port)  # the scrape's CPU is left out of both
+            c1_ = cpu_seconds(proc.pid)
+            with profiled(proc.pid, args.profile, f"consume-{n}"):
+                cons = worker("consume", proc.bootstrap, topic, n, prod["records"], args.batch)
             c2 = cpu_seconds(proc.pid)
+            r2 = request_counts(metrics_port)
+            requests.append((f"produce, {n} partitions", counted(r0, r1)))
+            requests.append((f"consume, {n} partitions", counted(r1, r2)))
             m = prod["records"] / 1e6
             rows.append(
                 (f"produce, {n} partitions", prod["records"] / prod["seconds"], (c1 - c0) / m, 0)
             )
             rows.append(
-                (f"consume, {n} partitions", cons["records"] / cons["seconds"], (c2 - c1) / m, 0)
+                (f"consume, {n} partitions", cons["records"] / cons["seconds"], (c2 - c1_) / m, 0)
             )
         print(f"\n{args.records:,} x 100 B records, batches of {args.batch} records")
         print(f"{'workload':<30}{'records/s':>12}{'broker CPU s / M records':>28}")
         for label, rps, cpu, _ in rows:
             print(f"{label:<30}{rps:>12,.0f}{cpu:>28.2f}")
+        print("\nrequests the broker answered during each workload (its /metrics):")
+        for label, counts in requests:
+            print(f"  {label:<28}{counts}")
         for kind in ("produce", "consume"):
             small = next(r for r in rows if r[0] == f"{kind}, 10 partitions")
             big = next(r for r in rows if r[0] == f"{kind}, {args.partitions} partitions")
             print(f"{kind}: CPU per M records, {args.partitions} vs 10 partitions: "
                   f"{big[2] / small[2]:.2f}x (goal <= 1.5x)")  # fmt: skip
 
+        if args.no_startup:
+            return
         # a second segment for every partition of the big topic: segment.ms (20 s) passes
         big_topic = f"scale-{args.partitions}"
         time.sleep(21)

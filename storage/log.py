@@ -962,6 +962,10 @@ class PartitionLog:
     def delete_pending_files(self, now_ms: int | None = None, *, force: bool = False) -> int:
         """Removes the ``.deleted`` files whose delay has passed (all of them with ``force``).
         The descriptors close once no region uses them."""
+        if not self._local.pending_deletes:
+            # the common case, checked without the lock (the maintenance thread asks every log
+            # each second): a deletion scheduled meanwhile is seen on the next pass
+            return 0
         now = self.clock() if now_ms is None else now_ms
         with self._lock:
             due = self._local.take_due_deletes(now, force=force)

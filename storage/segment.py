@@ -90,6 +90,7 @@ class LogSegment:
         if create:
             self._offset_index.mark_loaded_empty()
             self._time_index.mark_loaded_empty()
+            self.txn_index.mark_loaded_empty()
 
     @classmethod
     def create(

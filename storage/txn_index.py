@@ -92,6 +92,12 @@ class TransactionIndex:
             entries = self._load()
         return entries
 
+    def mark_loaded_empty(self) -> None:
+        """A new segment's index: it has no file yet, so there is nothing to read (a read
+        would otherwise try to open the missing file once per segment)."""
+        self._last_offsets = []
+        self._entries = ()
+
     def _load(self) -> tuple[AbortedTxn, ...]:
         with self._load_lock:
             if self._entries is not None:

@@ -5,6 +5,7 @@ aborted transactions a read_committed fetch returns, and recovery after a restar
 from __future__ import annotations
 
 import struct
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +21,7 @@ from storage.producer_state import (
     TransactionCoordinatorFenced,
     VerificationGuard,
 )
+from storage.segment import LogSegment
 from storage.txn_index import ENTRY_SIZE, AbortedTxn, TransactionIndex
 from tests.unit.storage.util import FakeClock, make_batch
 
@@ -202,3 +204,18 @@ def test_kip890_verification_guard(tmp_path):
     state.maybe_start_verification(3, 0, 0)
     state.remove_expired_producers(state.clock() + state.producer_id_expiration_ms)
     assert state.verification_guard(3) is None
+
+
+def test_a_new_segments_transaction_index_is_not_read_from_disk(tmp_path, monkeypatch):
+    # a new segment has no .txnindex: a read_committed fetch must not try to open one per
+    # partition; the first abort creates the file
+    segment = LogSegment.create(tmp_path, 0, LogConfig(), created_ms=0)
+
+    def no_read(self: Path) -> bytes:
+        raise AssertionError(f"{self} read")
+
+    monkeypatch.setattr(Path, "read_bytes", no_read)
+    assert segment.txn_index.collect(0, 100) == ([], False)
+    assert segment.txn_index.append(AbortedTxn(7, 3, 10, 11))
+    monkeypatch.undo()
+    assert TransactionIndex(segment.txn_index.path, 0).entries == (AbortedTxn(7, 3, 10, 11),)
