@@ -2,7 +2,7 @@
 
     python -m bench bench_scale [--partitions 10000] [--records 1000000] [--batch 100]
                                 [--brokers kafka,odradek] [--kafka-heap 1G] [--segments 1|2]
-                                [--keep-logs DIR]
+                                [--consume-repeats 3] [--keep-logs DIR]
 
 Brokers (``--brokers``; default both when Kafka's jars are present, else Odradek alone with a
 "not run" line): Odradek standalone and Apache Kafka (the newest 4.x, KRaft combined
@@ -18,7 +18,9 @@ confluent-kafka, each in its own process.
   ``linger.ms``), on a 10-partition topic and on a ``--partitions`` topic: throughput and broker
   CPU seconds per million records;
 * **consume**: a consumer assigned to every partition reads all of it back from offset 0:
-  throughput and broker CPU per million records;
+  throughput and broker CPU per million records, the median of ``--consume-repeats`` reads
+  (default 3; a read of 10 partitions lasts about a second, where the consumer's own start
+  weighs);
 * **start-up** of each broker holding the big topic, alone (the other stopped): after a clean
   stop (SIGTERM) and after SIGKILL, the time from process start until the broker answers
   Metadata for every partition of the topic, and until a produce and a fetch on it work
@@ -45,6 +47,7 @@ import json
 import os
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -285,6 +288,12 @@ def main(argv: list[str] | None = None) -> None:
         "--brokers",
         help="comma-separated: kafka, odradek (default: both when Kafka's jars are present)",
     )
+    ap.add_argument(
+        "--consume-repeats",
+        type=int,
+        default=3,
+        help="read each topic back this many times per broker; the median is reported",
+    )
     ap.add_argument("--kafka-heap", default="1G", help="Kafka's -Xmx and -Xms (default 1G)")
     ap.add_argument(
         "--segments",
@@ -359,25 +368,35 @@ def main(argv: list[str] | None = None) -> None:
             produced: dict[str, int] = {}
             for kind in ("produce", "consume"):
                 workload = f"{kind}, {n} partitions"
+                # produce once (it adds the data the rest reads); read it back
+                # --consume-repeats times, each broker in turn, and keep the median
+                repeats = 1 if kind == "produce" else args.consume_repeats
+                runs: dict[str, list[tuple[float, float]]] = {t.name: [] for t in targets}
+                for _ in range(repeats):
+                    for t in targets:
+                        others = {o.name: cpu_seconds(o.pid) for o in targets if o is not t}
+                        c0 = cpu_seconds(t.pid)
+                        count = args.records if kind == "produce" else produced[t.name]
+                        out = worker(kind, t.bootstrap, topic, n, count, args.batch)
+                        cpu = cpu_seconds(t.pid) - c0
+                        if kind == "produce":
+                            produced[t.name] = out["records"]
+                        m = produced[t.name] / 1e6
+                        runs[t.name].append((out["records"] / out["seconds"], cpu / m))
+                        idle = ", ".join(
+                            f"{o.name} idle meanwhile {cpu_seconds(o.pid) - others[o.name]:.1f} s"
+                            for o in targets
+                            if o is not t
+                        )
+                        print(
+                            f"  {workload:<28} {t.name:<8} {runs[t.name][-1][0]:>12,.0f} "
+                            f"records/s {cpu / m:8.2f} CPU s/M  {idle}",
+                            flush=True,
+                        )
                 for t in targets:
-                    others = {o.name: cpu_seconds(o.pid) for o in targets if o is not t}
-                    c0 = cpu_seconds(t.pid)
-                    count = args.records if kind == "produce" else produced[t.name]
-                    out = worker(kind, t.bootstrap, topic, n, count, args.batch)
-                    cpu = cpu_seconds(t.pid) - c0
-                    if kind == "produce":
-                        produced[t.name] = out["records"]
-                    m = produced[t.name] / 1e6
-                    rows[workload, t.name] = (out["records"] / out["seconds"], cpu / m)
-                    idle = ", ".join(
-                        f"{o.name} idle meanwhile {cpu_seconds(o.pid) - others[o.name]:.1f} s"
-                        for o in targets
-                        if o is not t
-                    )
-                    print(
-                        f"  {workload:<28} {t.name:<8} {rows[workload, t.name][0]:>12,.0f} "
-                        f"records/s {cpu / m:8.2f} CPU s/M  {idle}",
-                        flush=True,
+                    rows[workload, t.name] = (
+                        statistics.median(r[0] for r in runs[t.name]),
+                        statistics.median(r[1] for r in runs[t.name]),
                     )
         print(f"load average after the workloads: {os.getloadavg()}")
         print(f"\n{args.records:,} x 100 B records, batches of {args.batch} records")
