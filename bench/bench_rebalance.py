@@ -8,7 +8,8 @@ Two changes, each repeated ``ROUNDS`` times, for each protocol:
 * **join**: 9 members own the 60 partitions; a 10th subscribes;
 * **leave**: 10 members; one closes (it leaves the group cleanly).
 
-Measured from the change until every partition is owned again and every member owns some
+Measured from the change (a leave: from the moment the leaver's ``close()`` returns, whose own
+time is printed too) until every partition is owned again and every member owns some
 ("settled"), from the members' own assignment callbacks, polled every 5 ms; and how many of the
 partitions that stayed with a member that was there before and after the change stopped being
 owned meanwhile ("stopped": a stop-the-world rebalance stops them all, KIP-848 none) with the
@@ -179,7 +180,13 @@ def run_protocol(bootstrap: str, label: str, config: dict[str, Any], index: int)
     own = Ownership()
     members = [Member(bootstrap, group, topic, f"m{i}", config, own) for i in range(MEMBERS - 1)]
     names = [m.name for m in members]
-    results: dict[str, Any] = {"join": [], "leave": [], "join_stops": [], "leave_stops": []}
+    results: dict[str, Any] = {
+        "join": [],
+        "leave": [],
+        "join_stops": [],
+        "leave_stops": [],
+        "close": [],
+    }
     try:
         _wait(lambda: own.settled(names))
         for r in range(ROUNDS):
@@ -195,7 +202,9 @@ def run_protocol(bootstrap: str, label: str, config: dict[str, Any], index: int)
             before = dict(own.owner)
             leaving = members.pop(0)
             names.remove(leaving.name)
+            closing = time.perf_counter()
             leaving.close()
+            results["close"].append(time.perf_counter() - closing)
             results["leave"].append(_wait(lambda: own.settled(names)))
             results["leave_stops"].append(_kept_stops(own, before, leaving.name))
             members.append(joiner)
@@ -251,15 +260,16 @@ def main(argv: list[str] | None = None) -> None:
         )
         print(
             "| protocol | broker | join: settled (median, max) | join: kept partitions stopped "
-            "(count, longest) | leave: settled (median, max) | leave: kept partitions stopped |"
+            "(count, longest) | leave: settled (median, max) | leave: kept partitions stopped "
+            "| leave: the leaver's close() (median, max) |"
         )
-        print("|---|---|---|---|---|---|")
+        print("|---|---|---|---|---|---|---|")
         for index, (label, config) in enumerate(PROTOCOLS.items()):
             for name, broker in brokers.items():
                 r = run_protocol(broker.bootstrap, label, config, index)
                 print(
                     f"| {label} | {name} | {_ms(r['join'])} | {_stops(r['join_stops'])} "
-                    f"| {_ms(r['leave'])} | {_stops(r['leave_stops'])} |",
+                    f"| {_ms(r['leave'])} | {_stops(r['leave_stops'])} | {_ms(r['close'])} |",
                     flush=True,
                 )
         print(f"load average after: {os.getloadavg()}")
