@@ -465,6 +465,11 @@ def main(argv: list[str] | None = None) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _ratio(a: float, b: float, unit: str = "") -> str:
+    """``a / b`` to two decimals; "n/a" when ``b`` is 0 (too few records for /proc's clock)."""
+    return f"{a / b:.2f}{unit}" if b else "n/a"
+
+
 def table(rows: dict[tuple[str, str], tuple[float, float]], names: list[str], big: int) -> str:
     both = len(names) == 2
     head = "| workload | " + " | ".join(f"{n}: records/s" for n in names)
@@ -478,7 +483,7 @@ def table(rows: dict[tuple[str, str], tuple[float, float]], names: list[str], bi
         cells += [f"{rows[workload, n][1]:.2f}" for n in names]
         if both:
             k, o = rows[workload, "kafka"], rows[workload, "odradek"]
-            cells += [f"{o[0] / k[0]:.2f}", f"{o[1] / k[1]:.2f}"]
+            cells += [_ratio(o[0], k[0]), _ratio(o[1], k[1])]
         lines.append(f"| {workload} | " + " | ".join(cells) + " |")
     lines.append("")
     for kind in ("produce", "consume"):
@@ -486,7 +491,7 @@ def table(rows: dict[tuple[str, str], tuple[float, float]], names: list[str], bi
             small, large = rows[f"{kind}, 10 partitions", n], rows[f"{kind}, {big} partitions", n]
             lines.append(
                 f"{kind}, {n}: CPU per M records, {big} vs 10 partitions: "
-                f"{large[1] / small[1]:.2f}x (goal <= 1.5x)"
+                f"{_ratio(large[1], small[1], 'x')} (goal <= 1.5x)"
             )
     return "\n".join(lines)
 
