@@ -1,13 +1,15 @@
 """Rebalance time of a 10-member group: KIP-848 (``group.protocol=consumer``) against the classic
-protocol (librdkafka's default eager range assignment, and cooperative-sticky), in one run, on one
-broker, with the same clients (confluent-kafka consumers polling on their own threads).
+protocol (librdkafka's default eager range assignment, and cooperative-sticky), in one run, on
+Odradek and on Apache Kafka, with the same clients (confluent-kafka consumers polling on their
+own threads).
 
 Two changes, each repeated ``ROUNDS`` times, for each protocol:
 
 * **join**: 9 members own the 60 partitions; a 10th subscribes;
 * **leave**: 10 members; one closes (it leaves the group cleanly).
 
-Measured from the change until every partition is owned again and every member owns some
+Measured from the change (a leave: from the moment the leaver's ``close()`` returns, whose own
+time is printed too) until every partition is owned again and every member owns some
 ("settled"), from the members' own assignment callbacks, polled every 5 ms; and how many of the
 partitions that stayed with a member that was there before and after the change stopped being
 owned meanwhile ("stopped": a stop-the-world rebalance stops them all, KIP-848 none) with the
@@ -15,13 +17,24 @@ longest such stop. Members heartbeat every 500 ms in both protocols (KIP-848:
 ``group.consumer.heartbeat.interval.ms``, which the broker tells members; classic:
 ``heartbeat.interval.ms``), since a member learns of a rebalance at its next heartbeat.
 
-Run: ``python -m bench bench_rebalance``. Figures are printed, never asserted.
+Brokers (``--brokers kafka,odradek``; default both when Kafka's jars are present, else
+Odradek alone with a "not run" line): Odradek standalone and Apache Kafka (the newest 4.x,
+KRaft, kafka-server-start's JVM options; bench/targets.py), both up for the whole run, each
+protocol run against Kafka then Odradek, with the same broker settings (``GROUP_SETTINGS``:
+``group.consumer.heartbeat.interval.ms`` and ``group.consumer.min.heartbeat.interval.ms`` at
+500 ms, no initial rebalance delay, 10 offsets partitions).
+
+Run: ``python -m bench bench_rebalance [--brokers kafka,odradek]``. Figures are printed, never
+asserted.
 """
 
 from __future__ import annotations
 
+import argparse
+import os
 import shutil
 import statistics
+import sys
 import tempfile
 import threading
 import time
@@ -32,13 +45,24 @@ from typing import Any
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from bench.targets import choose_brokers, kafka_kraft
 from tests.integration.broker_process import BrokerProcess
+from tests.support.kafka_reference import KafkaBroker, kraft_version
 
 COMMAND = "python -m bench bench_rebalance"
 MEMBERS = 10
 PARTITIONS = 60
 ROUNDS = 3
 HEARTBEAT_MS = 500
+#: The same on Odradek and on Kafka: KIP-848 members heartbeat every HEARTBEAT_MS (the broker
+#: tells them its group.consumer.heartbeat.interval.ms, which may not be below the minimum,
+#: 5 s by default on Kafka); no initial rebalance delay for classic groups.
+GROUP_SETTINGS = {
+    "group.initial.rebalance.delay.ms": "0",
+    "group.consumer.min.heartbeat.interval.ms": str(HEARTBEAT_MS),
+    "group.consumer.heartbeat.interval.ms": str(HEARTBEAT_MS),
+    "offsets.topic.num.partitions": "10",
+}
 
 PROTOCOLS: dict[str, dict[str, Any]] = {
     "KIP-848 (consumer, uniform)": {"group.protocol": "consumer"},
@@ -156,7 +180,13 @@ def run_protocol(bootstrap: str, label: str, config: dict[str, Any], index: int)
     own = Ownership()
     members = [Member(bootstrap, group, topic, f"m{i}", config, own) for i in range(MEMBERS - 1)]
     names = [m.name for m in members]
-    results: dict[str, Any] = {"join": [], "leave": [], "join_stops": [], "leave_stops": []}
+    results: dict[str, Any] = {
+        "join": [],
+        "leave": [],
+        "join_stops": [],
+        "leave_stops": [],
+        "close": [],
+    }
     try:
         _wait(lambda: own.settled(names))
         for r in range(ROUNDS):
@@ -166,15 +196,17 @@ def run_protocol(bootstrap: str, label: str, config: dict[str, Any], index: int)
             joiner = Member(bootstrap, group, topic, f"joiner{r}", config, own)
             names.append(joiner.name)
             results["join"].append(_wait(lambda: own.settled(names)))
-            results["join_stops"].append(_stops(own, before, joiner.name))
+            results["join_stops"].append(_kept_stops(own, before, joiner.name))
             time.sleep(1)
             own.reset_stops()
             before = dict(own.owner)
             leaving = members.pop(0)
             names.remove(leaving.name)
+            closing = time.perf_counter()
             leaving.close()
+            results["close"].append(time.perf_counter() - closing)
             results["leave"].append(_wait(lambda: own.settled(names)))
-            results["leave_stops"].append(_stops(own, before, leaving.name))
+            results["leave_stops"].append(_kept_stops(own, before, leaving.name))
             members.append(joiner)
     finally:
         for m in members:
@@ -182,7 +214,7 @@ def run_protocol(bootstrap: str, label: str, config: dict[str, Any], index: int)
     return results
 
 
-def _stops(own: Ownership, before: dict[int, str | None], subject: str) -> tuple[int, float]:
+def _kept_stops(own: Ownership, before: dict[int, str | None], subject: str) -> tuple[int, float]:
     """(partitions that stayed with their member but stopped meanwhile, longest stop)."""
     with own.lock:
         kept = [
@@ -192,48 +224,69 @@ def _stops(own: Ownership, before: dict[int, str | None], subject: str) -> tuple
         return len(stopped), max(stopped, default=0.0)
 
 
-def main() -> None:
-    tmp = Path(tempfile.mkdtemp(prefix="odradek-bench-rebalance-"))
-    broker = BrokerProcess(
-        tmp / "data",
-        {
-            "group.initial.rebalance.delay.ms": "0",
-            "group.consumer.min.heartbeat.interval.ms": str(HEARTBEAT_MS),
-            "group.consumer.heartbeat.interval.ms": str(HEARTBEAT_MS),
-            "offsets.topic.num.partitions": "10",
-        },
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    broker.start()
+    ap.add_argument(
+        "--brokers",
+        help="comma-separated: kafka, odradek (default: both when Kafka's jars are present)",
+    )
+    if argv is None:
+        argv = sys.argv[1:]
+    args = ap.parse_args(argv)
+    names, not_run = choose_brokers(args.brokers)
+    print(f"command: {COMMAND} {' '.join(argv)}".rstrip())
+    if not_run:
+        print(not_run)
+    print(f"load average before: {os.getloadavg()}; {os.cpu_count()} cores")
+    tmp = Path(tempfile.mkdtemp(prefix="odradek-bench-rebalance-"))
+    brokers: dict[str, BrokerProcess | KafkaBroker] = {}
+    for name in names:
+        if name == "kafka":
+            brokers[name] = kafka_kraft(tmp / "kafka", dict(GROUP_SETTINGS))
+        else:
+            (tmp / "odradek").mkdir(parents=True)
+            brokers[name] = BrokerProcess(tmp / "odradek" / "data", dict(GROUP_SETTINGS))
     try:
+        for broker in brokers.values():
+            broker.start(timeout=300)
+        if "kafka" in brokers:
+            print(f"Kafka {kraft_version()} (KRaft), kafka-server-start's JVM options")
         print(
             f"{MEMBERS} members, {PARTITIONS} partitions, heartbeats every {HEARTBEAT_MS} ms, "
-            f"{ROUNDS} rounds; settled = every partition owned and every member owning some"
+            f"{ROUNDS} rounds; settled = every partition owned and every member owning some; "
+            f"broker settings: {GROUP_SETTINGS}"
         )
         print(
-            "| protocol | join: settled (median, max) | join: kept partitions stopped "
-            "(count, longest) | leave: settled (median, max) | leave: kept partitions stopped |"
+            "| protocol | broker | join: settled (median, max) | join: kept partitions stopped "
+            "(count, longest) | leave: settled (median, max) | leave: kept partitions stopped "
+            "| leave: the leaver's close() (median, max) |"
         )
-        print("|---|---|---|---|---|")
+        print("|---|---|---|---|---|---|---|")
         for index, (label, config) in enumerate(PROTOCOLS.items()):
-            r = run_protocol(broker.bootstrap, label, config, index)
-
-            def ms(xs: list[float]) -> str:
-                return f"{statistics.median(xs) * 1000:.0f} ms, {max(xs) * 1000:.0f} ms"
-
-            def stops(xs: list[tuple[int, float]]) -> str:
-                n = max(x[0] for x in xs)
-                longest = max(x[1] for x in xs)
-                return f"{n}, {longest * 1000:.0f} ms"
-
-            print(
-                f"| {label} | {ms(r['join'])} | {stops(r['join_stops'])} | {ms(r['leave'])} "
-                f"| {stops(r['leave_stops'])} |",
-                flush=True,
-            )
-        print(f"command: {COMMAND}")
+            for name, broker in brokers.items():
+                r = run_protocol(broker.bootstrap, label, config, index)
+                print(
+                    f"| {label} | {name} | {_ms(r['join'])} | {_stops(r['join_stops'])} "
+                    f"| {_ms(r['leave'])} | {_stops(r['leave_stops'])} | {_ms(r['close'])} |",
+                    flush=True,
+                )
+        print(f"load average after: {os.getloadavg()}")
     finally:
-        broker.stop()
+        for broker in brokers.values():
+            broker.stop()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _ms(xs: list[float]) -> str:
+    return f"{statistics.median(xs) * 1000:.0f} ms, {max(xs) * 1000:.0f} ms"
+
+
+def _stops(xs: list[tuple[int, float]]) -> str:
+    n = max(x[0] for x in xs)
+    longest = max(x[1] for x in xs)
+    return f"{n}, {longest * 1000:.0f} ms"
 
 
 if __name__ == "__main__":

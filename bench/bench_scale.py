@@ -1,29 +1,51 @@
-"""Scale: one broker with 10 vs 10,000 partitions (issue 19).
+"""Scale: one broker with 10 vs 10,000 partitions, Odradek beside Apache Kafka (issue 19).
 
     python -m bench bench_scale [--partitions 10000] [--records 1000000] [--batch 100]
+                                [--brokers kafka,odradek] [--kafka-heap 1G] [--segments 1|2]
+                                [--consume-repeats 3] [--keep-logs DIR] [--no-startup]
+                                [--profile DIR]
 
-Workloads, on one standalone broker (a temp log dir), each client in its own process:
+Brokers (``--brokers``; default both when Kafka's jars are present, else Odradek alone with a
+"not run" line): Odradek standalone and Apache Kafka (the newest 4.x, KRaft combined
+broker+controller, kafka-server-start's JVM options; bench/targets.py), each with a temp log dir
+removed at the end, both with the same settings (200 MB requests, 16 MB batches, one replica).
+Both run at once for the throughput rows, each workload against Kafka then Odradek so that
+machine drift hits both alike, after an unmeasured warm-up of each (half the records, produced
+and consumed: the JVM compiles Kafka's hot paths in its first seconds). Clients are
+confluent-kafka, each in its own process.
 
-* **produce**: ``--records`` 100 B records spread evenly over the topic's partitions with
-  confluent-kafka, in batches of ``--batch`` records whatever the partition count
-  (``batch.num.messages``, a long ``linger.ms``), on a 10-partition topic and on a
-  ``--partitions`` topic: throughput and broker CPU seconds per million records;
+* **produce**: ``--records`` 100 B records spread evenly over the topic's partitions, in
+  batches of ``--batch`` records whatever the partition count (``batch.num.messages``, a long
+  ``linger.ms``), on a 10-partition topic and on a ``--partitions`` topic: throughput and broker
+  CPU seconds per million records;
 * **consume**: a consumer assigned to every partition reads all of it back from offset 0:
-  throughput and broker CPU per million records;
-* **start-up** of the broker holding the big topic with two segments per partition (the second
-  round of records lands after ``segment.ms`` has passed, so every partition rolls once): after
-  a clean stop (SIGTERM) and after SIGKILL, the time from process start until the broker
-  answers Metadata for the whole topic; then a produce and a fetch on it work. The log dir's
-  file counts are printed.
+  throughput and broker CPU per million records, the median of ``--consume-repeats`` reads
+  (default 3; a read of 10 partitions lasts about a second, where the consumer's own start
+  weighs);
+* **start-up** of each broker holding the big topic, alone (the other stopped): after a clean
+  stop (SIGTERM) and after SIGKILL, the time from process start until the broker answers
+  Metadata for every partition of the topic, and until a produce and a fetch on it work
+  (retried until they do), with the broker's CPU seconds meanwhile. With ``--segments 2`` every
+  partition has two segments (a second round of records lands after ``segment.ms`` has passed,
+  so every partition rolls once). Kafka keeps every segment's ``.log`` file open: when the
+  open-file limit (raised toward Kafka's recommended 100,000 where the process may) cannot hold
+  two per partition, the default is one segment, on both brokers. The log dirs' file counts and
+  each broker's open files are printed. ``--no-startup`` skips this part (for both brokers).
 
-Broker CPU is user+system time from /proc/<pid>/stat. The requests the broker answered during
-each workload are printed (from its /metrics). ``--no-startup`` skips the start-up part;
-``--profile DIR`` attaches py-spy (the dev extras) to the broker for each produce and consume
-workload and writes the stacks of the thread holding the GIL (a thread waiting for it is not
-working) as ``NAME.folded`` into DIR (flamegraph.pl and speedscope read them; sampling costs
-the broker some CPU: compare figures only between runs without it). Goals (issue 19): CPU per
-million records with 10,000 partitions at most 1.5x the 10-partition figure; start-up after
-SIGKILL under 10 s.
+A topic of more than 5,000 partitions is created with 5,000 and grown with CreatePartitions in
+steps of 5,000, on both brokers: Kafka's KRaft controller refuses one operation that writes
+more than 10,000 metadata records ("Unable to perform excessively large batch operation").
+
+Broker CPU is user+system time from /proc/<pid>/stat. The requests Odradek answered during each
+workload are printed (from its /metrics; for a consume, the mean of its reads); Kafka's request
+metrics are JMX MBeans, not scraped here, so its counts print as "n/a". ``--profile DIR``
+attaches py-spy (the dev extras) to the Odradek broker only (never to Kafka's JVM) for each
+produce and consume workload and writes the stacks of the thread holding the GIL (a thread
+waiting for it is not working) into DIR as ``produce-N.folded`` and ``consume-N-READ.folded``
+(``consume-N.folded`` with one read; flamegraph.pl and speedscope read them; sampling costs
+Odradek some CPU: compare figures, Odradek's with Kafka's included, only between runs without
+it). Goals (issue 19): CPU per million records with 10,000 partitions at most 1.5x the
+10-partition figure; start-up after SIGKILL under 10 s; ahead of Kafka on each row.
 """
 
 from __future__ import annotations
@@ -31,16 +53,19 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import re
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,21 +73,34 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.bench_e2e import cpu_seconds  # noqa: E402
+from bench.targets import choose_brokers, kafka_kraft, raise_file_limit  # noqa: E402
 from tests.integration.broker_process import BrokerProcess  # noqa: E402
+from tests.support.kafka_reference import KafkaBroker, kraft_version  # noqa: E402
 
 WORKER = r"""
 import json, sys, time
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 mode, bootstrap, topic, partitions, count, batch = sys.argv[1:7]
 partitions, count, batch = int(partitions), int(count), int(batch)
 value = b"v" * 100
+STEP = 5000
 
 if mode == "create":
     admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 300000})
-    admin.create_topics([NewTopic(topic, partitions, 1, config={"segment.ms": "20000"})],
+    n = min(partitions, STEP)
+    admin.create_topics([NewTopic(topic, n, 1, config={"segment.ms": "20000"})],
                         request_timeout=300)[topic].result(300)
+    while n < partitions:
+        n = min(partitions, n + STEP)
+        admin.create_partitions([NewPartitions(topic, n)], request_timeout=300)[topic].result(300)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        known = admin.list_topics(topic, timeout=60).topics[topic].partitions
+        if len(known) == partitions and all(p.leader >= 0 for p in known.values()):
+            break
+        time.sleep(0.2)
     print(json.dumps({}))
 elif mode == "produce":
     p = Producer({"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 5000,
@@ -176,17 +214,6 @@ def produce_and_fetch_one(bootstrap: str, topic: str, partition: int) -> bool:
         return p.error_code == 0 and bool(p.records)
 
 
-def start_timed(proc: BrokerProcess, topic: str, partitions: int) -> float:
-    """Seconds from process start until Metadata answers for the whole topic."""
-    t0 = time.perf_counter()
-    proc.start(timeout=600)
-    while not metadata_ready(proc.bootstrap, topic, partitions):
-        if time.perf_counter() - t0 > 600:
-            raise RuntimeError("the broker did not serve the topic within 600 s")
-        time.sleep(0.05)
-    return time.perf_counter() - t0
-
-
 def file_counts(data: Path) -> dict[str, int]:
     counts: dict[str, int] = {}
     for path in data.rglob("*"):
@@ -231,15 +258,154 @@ def request_counts(metrics_port: int) -> dict[str, float]:
     return counts
 
 
-def counted(before: dict[str, float], after: dict[str, float]) -> str:
-    diff = {k: v - before.get(k, 0.0) for k, v in after.items()}
-    return ", ".join(f"{k} {v:,.0f}" for k, v in sorted(diff.items(), key=lambda kv: -kv[1]) if v)
+def counted(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    """The requests answered between two :func:`request_counts`."""
+    return {k: v - before.get(k, 0.0) for k, v in after.items() if v - before.get(k, 0.0)}
+
+
+def counts_text(counts: dict[str, float] | None) -> str:
+    if counts is None:
+        return "n/a"
+    return ", ".join(f"{k} {v:,.0f}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1]))
 
 
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def open_files(pid: int) -> int:
+    try:
+        return len(os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return -1
+
+
+@dataclass
+class Target:
+    """One broker under test: Odradek or Apache Kafka, started and stopped alike."""
+
+    name: str
+    broker: BrokerProcess | KafkaBroker
+    data: Path
+    #: Odradek's /metrics port; None for Kafka (its request metrics are JMX MBeans)
+    metrics_port: int | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return self.broker.bootstrap
+
+    @property
+    def pid(self) -> int:
+        return self.broker.pid
+
+    def start(self) -> None:
+        self.broker.start(timeout=900)
+
+    def stop(self) -> int:
+        return self.broker.stop(timeout=900)
+
+    def kill(self) -> int:
+        return self.broker.kill()
+
+    def request_counts(self) -> dict[str, float] | None:
+        """Requests answered so far by name, or None where they are not scraped (Kafka)."""
+        return None if self.metrics_port is None else request_counts(self.metrics_port)
+
+    def clean_shutdown_marker(self) -> bool | None:
+        """Whether Kafka left its clean-shutdown file (None for Odradek)."""
+        if self.name != "kafka":
+            return None
+        return (self.data / ".kafka_cleanshutdown").exists()
+
+
+def start_timed(target: Target, topic: str, partitions: int) -> dict[str, float]:
+    """Seconds from process start until Metadata answers for the whole topic, and until a
+    produce and a fetch on its last partition work (retried until they do); broker CPU."""
+    t0 = time.perf_counter()
+    target.start()
+    while not metadata_ready(target.bootstrap, topic, partitions):
+        if time.perf_counter() - t0 > 900:
+            raise RuntimeError(f"{target.name} did not serve the topic within 900 s")
+        time.sleep(0.05)
+    metadata = time.perf_counter() - t0
+    while True:
+        try:
+            if produce_and_fetch_one(target.bootstrap, topic, partitions - 1):
+                break
+        except (OSError, ConnectionError):
+            pass
+        if time.perf_counter() - t0 > 900:
+            raise RuntimeError(f"{target.name}: no produce and fetch within 900 s")
+        time.sleep(0.05)
+    served = time.perf_counter() - t0
+    return {"metadata": metadata, "served": served, "cpu": cpu_seconds(target.pid)}
+
+
+def mean_counts(reads: list[dict[str, float]]) -> dict[str, float] | None:
+    """The requests of one read, averaged over ``reads`` (None when none were counted)."""
+    if not reads:
+        return None
+    names = dict.fromkeys(k for r in reads for k in r)
+    return {k: sum(r.get(k, 0.0) for r in reads) / len(reads) for k in names}
+
+
+def print_log_dirs(targets: list[Target]) -> None:
+    for t in targets:
+        print(
+            f"{t.name} log dir: {json.dumps(dict(sorted(file_counts(t.data).items())))}; "
+            f"open files {open_files(t.pid)}"
+        )
+
+
+def measure_startup(targets: list[Target], big_topic: str, partitions: int, segments: int) -> None:
+    """Start-up of each broker holding ``big_topic``, one at a time with the other stopped,
+    after a clean stop and after SIGKILL (with a second segment per partition first if
+    ``segments`` is 2)."""
+    if segments == 2:
+        # a second segment for every partition of the big topic: segment.ms (20 s) passes
+        time.sleep(21)
+        for t in targets:
+            worker("produce", t.bootstrap, big_topic, partitions, partitions, 1)
+    print_log_dirs(targets)
+    for t in targets:
+        t.stop()
+    startup: dict[str, dict[str, dict[str, float]]] = {}
+    for t in targets:
+        print(
+            f"{t.name}: clean stop left the clean-shutdown marker: {t.clean_shutdown_marker()}",
+            flush=True,
+        )
+        clean = start_timed(t, big_topic, partitions)
+        time.sleep(2)
+        t.kill()
+        killed = start_timed(t, big_topic, partitions)
+        startup[t.name] = {"clean stop": clean, "SIGKILL": killed}
+        print(f"  {t.name}: {startup[t.name]}; open files {open_files(t.pid)}", flush=True)
+        t.stop()
+    print(
+        f"\nstart-up with {partitions} partitions ({segments} segment(s) each), from "
+        "process start (seconds; broker CPU seconds meanwhile):"
+    )
+    print(
+        "| after | broker | Metadata answers for every partition | produce + fetch work "
+        "| broker CPU s |"
+    )
+    print("|---|---|---|---|---|")
+    for after in ("clean stop", "SIGKILL"):
+        for t in targets:
+            s = startup[t.name][after]
+            print(
+                f"| {after} | {t.name} | {s['metadata']:.1f} s | {s['served']:.1f} s "
+                f"| {s['cpu']:.1f} |"
+            )
+        if len(targets) == 2:
+            k, o = startup["kafka"][after], startup["odradek"][after]
+            print(
+                f"| {after} | Odradek / Kafka time | {_ratio(o['metadata'], k['metadata'])} "
+                f"| {_ratio(o['served'], k['served'])} | {_ratio(o['cpu'], k['cpu'])} |"
+            )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -249,86 +415,200 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--partitions", type=int, default=10_000)
     ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--batch", type=int, default=100)
-    ap.add_argument("--no-startup", action="store_true", help="skip the start-up measurement")
-    ap.add_argument("--profile", type=Path, help="write py-spy stacks into this dir")
+    ap.add_argument(
+        "--brokers",
+        help="comma-separated: kafka, odradek (default: both when Kafka's jars are present)",
+    )
+    ap.add_argument(
+        "--consume-repeats",
+        type=int,
+        default=3,
+        help="read each topic back this many times per broker; the median is reported",
+    )
+    ap.add_argument("--kafka-heap", default="1G", help="Kafka's -Xmx and -Xms (default 1G)")
+    ap.add_argument(
+        "--segments",
+        type=int,
+        choices=(1, 2),
+        help="segments per partition for start-up (default 2, or 1 when Kafka runs and the "
+        "open-file limit cannot hold 2 per partition)",
+    )
+    ap.add_argument("--keep-logs", type=Path, help="copy the brokers' own logs here at the end")
+    ap.add_argument(
+        "--no-startup", action="store_true", help="skip the start-up measurement (both brokers)"
+    )
+    ap.add_argument(
+        "--profile", type=Path, help="write py-spy stacks of the Odradek broker into this dir"
+    )
     if argv is None:
         argv = sys.argv[1:]
     args = ap.parse_args(argv)
     print("command: python -m bench bench_scale " + " ".join(argv))
+    names, not_run = choose_brokers(args.brokers)
+    if not_run:
+        print(not_run)
+    nofile = raise_file_limit()
+    segments = args.segments
+    if segments is None:
+        # Kafka keeps every segment's .log file open
+        roomy = nofile >= 2 * args.partitions + 2000
+        segments = 2 if "kafka" not in names or roomy else 1
+        if segments == 1 and not args.no_startup:
+            print(
+                f"open-file limit {nofile}: Kafka cannot hold 2 open segments for each of "
+                f"{args.partitions} partitions, so start-up is measured with 1 on both"
+            )
+    print(
+        f"load average before: {os.getloadavg()}; {os.cpu_count()} cores; open-file limit {nofile}"
+    )
     tmp = Path(tempfile.mkdtemp(prefix="odradek-scale-"))
-    data = tmp / "data"
-    settings = {
+    shared = {
         "num.partitions": "1",
         "socket.request.max.bytes": str(200 * 1024 * 1024),
         "message.max.bytes": str(16 * 1024 * 1024),
-        "metrics.port": str(free_port()),
     }
-    metrics_port = int(settings["metrics.port"])
-    proc = BrokerProcess(data, settings, log_path=tmp / "broker.log")
-    rows: list[tuple[str, float, float, float]] = []
-    requests: list[tuple[str, str]] = []
+    targets: list[Target] = []
+    for name in names:
+        if name == "kafka":
+            kafka = kafka_kraft(
+                tmp / "kafka",
+                {**shared, "replica.fetch.max.bytes": shared["message.max.bytes"]},
+                heap=args.kafka_heap,
+            )
+            targets.append(Target("kafka", kafka, kafka.data))
+        else:
+            data = tmp / "odradek" / "data"
+            data.parent.mkdir(parents=True)
+            metrics_port = free_port()
+            settings = {**shared, "metrics.port": str(metrics_port)}
+            ours = BrokerProcess(data, settings, log_path=tmp / "odradek" / "broker.log")
+            targets.append(Target("odradek", ours, data, metrics_port))
+    #: (workload, broker) -> (records/s, broker CPU s per M records)
+    rows: dict[tuple[str, str], tuple[float, float]] = {}
+    #: (workload, broker) -> requests answered by name (None: not scraped)
+    requests: dict[tuple[str, str], dict[str, float] | None] = {}
+    started = time.perf_counter()
     try:
-        proc.start(timeout=600)
+        for t in targets:
+            t.start()
+            print(f"{t.name}: pid {t.pid} on {t.bootstrap}", flush=True)
+        if any(t.name == "kafka" for t in targets):
+            print(f"Kafka {kraft_version()} (KRaft), -Xmx{args.kafka_heap}", flush=True)
+        # an unmeasured warm-up on each broker (half the records, produced and consumed): the
+        # JVM compiles Kafka's hot paths during its first seconds (as bench_kafka)
+        warm = max(args.records // 2, 1000)
+        for t in targets:
+            worker("create", t.bootstrap, "warm-up", 10, 0, args.batch)
+            got = worker("produce", t.bootstrap, "warm-up", 10, warm, args.batch)["records"]
+            worker("consume", t.bootstrap, "warm-up", 10, got, args.batch)
         for n in (10, args.partitions):
             topic = f"scale-{n}"
-            worker("create", proc.bootstrap, topic, n, 0, args.batch)
-            r0 = request_counts(metrics_port)
-            c0 = cpu_seconds(proc.pid)
-            with profiled(proc.pid, args.profile, f"produce-{n}"):
-                prod = worker("produce", proc.bootstrap, topic, n, args.records, args.batch)
-            c1 = cpu_seconds(proc.pid)
-            r1 = request_counts(metrics_port)  # the scrape's CPU is left out of both
-            c1_ = cpu_seconds(proc.pid)
-            with profiled(proc.pid, args.profile, f"consume-{n}"):
-                cons = worker("consume", proc.bootstrap, topic, n, prod["records"], args.batch)
-            c2 = cpu_seconds(proc.pid)
-            r2 = request_counts(metrics_port)
-            requests.append((f"produce, {n} partitions", counted(r0, r1)))
-            requests.append((f"consume, {n} partitions", counted(r1, r2)))
-            m = prod["records"] / 1e6
-            rows.append(
-                (f"produce, {n} partitions", prod["records"] / prod["seconds"], (c1 - c0) / m, 0)
-            )
-            rows.append(
-                (f"consume, {n} partitions", cons["records"] / cons["seconds"], (c2 - c1_) / m, 0)
-            )
+            for t in targets:
+                worker("create", t.bootstrap, topic, n, 0, args.batch)
+            produced: dict[str, int] = {}
+            for kind in ("produce", "consume"):
+                workload = f"{kind}, {n} partitions"
+                # produce once (it adds the data the rest reads); read it back
+                # --consume-repeats times, each broker in turn, and keep the median
+                repeats = 1 if kind == "produce" else args.consume_repeats
+                runs: dict[str, list[tuple[float, float]]] = {t.name: [] for t in targets}
+                answered: dict[str, list[dict[str, float]]] = {t.name: [] for t in targets}
+                for i in range(repeats):
+                    for t in targets:
+                        r0 = t.request_counts()
+                        others = {o.name: cpu_seconds(o.pid) for o in targets if o is not t}
+                        c0 = cpu_seconds(t.pid)
+                        count = args.records if kind == "produce" else produced[t.name]
+                        spied = args.profile if t.name == "odradek" else None
+                        stacks = f"{kind}-{n}" if repeats == 1 else f"{kind}-{n}-{i + 1}"
+                        with profiled(t.pid, spied, stacks):
+                            out = worker(kind, t.bootstrap, topic, n, count, args.batch)
+                        cpu = cpu_seconds(t.pid) - c0
+                        idle = ", ".join(
+                            f"{o.name} idle meanwhile {cpu_seconds(o.pid) - others[o.name]:.1f} s"
+                            for o in targets
+                            if o is not t
+                        )
+                        r1 = t.request_counts()  # after the CPU reads: the scrape is left out
+                        if r0 is not None and r1 is not None:
+                            answered[t.name].append(counted(r0, r1))
+                        if kind == "produce":
+                            produced[t.name] = out["records"]
+                        m = produced[t.name] / 1e6
+                        runs[t.name].append((out["records"] / out["seconds"], cpu / m))
+                        print(
+                            f"  {workload:<28} {t.name:<8} {runs[t.name][-1][0]:>12,.0f} "
+                            f"records/s {cpu / m:8.2f} CPU s/M  {idle}",
+                            flush=True,
+                        )
+                for t in targets:
+                    rows[workload, t.name] = (
+                        statistics.median(r[0] for r in runs[t.name]),
+                        statistics.median(r[1] for r in runs[t.name]),
+                    )
+                    requests[workload, t.name] = mean_counts(answered[t.name])
+        print(f"load average after the workloads: {os.getloadavg()}")
         print(f"\n{args.records:,} x 100 B records, batches of {args.batch} records")
-        print(f"{'workload':<30}{'records/s':>12}{'broker CPU s / M records':>28}")
-        for label, rps, cpu, _ in rows:
-            print(f"{label:<30}{rps:>12,.0f}{cpu:>28.2f}")
-        print("\nrequests the broker answered during each workload (its /metrics):")
-        for label, counts in requests:
-            print(f"  {label:<28}{counts}")
-        for kind in ("produce", "consume"):
-            small = next(r for r in rows if r[0] == f"{kind}, 10 partitions")
-            big = next(r for r in rows if r[0] == f"{kind}, {args.partitions} partitions")
-            print(f"{kind}: CPU per M records, {args.partitions} vs 10 partitions: "
-                  f"{big[2] / small[2]:.2f}x (goal <= 1.5x)")  # fmt: skip
+        print(table(rows, [t.name for t in targets], args.partitions))
+        kafka_note = (
+            "; Kafka: n/a, its request metrics are JMX, not scraped" if "kafka" in names else ""
+        )
+        print(
+            "\nrequests each broker answered during each workload (Odradek: its /metrics, for a "
+            f"consume the mean of its reads{kafka_note}):"
+        )
+        for workload in dict.fromkeys(w for w, _ in rows):
+            for t in targets:
+                print(f"  {workload:<28} {t.name:<8} {counts_text(requests[workload, t.name])}")
 
         if args.no_startup:
-            return
-        # a second segment for every partition of the big topic: segment.ms (20 s) passes
-        big_topic = f"scale-{args.partitions}"
-        time.sleep(21)
-        worker("produce", proc.bootstrap, big_topic, args.partitions, args.partitions, 1)
-        counts = file_counts(data)
-        print(f"\nlog dir: {json.dumps(dict(sorted(counts.items())))}")
-
-        proc.stop(timeout=600)
-        clean = start_timed(proc, big_topic, args.partitions)
-        ok_clean = produce_and_fetch_one(proc.bootstrap, big_topic, args.partitions - 1)
-        time.sleep(2)
-        proc.kill()
-        killed = start_timed(proc, big_topic, args.partitions)
-        ok_killed = produce_and_fetch_one(proc.bootstrap, big_topic, 0)
-        print(f"\nstart-up with {args.partitions} partitions (2 segments each), until Metadata "
-              "answers for every partition:")  # fmt: skip
-        print(f"  after a clean stop: {clean:6.1f} s (produce + fetch after: {ok_clean})")
-        print(f"  after SIGKILL:      {killed:6.1f} s (produce + fetch after: {ok_killed}; "
-              "goal < 10 s)")  # fmt: skip
+            print_log_dirs(targets)
+            print("start-up: not measured (--no-startup)")
+        else:
+            measure_startup(targets, f"scale-{args.partitions}", args.partitions, segments)
+        print(
+            f"\nload average after: {os.getloadavg()}; whole run "
+            f"{time.perf_counter() - started:.0f} s"
+        )
     finally:
-        proc.stop(timeout=600)
+        for t in targets:
+            t.stop()
+            if args.keep_logs:
+                args.keep_logs.mkdir(parents=True, exist_ok=True)
+                log = t.broker.log_path
+                shutil.copyfile(log, args.keep_logs / f"{t.name}.log")
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _ratio(a: float, b: float, unit: str = "") -> str:
+    """``a / b`` to two decimals; "n/a" when ``b`` is 0 (too few records for /proc's clock)."""
+    return f"{a / b:.2f}{unit}" if b else "n/a"
+
+
+def table(rows: dict[tuple[str, str], tuple[float, float]], names: list[str], big: int) -> str:
+    both = len(names) == 2
+    head = "| workload | " + " | ".join(f"{n}: records/s" for n in names)
+    head += " | " + " | ".join(f"{n}: broker CPU s / M records" for n in names)
+    if both:
+        head += " | Odradek / Kafka: records/s | Odradek / Kafka: CPU"
+    lines = [head + " |", "|---" * head.count("|") + "|"]
+    lines[1] = "|---" * (head.count("|")) + "|"
+    for workload in dict.fromkeys(w for w, _ in rows):
+        cells = [f"{rows[workload, n][0]:,.0f}" for n in names]
+        cells += [f"{rows[workload, n][1]:.2f}" for n in names]
+        if both:
+            k, o = rows[workload, "kafka"], rows[workload, "odradek"]
+            cells += [_ratio(o[0], k[0]), _ratio(o[1], k[1])]
+        lines.append(f"| {workload} | " + " | ".join(cells) + " |")
+    lines.append("")
+    for kind in ("produce", "consume"):
+        for n in names:
+            small, large = rows[f"{kind}, 10 partitions", n], rows[f"{kind}, {big} partitions", n]
+            lines.append(
+                f"{kind}, {n}: CPU per M records, {big} vs 10 partitions: "
+                f"{_ratio(large[1], small[1], 'x')} (goal <= 1.5x)"
+            )
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
