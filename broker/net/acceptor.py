@@ -79,6 +79,7 @@ class Acceptor:
         self._accepting = False  # started, and not closed
         self._watching = False  # listening sockets registered with the loop
         self._paused_until = 0.0
+        self._resume_pending = False
         self._pause_s = PAUSE_MIN_S
         self._unlogged_errors = 0
         self._last_error_log = 0.0
@@ -147,8 +148,22 @@ class Acceptor:
             pass  # the main loop is closed: the broker is stopping
 
     def _resume(self) -> None:
-        if time.monotonic() >= self._paused_until and not self.quotas.at_limit():
-            self._watch()
+        if self.quotas.at_limit():
+            return  # max.connections: _on_room resumes once a connection closes
+        left = self._paused_until - time.monotonic()
+        if left > 0:
+            # a pause's timer may fire a little early (the loop's clock is cached, in
+            # milliseconds): try again when the pause has really passed, or accepting would
+            # stay paused with nothing left to resume it
+            if not self._resume_pending:
+                self._resume_pending = True
+                self.loop.call_later(left, self._resume_after_pause)
+            return
+        self._watch()
+
+    def _resume_after_pause(self) -> None:
+        self._resume_pending = False
+        self._resume()
 
     def _exhausted(self, bound: BoundListener, e: OSError) -> None:
         """Out of descriptors or memory: pause accepting, back off, log once per interval."""

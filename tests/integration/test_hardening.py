@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import socket
 import struct
+import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -176,12 +178,37 @@ def test_out_of_file_descriptors_the_acceptor_backs_off(tmp_path):
                     break
             except OSError:
                 pass
-            assert time.monotonic() < deadline, (
-                "the broker did not accept again:\n" + proc.log()[-3000:]
-            )
+            state = "" if time.monotonic() < deadline else broker_state(proc)
+            assert not state, f"the broker did not accept again:\n{state}"
             time.sleep(0.2)
     finally:
         proc.stop()
+
+
+def broker_state(proc: BrokerProcess) -> str:
+    """What a stuck broker shows: its log without tracebacks' frames, its descriptors by kind,
+    and its threads' stacks (py-spy, a dev dependency, when it can attach)."""
+    lines = [line for line in proc.log().splitlines() if not line.startswith(("  ", "Traceback"))]
+    kinds: dict[str, int] = {}
+    try:
+        for fd in os.listdir(f"/proc/{proc.pid}/fd"):
+            try:
+                target = os.readlink(f"/proc/{proc.pid}/fd/{fd}")
+            except OSError:
+                continue
+            kind = target.split(":", 1)[0] if ":" in target else "file"
+            kinds[kind] = kinds.get(kind, 0) + 1
+    except OSError as e:
+        kinds = {f"unreadable: {e}": 0}
+    try:
+        stacks = subprocess.run(
+            [str(Path(sys.executable).with_name("py-spy")), "dump", "--pid", str(proc.pid)],
+            capture_output=True, text=True, timeout=30, check=False,
+        )  # fmt: skip
+        dump = (stacks.stdout or stacks.stderr)[-6000:]
+    except (OSError, subprocess.TimeoutExpired) as e:
+        dump = f"(no stacks: {e})"
+    return "\n".join([*lines[-40:], f"descriptors: {kinds}", dump])
 
 
 def test_connection_limits_refuse_cleanly(fresh_broker):
