@@ -57,7 +57,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -75,7 +74,7 @@ sys.path.insert(0, str(ROOT))
 from bench.bench_e2e import cpu_seconds  # noqa: E402
 from bench.targets import choose_brokers, kafka_kraft, raise_file_limit  # noqa: E402
 from tests.integration.broker_process import BrokerProcess  # noqa: E402
-from tests.support.kafka_reference import KafkaBroker, kraft_version  # noqa: E402
+from tests.support.kafka_reference import KafkaBroker, free_port, kraft_version  # noqa: E402
 
 WORKER = r"""
 import json, sys, time
@@ -267,12 +266,6 @@ def counts_text(counts: dict[str, float] | None) -> str:
     if counts is None:
         return "n/a"
     return ", ".join(f"{k} {v:,.0f}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1]))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def open_files(pid: int) -> int:

@@ -62,9 +62,24 @@ from storage.errors import KafkaStorageError, StorageError
 from storage.files import FUTURE_DIR_SUFFIX
 from storage.log import AppendInfo, PartitionLog
 from storage.manager import LogManager
-from storage.producer_state import ProducerStateManager, VerificationGuard
+from storage.producer_state import (
+    InvalidProducerEpoch,
+    InvalidTxnState,
+    OutOfOrderSequence,
+    ProducerStateManager,
+    TransactionCoordinatorFenced,
+    VerificationGuard,
+)
 
 log = logging.getLogger(__name__)
+
+#: an append refused by the partition's producer state (sequence, epoch, transaction)
+_PRODUCER_STATE_REFUSALS = (
+    OutOfOrderSequence,
+    InvalidProducerEpoch,
+    TransactionCoordinatorFenced,
+    InvalidTxnState,
+)
 
 _OFFLINE_MESSAGE = "the partition's log dir is offline (an I/O error or a full disk)"
 
@@ -715,9 +730,9 @@ class ReplicaManager:
         except (KafkaApiError, StorageError) as e:
             if isinstance(e, KafkaStorageError):
                 self.handle_log_dir_failure(part, e)
-            elif isinstance(e, StorageError):
-                # a producer-state refusal (sequence, epoch, transaction): Kafka's ReplicaManager
-                # logs these too ("Error processing append operation on partition")
+            elif isinstance(e, _PRODUCER_STATE_REFUSALS):
+                # Kafka's ReplicaManager logs these (not a too-large record or batch, which any
+                # client can send at will): "Error processing append operation on partition"
                 log.error(
                     "Error processing append operation on partition %s-%d (leader epoch %d, "
                     "log end offset %d): %s", topic, partition, part.leader_epoch,
