@@ -178,7 +178,7 @@ def _response(
     read_committed: bool,
     throttle_ms: int = 0,
     session_id: int = INVALID_SESSION_ID,
-) -> Any:
+) -> FetchResponse | EncodedBody:
     """The response: encoded at once by protocol.fast_fetch for v12+ (the common case), else as
     value objects for the generated codec."""
     version = ctx.api_version
@@ -311,7 +311,7 @@ def _partition_data(t: PartitionTuple, diverging: DivergingEpoch | None) -> Part
 
 
 @handler(ApiKey.FETCH, "0-18", acl=(AclOperation.READ, ResourceType.TOPIC))
-async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> Any:
+async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchResponse | EncodedBody:
     version = ctx.api_version
     read_committed = version >= 4 and request.isolation_level == READ_COMMITTED
     by_id = version >= 13

@@ -91,7 +91,7 @@ def _auto_create(ctx: RequestContext, request: MetadataRequest) -> bool:
 
 
 @handler(ApiKey.METADATA, "0-13", acl=(AclOperation.DESCRIBE, ResourceType.TOPIC))
-def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> Any:
+def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse | Later:
     """Answered at once, unless a named topic is to be created: the creation (a metadata-store
     write, in a cluster a ZooKeeper round trip and a wait for the topic to come back) runs off
     the processor loop and the answer follows it."""
