@@ -365,7 +365,7 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
                 ok = allowed[name] = ctx.authorize(AclOperation.READ, ResourceType.TOPIC, name)
             if not ok:
                 r.result = LogReadResult(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-    broker_cap = int(ctx.services.config["fetch.max.bytes"])
+    broker_cap = ctx.services.handler_config.fetch_max_bytes
     if replica_id >= 0:
         isolation = FetchIsolation.LOG_END
         read_committed = False

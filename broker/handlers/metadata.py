@@ -85,7 +85,7 @@ def error_topic(
 
 def _auto_create(ctx: RequestContext, request: MetadataRequest) -> bool:
     """Whether this request may create topics (auto.create.topics.enable, and v4+ asks)."""
-    return bool(ctx.services.config["auto.create.topics.enable"]) and (
+    return ctx.services.handler_config.auto_create_topics_enable and (
         ctx.api_version < 4 or bool(request.allow_auto_topic_creation)
     )
 

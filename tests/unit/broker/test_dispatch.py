@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from broker.config import BrokerConfig
+from broker.config import BrokerConfig, HandlerConfig
 from broker.dispatch import Dispatcher
 from broker.handlers import load_handlers
 from broker.metrics import FAILED_PRODUCE, PRODUCE_REQUESTS, RequestMetrics
@@ -91,9 +91,11 @@ def services(replica_manager: Any, authorizer: Any = None) -> BrokerServices:
         topics=MappingProxyType({}),
     )
     metadata = type("Metadata", (), {"view": view})()
+    config = BrokerConfig.from_dict({})
     return BrokerServices(
         broker_id=1,
-        config=BrokerConfig.from_dict({}),
+        config=config,
+        handler_config=HandlerConfig.from_broker(config),
         metadata=metadata,  # type: ignore[arg-type]
         replica_manager=replica_manager,
         admin=None,  # type: ignore[arg-type]
