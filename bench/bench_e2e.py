@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.integration.broker_process import BrokerProcess  # noqa: E402
+from tests.support.ports import free_port  # noqa: E402
 
 WORKER = r"""
 import json, os, random, statistics, sys, time
@@ -150,12 +151,6 @@ def worker(*args: object) -> dict:
     if out.returncode != 0:
         raise RuntimeError(f"worker {args[0]} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def start_tansu() -> tuple[subprocess.Popen[bytes], str] | None:

@@ -35,7 +35,8 @@ sys.path.insert(0, str(ROOT))
 
 from bench.bench_e2e import cpu_seconds  # noqa: E402
 from tests.integration.broker_process import BrokerProcess  # noqa: E402
-from tests.support.zookeeper import ZooKeeperServer, free_port  # noqa: E402
+from tests.support.ports import free_port  # noqa: E402
+from tests.support.zookeeper import ZooKeeperServer  # noqa: E402
 
 WORKER = r"""
 import json, sys, time

@@ -74,7 +74,8 @@ sys.path.insert(0, str(ROOT))
 from bench.bench_e2e import cpu_seconds  # noqa: E402
 from bench.targets import choose_brokers, kafka_kraft, raise_file_limit  # noqa: E402
 from tests.integration.broker_process import BrokerProcess  # noqa: E402
-from tests.support.kafka_reference import KafkaBroker, free_port, kraft_version  # noqa: E402
+from tests.support.kafka_reference import KafkaBroker, kraft_version  # noqa: E402
+from tests.support.ports import free_port  # noqa: E402
 
 WORKER = r"""
 import json, sys, time

@@ -866,6 +866,40 @@ class NetworkConfig:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class HandlerConfig:
+    """The keys request handlers read (Kafka's ``KafkaApis`` reads them from its
+    ``KafkaConfig``). Each field is its key with dots as underscores; none of them is dynamic
+    (:data:`DYNAMIC_BROKER_CONFIGS`), so the section is read once, at start-up."""
+
+    #: CreateTopics: partitions of a topic created without a count
+    num_partitions: int
+    #: Metadata: whether a request naming an unknown topic creates it
+    auto_create_topics_enable: bool
+    #: Fetch: the response's size cap, whatever the client asks
+    fetch_max_bytes: int
+    #: DescribeTopicPartitions: partitions one response carries at most (KIP-966)
+    max_request_partition_size_limit: int
+    #: Produce: transactional batches are verified with their coordinator first (KIP-890)
+    transaction_partition_verification_enable: bool
+    #: ApiVersions: the client telemetry APIs (KIP-714) are advertised only with a metrics
+    #: endpoint (0: none)
+    metrics_port: int
+
+    @classmethod
+    def from_broker(cls, config: BrokerConfig) -> HandlerConfig:
+        return cls(
+            num_partitions=int(config["num.partitions"]),
+            auto_create_topics_enable=bool(config["auto.create.topics.enable"]),
+            fetch_max_bytes=int(config["fetch.max.bytes"]),
+            max_request_partition_size_limit=int(config["max.request.partition.size.limit"]),
+            transaction_partition_verification_enable=bool(
+                config["transaction.partition.verification.enable"]
+            ),
+            metrics_port=int(config["metrics.port"]),
+        )
+
+
 def _parse_overrides(text: str) -> dict[str, int]:
     """``max.connections.per.ip.overrides``: ``host:count,host:count``."""
     result: dict[str, int] = {}

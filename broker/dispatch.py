@@ -36,16 +36,11 @@ from typing import Any, TypeVar
 
 from broker.metrics import FETCH_CONSUMER, FETCH_FOLLOWER, RequestMetrics
 from broker.net.connection import CloseConnection, Connection, Deferred, HandleResult, Response
-from broker.net.session import Session
+from broker.net.session import SaslExchange, SaslState, Session
 from broker.registry import Handler, HandlerRegistry
 from broker.security.authorizer import SUPPORTED_OPERATIONS
 from broker.security.quotas import QuotaManagers
-from broker.security.sasl import (
-    SaslFailure,
-    SaslState,
-    complete_authentication,
-    fail_authentication,
-)
+from broker.security.sasl import SaslFailure, complete_authentication, fail_authentication
 from broker.services import BrokerServices
 from coordination.errors import KafkaApiError
 from protocol.acl import CLUSTER_NAME, AclOperation, ResourceType, operations_bits
@@ -250,12 +245,9 @@ class Dispatcher:
     def handle(self, conn: Connection, frame: memoryview) -> HandleResult:
         received = time.monotonic_ns()
         session = conn.session
-        if (
-            not session.authenticated
-            and session.authenticator is not None
-            and session.authenticator.raw_tokens
-        ):
-            return self._raw_sasl_token(conn, frame)
+        exchange = session.authenticator
+        if not session.authenticated and exchange is not None and exchange.raw_tokens:
+            return self._raw_sasl_token(conn, exchange, frame)
         try:
             header, pos = decode_request_header(frame)
         except RemoteProtocolError as e:
@@ -277,10 +269,9 @@ class Dispatcher:
                 raise CloseConnection(
                     f"{handler.api_key.name} before authentication from client {header.client_id!r}"
                 )
-            auth = session.authenticator
             if (
-                auth is not None
-                and auth.state is SaslState.AUTHENTICATE
+                exchange is not None
+                and exchange.state is SaslState.AUTHENTICATE
                 and header.api_key != ApiKey.SASL_AUTHENTICATE
             ):
                 raise CloseConnection(
@@ -501,9 +492,8 @@ class Dispatcher:
             raise CloseConnection(f"{handler.api_key.name} failed: {exc}") from exc
         return handler.error_response(body, code, message)
 
-    def _raw_sasl_token(self, conn: Connection, frame: memoryview) -> Response:
+    def _raw_sasl_token(self, conn: Connection, auth: SaslExchange, frame: memoryview) -> Response:
         """A SASL token after a v0 SaslHandshake: a raw size-prefixed frame each way."""
-        auth = conn.session.authenticator
         security = self.services.security
         assert security is not None
         try:

@@ -26,8 +26,9 @@ from __future__ import annotations
 import asyncio
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Hashable, Iterable
-from typing import Any, Generic, TypeVar
+from collections.abc import Callable, Hashable, Iterable
+from functools import partial
+from typing import Generic, TypeVar
 
 K = TypeVar("K", bound=Hashable)
 
@@ -43,9 +44,8 @@ class DelayedOperation(ABC):
         self.expired = False
         self._once = threading.Lock()
         self._timer: asyncio.TimerHandle | None = None
-        #: where the operation is watched, and under which keys (set while watched)
-        self._purgatory: DelayedOperationPurgatory[Any] | None = None
-        self._keys: list[Any] = []
+        #: takes the operation off the watch lists it is on (set while watched)
+        self._unwatch: Callable[[], None] | None = None
 
     @abstractmethod
     def try_complete(self) -> bool:
@@ -78,9 +78,9 @@ class DelayedOperation(ABC):
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        if self._purgatory is not None:
-            self._purgatory.unwatch(self)
-            self._purgatory = None
+        if self._unwatch is not None:
+            self._unwatch()
+            self._unwatch = None
         if not self.future.done():
             self.future.set_result(None)
 
@@ -106,8 +106,7 @@ class DelayedOperationPurgatory(Generic[K]):
         with self._lock:
             for key in keys:
                 self._watchers.setdefault(key, set()).add(op)
-        op._purgatory = self
-        op._keys = keys
+        op._unwatch = partial(self._unwatch, op, keys)
         # an event between the first check and the watch would otherwise be missed
         if op.try_complete():
             return True
@@ -128,9 +127,9 @@ class DelayedOperationPurgatory(Generic[K]):
                 completed += 1
         return completed
 
-    def unwatch(self, op: DelayedOperation) -> None:
+    def _unwatch(self, op: DelayedOperation, keys: list[K]) -> None:
         with self._lock:
-            for key in op._keys:
+            for key in keys:
                 watching = self._watchers.get(key)
                 if watching is not None:
                     watching.discard(op)

@@ -27,7 +27,14 @@ import time
 from broker.admin import TopicAdmin
 from broker.blocking import BlockingCalls
 from broker.broker_id import resolve_broker_id
-from broker.config import BrokerConfig, ConfigError, Listener, NetworkConfig, ZooKeeperConfig
+from broker.config import (
+    BrokerConfig,
+    ConfigError,
+    HandlerConfig,
+    Listener,
+    NetworkConfig,
+    ZooKeeperConfig,
+)
 from broker.controlled_shutdown import ControlledShutdownConfig, controlled_shutdown
 from broker.controller_metrics import controller_metrics
 from broker.coordinators.groups import GroupService, group_config, offsets_topic_spec
@@ -220,6 +227,7 @@ class Broker:
             BrokerServices(
                 broker_id=self.broker_id,
                 config=config,
+                handler_config=HandlerConfig.from_broker(config),
                 metadata=metadata,
                 replica_manager=replica_manager,
                 admin=admin,

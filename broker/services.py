@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from broker.admin import TopicAdmin
 from broker.blocking import BlockingCalls
-from broker.config import BrokerConfig
+from broker.config import BrokerConfig, HandlerConfig
 from broker.coordinators.groups import GroupService
 from broker.coordinators.transactions import TransactionService
 from broker.replication.fetch_session import FetchSessionCache
@@ -25,7 +25,10 @@ from coordination.producer_id_manager import ProducerIdManager
 @dataclass(frozen=True, slots=True)
 class BrokerServices:
     broker_id: int
+    #: every key (DescribeConfigs, AlterConfigs, the topic defaults CreateTopics reports)
     config: BrokerConfig
+    #: the keys handlers act on, typed
+    handler_config: HandlerConfig
     metadata: MetadataStore
     replica_manager: ReplicaManager
     admin: TopicAdmin

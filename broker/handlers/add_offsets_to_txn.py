@@ -4,10 +4,8 @@ PRODUCER_FENCED (older versions INVALID_PRODUCER_EPOCH)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from broker.coordinators.scheduler import Answer
-from broker.dispatch import RequestContext
+from broker.dispatch import Later, RequestContext
 from broker.handlers._txn import fenced_for, respond, transactions
 from broker.registry import error_response, handler
 from coordination.metadata.view import OFFSETS_TOPIC
@@ -18,7 +16,9 @@ from protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffs
 
 
 @handler(ApiKey.ADD_OFFSETS_TO_TXN, "0-4", acl=(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID))
-def handle_add_offsets_to_txn(ctx: RequestContext, request: AddOffsetsToTxnRequest) -> Any:
+def handle_add_offsets_to_txn(
+    ctx: RequestContext, request: AddOffsetsToTxnRequest
+) -> AddOffsetsToTxnResponse | Later:
     # Kafka's checks: WRITE on the transactional id, READ on the group
     ctx.require(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id)
     ctx.require(AclOperation.READ, ResourceType.GROUP, request.group_id)

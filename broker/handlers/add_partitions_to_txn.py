@@ -109,7 +109,9 @@ def _one(
 @handler(
     ApiKey.ADD_PARTITIONS_TO_TXN, "0-5", acl=(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID)
 )
-def handle_add_partitions_to_txn(ctx: RequestContext, request: AddPartitionsToTxnRequest) -> Any:
+def handle_add_partitions_to_txn(
+    ctx: RequestContext, request: AddPartitionsToTxnRequest
+) -> AddPartitionsToTxnResponse | Later:
     if ctx.api_version >= 4:
         ctx.require(AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME)
     if ctx.api_version <= 3:
@@ -131,7 +133,7 @@ def handle_add_partitions_to_txn(ctx: RequestContext, request: AddPartitionsToTx
         if answer.ready and answer.value is not None:
             return build(answer.value)
 
-        async def later_one() -> Any:
+        async def later_one() -> AddPartitionsToTxnResponse:
             return build(await answer.wait())
 
         return Later(later_one())
@@ -169,7 +171,7 @@ def handle_add_partitions_to_txn(ctx: RequestContext, request: AddPartitionsToTx
     if all(a.ready for _, _, a in work):
         return build_all([a.value or {} for _, _, a in work])
 
-    async def later() -> Any:
+    async def later() -> AddPartitionsToTxnResponse:
         return build_all([await a.wait() for _, _, a in work])
 
     return Later(later())

@@ -28,7 +28,7 @@ def _advertised(ctx: RequestContext, key: int) -> bool:
         groups = ctx.services.groups
         return groups is not None and "consumer" in groups.coordinator.config.rebalance_protocols
     if key in TELEMETRY_APIS:
-        return int(ctx.services.config["metrics.port"]) > 0
+        return ctx.services.handler_config.metrics_port > 0
     return True
 
 

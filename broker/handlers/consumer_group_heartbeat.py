@@ -17,7 +17,7 @@ from __future__ import annotations
 import uuid
 
 from broker.coordinators.scheduler import Answer
-from broker.dispatch import RequestContext
+from broker.dispatch import Later, RequestContext
 from broker.handlers._groups import client_host, coordinator, respond
 from broker.registry import error_response, handler
 from coordination.group.consumer import HeartbeatRequest, HeartbeatResult
@@ -60,7 +60,7 @@ def _response(result: HeartbeatResult) -> ConsumerGroupHeartbeatResponse:
 @handler(ApiKey.CONSUMER_GROUP_HEARTBEAT, "0-1", acl=(AclOperation.READ, ResourceType.GROUP))
 def handle_consumer_group_heartbeat(
     ctx: RequestContext, request: ConsumerGroupHeartbeatRequest
-) -> ConsumerGroupHeartbeatResponse:
+) -> ConsumerGroupHeartbeatResponse | Later:
     if not consumer_protocol_enabled(ctx):
         return _response(
             HeartbeatResult(
@@ -103,7 +103,7 @@ def handle_consumer_group_heartbeat(
         ),
         answer,
     )
-    return respond(answer, _response)  # type: ignore[no-any-return]
+    return respond(answer, _response)
 
 
 @error_response(ApiKey.CONSUMER_GROUP_HEARTBEAT)

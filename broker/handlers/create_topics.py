@@ -26,7 +26,7 @@ def handle_create_topics(
     ctx: RequestContext, request: CreateTopicsRequest
 ) -> CreateTopicsResponse | Later:
     broker = ctx.services
-    default_partitions = broker.config["num.partitions"]
+    default_partitions = broker.handler_config.num_partitions
     requested = sum(
         len(t.assignments) if t.assignments else max(t.num_partitions, 0) or default_partitions
         for t in request.topics

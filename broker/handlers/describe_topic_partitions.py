@@ -112,7 +112,7 @@ def handle_describe_topic_partitions(
                     partitions=[],
                 )
             )
-    cap = int(ctx.services.config["max.request.partition.size.limit"])
+    cap = ctx.services.handler_config.max_request_partition_size_limit
     remaining = max(min(cap, request.response_partition_limit), 1)
     live = set(view.brokers)
     topics: list[DescribeTopicPartitionsResponseTopic] = []

@@ -7,10 +7,8 @@ follow. v2+ may answer PRODUCER_FENCED (older versions INVALID_PRODUCER_EPOCH). 
 
 from __future__ import annotations
 
-from typing import Any
-
 from broker.coordinators.scheduler import Answer
-from broker.dispatch import RequestContext
+from broker.dispatch import Later, RequestContext
 from broker.handlers._txn import fenced_for, respond, transactions
 from broker.registry import error_response, handler
 from coordination.txn.shard import TxnResult
@@ -21,7 +19,7 @@ from protocol.messages.end_txn import EndTxnRequest, EndTxnResponse
 
 
 @handler(ApiKey.END_TXN, "0-4", acl=(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID))
-def handle_end_txn(ctx: RequestContext, request: EndTxnRequest) -> Any:
+def handle_end_txn(ctx: RequestContext, request: EndTxnRequest) -> EndTxnResponse | Later:
     ctx.require(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id)
     version = ctx.api_version
     answer: Answer[TxnResult] = Answer()

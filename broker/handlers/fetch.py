@@ -178,7 +178,7 @@ def _response(
     read_committed: bool,
     throttle_ms: int = 0,
     session_id: int = INVALID_SESSION_ID,
-) -> Any:
+) -> FetchResponse | EncodedBody:
     """The response: encoded at once by protocol.fast_fetch for v12+ (the common case), else as
     value objects for the generated codec."""
     version = ctx.api_version
@@ -311,7 +311,7 @@ def _partition_data(t: PartitionTuple, diverging: DivergingEpoch | None) -> Part
 
 
 @handler(ApiKey.FETCH, "0-18", acl=(AclOperation.READ, ResourceType.TOPIC))
-async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> Any:
+async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchResponse | EncodedBody:
     version = ctx.api_version
     read_committed = version >= 4 and request.isolation_level == READ_COMMITTED
     by_id = version >= 13
@@ -365,7 +365,7 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> Any:
                 ok = allowed[name] = ctx.authorize(AclOperation.READ, ResourceType.TOPIC, name)
             if not ok:
                 r.result = LogReadResult(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-    broker_cap = int(ctx.services.config["fetch.max.bytes"])
+    broker_cap = ctx.services.handler_config.fetch_max_bytes
     if replica_id >= 0:
         isolation = FetchIsolation.LOG_END
         read_committed = False

@@ -9,9 +9,9 @@ error.
 
 from __future__ import annotations
 
-from typing import Any
-
+from broker.coordinators.groups import GroupService
 from broker.coordinators.internal_topic import CoordinatorNode
+from broker.coordinators.transactions import TransactionService
 from broker.dispatch import Later, RequestContext
 from broker.registry import error_response, handler
 from protocol.acl import AclOperation, ResourceType
@@ -64,8 +64,9 @@ def _error_message(node: CoordinatorNode, version: int) -> str | None:
 def _topic_missing(ctx: RequestContext, key_type: int) -> bool:
     """Whether answering needs the key type's internal topic created first."""
     services = ctx.services
+    service: GroupService | TransactionService | None
     if key_type == KEY_TYPE_GROUP:
-        service: Any = services.groups
+        service = services.groups
     elif key_type == KEY_TYPE_TRANSACTION:
         service = services.transactions
     else:
@@ -76,7 +77,9 @@ def _topic_missing(ctx: RequestContext, key_type: int) -> bool:
 
 
 @handler(ApiKey.FIND_COORDINATOR, "0-6", acl=(AclOperation.DESCRIBE, ResourceType.GROUP))
-def handle_find_coordinator(ctx: RequestContext, request: FindCoordinatorRequest) -> Any:
+def handle_find_coordinator(
+    ctx: RequestContext, request: FindCoordinatorRequest
+) -> FindCoordinatorResponse | Later:
     key_type = request.key_type if ctx.api_version >= 1 else KEY_TYPE_GROUP
     if _topic_missing(ctx, key_type):
         return Later(ctx.run_blocking(_answer, ctx, request))

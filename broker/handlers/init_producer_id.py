@@ -15,8 +15,6 @@ get INVALID_PRODUCER_EPOCH. v6 (KIP-939 two-phase commit) is not served.
 
 from __future__ import annotations
 
-from typing import Any
-
 from broker.coordinators.scheduler import Answer
 from broker.dispatch import Later, RequestContext
 from broker.handlers._txn import fenced_for, respond, transactions
@@ -31,7 +29,9 @@ from protocol.messages.init_producer_id import InitProducerIdRequest, InitProduc
 
 
 @handler(ApiKey.INIT_PRODUCER_ID, "0-5", acl=(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID))
-def handle_init_producer_id(ctx: RequestContext, request: InitProducerIdRequest) -> Any:
+def handle_init_producer_id(
+    ctx: RequestContext, request: InitProducerIdRequest
+) -> InitProducerIdResponse | Later:
     if request.transactional_id is None:
         # an idempotent producer: IDEMPOTENT_WRITE on the cluster, or WRITE on some topic
         # (KIP-679)

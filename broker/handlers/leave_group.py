@@ -4,7 +4,7 @@ classic protocol members leave a consumer group (answered once that change is du
 from __future__ import annotations
 
 from broker.coordinators.scheduler import Answer
-from broker.dispatch import RequestContext
+from broker.dispatch import Later, RequestContext
 from broker.handlers._groups import coordinator, respond
 from broker.registry import error_response, handler
 from protocol.acl import AclOperation, ResourceType
@@ -14,7 +14,9 @@ from protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse,
 
 
 @handler(ApiKey.LEAVE_GROUP, "0-5", acl=(AclOperation.READ, ResourceType.GROUP))
-def handle_leave_group(ctx: RequestContext, request: LeaveGroupRequest) -> LeaveGroupResponse:
+def handle_leave_group(
+    ctx: RequestContext, request: LeaveGroupRequest
+) -> LeaveGroupResponse | Later:
     ctx.require(AclOperation.READ, ResourceType.GROUP, request.group_id)
     version = ctx.api_version
     if version >= 3:
@@ -23,7 +25,7 @@ def handle_leave_group(ctx: RequestContext, request: LeaveGroupRequest) -> Leave
         leaving = [(request.member_id, None)]
     answer: Answer[LeaveResults] = Answer()
     coordinator(ctx).leave_group(group_id=request.group_id, members=leaving, callback=answer)
-    return respond(answer, lambda result: _response(version, *result))  # type: ignore[no-any-return]
+    return respond(answer, lambda result: _response(version, *result))
 
 
 LeaveResults = tuple[ErrorCode, list[tuple[str, str | None, ErrorCode]]]

@@ -85,13 +85,13 @@ def error_topic(
 
 def _auto_create(ctx: RequestContext, request: MetadataRequest) -> bool:
     """Whether this request may create topics (auto.create.topics.enable, and v4+ asks)."""
-    return bool(ctx.services.config["auto.create.topics.enable"]) and (
+    return ctx.services.handler_config.auto_create_topics_enable and (
         ctx.api_version < 4 or bool(request.allow_auto_topic_creation)
     )
 
 
 @handler(ApiKey.METADATA, "0-13", acl=(AclOperation.DESCRIBE, ResourceType.TOPIC))
-def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> Any:
+def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse | Later:
     """Answered at once, unless a named topic is to be created: the creation (a metadata-store
     write, in a cluster a ZooKeeper round trip and a wait for the topic to come back) runs off
     the processor loop and the answer follows it."""

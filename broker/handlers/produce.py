@@ -88,9 +88,7 @@ def _start_verification(
     partitions to verify are verified here at once when this broker coordinates the id. No
     verification when it is off."""
     service = ctx.services.transactions
-    if service is None or not bool(
-        ctx.services.config["transaction.partition.verification.enable"]
-    ):
+    if service is None or not ctx.services.handler_config.transaction_partition_verification_enable:
         return None, False
     producers = {(h.producer_id, h.producer_epoch) for h in batches.values()}
     if len(producers) > 1:

@@ -10,13 +10,9 @@ ILLEGAL_SASL_STATE.
 from __future__ import annotations
 
 from broker.dispatch import RequestContext
+from broker.net.session import SaslState
 from broker.registry import error_response, handler
-from broker.security.sasl import (
-    SaslFailure,
-    SaslState,
-    complete_authentication,
-    fail_authentication,
-)
+from broker.security.sasl import SaslFailure, complete_authentication, fail_authentication
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.sasl_authenticate import (

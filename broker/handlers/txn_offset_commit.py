@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.coordinators.scheduler import Answer
-from broker.dispatch import RequestContext
+from broker.dispatch import Later, RequestContext
 from broker.handlers._groups import coordinator
 from broker.handlers._txn import respond
 from broker.registry import error_response, handler
@@ -47,7 +47,9 @@ def _response(request: Any, errors: dict[TopicPartition, ErrorCode]) -> TxnOffse
 
 
 @handler(ApiKey.TXN_OFFSET_COMMIT, "0-5", acl=(AclOperation.READ, ResourceType.GROUP))
-def handle_txn_offset_commit(ctx: RequestContext, request: TxnOffsetCommitRequest) -> Any:
+def handle_txn_offset_commit(
+    ctx: RequestContext, request: TxnOffsetCommitRequest
+) -> TxnOffsetCommitResponse | Later:
     # Kafka's checks: WRITE on the transactional id, READ on the group, READ on each topic
     ctx.require(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id)
     ctx.require(AclOperation.READ, ResourceType.GROUP, request.group_id)

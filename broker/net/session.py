@@ -15,7 +15,8 @@ Thread-safety: owned by one connection, on one processor loop.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from enum import Enum
+from typing import Protocol
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +31,64 @@ class KafkaPrincipal:
 
 
 ANONYMOUS = KafkaPrincipal("User", "ANONYMOUS")
+
+
+class SaslState(Enum):
+    """Where a connection's SASL exchange stands (Kafka's ``SaslServerAuthenticator`` states)."""
+
+    HANDSHAKE = "handshake"  # ApiVersions or SaslHandshake expected
+    AUTHENTICATE = "authenticate"  # SaslAuthenticate (or raw tokens after a v0 handshake)
+    COMPLETE = "complete"
+    FAILED = "failed"
+
+
+class SaslExchange(Protocol):
+    """One SASL exchange in progress on a session, as the dispatcher's gate and the
+    SaslHandshake/SaslAuthenticate handlers drive it. Implemented by
+    :class:`broker.security.sasl.SaslServerAuthenticator` (defined here, not imported, because
+    the security package builds on the network layer)."""
+
+    #: the client sent SaslAuthenticate v1+, so it can re-authenticate (KIP-368)
+    client_supports_reauth: bool
+
+    @property
+    def state(self) -> SaslState: ...
+
+    @property
+    def raw_tokens(self) -> bool:
+        """Tokens travel as raw size-prefixed frames (after a v0 SaslHandshake), not in
+        SaslAuthenticate requests."""
+
+    @property
+    def mechanism(self) -> str | None: ...
+
+    @property
+    def principal(self) -> KafkaPrincipal | None:
+        """Who authenticated, once :attr:`complete`."""
+
+    @property
+    def user(self) -> str | None:
+        """The user name the client tried (for the audit log of a failure)."""
+
+    @property
+    def reauthenticating(self) -> bool: ...
+
+    @property
+    def what(self) -> str:
+        """``"authentication"`` or ``"re-authentication"``, for messages."""
+
+    @property
+    def complete(self) -> bool: ...
+
+    def handshake(self, version: int, mechanism: str) -> bool:
+        """Whether SaslHandshake ``version`` may go on with ``mechanism``."""
+
+    def authenticate(self, token: bytes) -> bytes:
+        """The answer to one client token (raises on failure)."""
+
+    def session_lifetime_ms(self) -> int:
+        """The authenticated session's lifetime (0: unlimited)."""
+
 
 #: Security protocols whose sessions start authenticated (no SASL exchange).
 _NO_SASL = frozenset({"PLAINTEXT", "SSL"})
@@ -50,8 +109,8 @@ class Session:
     client_software_version: str = ""
     #: SASL mechanism the session authenticated with (None: none, or not yet)
     sasl_mechanism: str | None = field(default=None)
-    #: the SASL exchange in progress (broker.security.sasl.SaslServerAuthenticator), or None
-    authenticator: Any = None
+    #: the SASL exchange in progress, or None
+    authenticator: SaslExchange | None = None
     #: when the SASL session expires (time.monotonic_ns; 0: never): a client must
     #: re-authenticate before then (KIP-368, connections.max.reauth.ms)
     reauth_deadline_ns: int = 0

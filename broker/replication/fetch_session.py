@@ -43,7 +43,7 @@ import random
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from broker.metrics import MetricSamples
@@ -219,12 +219,12 @@ class FetchSessionCache:
         *,
         max_entries: int,
         eviction_ms: int,
-        clock_ms: Any = None,
+        clock_ms: Callable[[], int] | None = None,
         rng: random.Random | None = None,
     ) -> None:
         self.max_entries = max_entries
         self.eviction_ms = eviction_ms
-        self._clock_ms = clock_ms or (lambda: time.monotonic_ns() // 1_000_000)
+        self._clock_ms: Callable[[], int] = clock_ms or (lambda: time.monotonic_ns() // 1_000_000)
         self._random = rng or random.SystemRandom()
         self._lock = threading.Lock()
         self._sessions: dict[int, FetchSession] = {}

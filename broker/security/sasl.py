@@ -34,13 +34,12 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping
-from enum import Enum
 from pathlib import Path
 from types import MappingProxyType
 
 from broker.config import BrokerConfig, ConfigError, read_properties
 from broker.net.connection import Connection
-from broker.net.session import KafkaPrincipal
+from broker.net.session import KafkaPrincipal, SaslExchange, SaslState
 from broker.security.audit import SecurityAudit
 from broker.security.jaas import (
     PLAIN_LOGIN_MODULE,
@@ -203,13 +202,6 @@ class ListenerSasl:
         return cls(listener, enabled, plain, plain_file, scram, reauth)
 
 
-class SaslState(Enum):
-    HANDSHAKE = "handshake"  # ApiVersions or SaslHandshake expected
-    AUTHENTICATE = "authenticate"  # SaslAuthenticate (or raw tokens after a v0 handshake)
-    COMPLETE = "complete"
-    FAILED = "failed"
-
-
 class SaslServerAuthenticator:
     """One connection's SASL exchange (one per authentication or re-authentication)."""
 
@@ -353,9 +345,7 @@ class SaslServerAuthenticator:
         return max(0, self.sasl.reauth_ms.get(self.mechanism, 0))
 
 
-def complete_authentication(
-    conn: Connection, auth: SaslServerAuthenticator, audit: SecurityAudit
-) -> int:
+def complete_authentication(conn: Connection, auth: SaslExchange, audit: SecurityAudit) -> int:
     """Marks the connection's session authenticated as ``auth.principal`` (or renews it after
     a re-authentication); returns the session lifetime in ms (0: unlimited)."""
     session = conn.session
@@ -372,7 +362,7 @@ def complete_authentication(
 
 
 def fail_authentication(
-    conn: Connection, auth: SaslServerAuthenticator | None, audit: SecurityAudit, reason: str
+    conn: Connection, auth: SaslExchange | None, audit: SecurityAudit, reason: str
 ) -> None:
     """Logs and counts the failure; the connection closes once its answer is sent."""
     mechanism = auth.mechanism if auth is not None else None

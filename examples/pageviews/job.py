@@ -1,9 +1,9 @@
 """Views per page per minute, from the ``pageviews`` topic, with Spark Structured Streaming.
 
-The activity-stream pipeline of seed 001: page views flow into Kafka (examples/pageviews/
-produce.py); this job reads them with the ``odradek`` source, counts views per page in one-minute
-event-time windows (a watermark closes a window once events are two minutes past its end), and
-writes every closed window twice:
+Website activity tracking (Kafka's documentation, "Use Cases"): page views flow into Kafka
+(examples/pageviews/produce.py); this job reads them with the ``odradek`` source, counts views
+per page in one-minute event-time windows (a watermark closes a window once events are two
+minutes past its end), and writes every closed window twice:
 
 * as parquet files under ``--output-dir`` (for the offline side: reports, the warehouse), and
 * as JSON records to the ``--output-topic`` topic, keyed by page (for the online side)::

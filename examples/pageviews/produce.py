@@ -1,4 +1,5 @@
-"""Page-view events into a topic: the activity stream of seed 001 (LinkedIn's use case for Kafka).
+"""Page-view events into a topic: website activity tracking, Kafka's first use case (its
+documentation, "Use Cases").
 
 Each event is a JSON object keyed by its user, so one user's views stay in order in one
 partition::

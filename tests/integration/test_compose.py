@@ -31,8 +31,9 @@ from kafka import KafkaConsumer
 from kafka import TopicPartition as KTP
 from ruamel.yaml import YAML
 
+from tests.support.ports import free_port
 from tests.support.waiting import wait_for
-from tests.support.zookeeper import ZooKeeperServer, free_port, require_zookeeper
+from tests.support.zookeeper import ZooKeeperServer, require_zookeeper
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = ROOT / "docker-compose.yml"

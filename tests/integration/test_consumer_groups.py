@@ -19,9 +19,9 @@ from tests.integration.broker_process import BrokerProcess
 from tests.support import group_log
 from tests.support.group_log import Worker, start_worker
 from tests.support.kafka_clients import create_topic
+from tests.support.ports import free_port
 from tests.support.raw_client import call, connect
 from tests.support.waiting import wait_for
-from tests.support.zookeeper import free_port
 
 #: short sessions so that a SIGKILLed member's partitions move within seconds
 SETTINGS = {

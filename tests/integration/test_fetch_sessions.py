@@ -260,7 +260,7 @@ def test_kafka_python_sessions_over_1000_partitions(fresh_broker: Any, topic_nam
     sessions. The figures are printed, not asserted, except that session requests are smaller."""
     from confluent_kafka import Producer
 
-    from tests.support.zookeeper import free_port
+    from tests.support.ports import free_port
 
     port = free_port()
     proc = fresh_broker(**{"metrics.port": str(port)})

@@ -32,8 +32,8 @@ from cli.client import KafkaError
 from cli.records import OutRecord, Producer
 from protocol.error_codes import ErrorCode
 from tests.integration.broker_process import BrokerProcess
+from tests.support.ports import free_port
 from tests.support.waiting import wait_for
-from tests.support.zookeeper import free_port
 
 ODRADEK = str(Path(sys.executable).parent / "odradek")
 

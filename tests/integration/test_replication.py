@@ -37,9 +37,10 @@ from protocol.records import batch as rb
 from protocol.records.record import RecordBatchBuilder
 from tests.support.cluster import ProcessCluster
 from tests.support.metrics import scrape
+from tests.support.ports import free_port
 from tests.support.raw_client import call, connect
 from tests.support.waiting import wait_for
-from tests.support.zookeeper import ZooKeeperServer, free_port, require_zookeeper
+from tests.support.zookeeper import ZooKeeperServer, require_zookeeper
 
 pytestmark = pytest.mark.zookeeper
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import threading
 import time
 import urllib.request
@@ -46,18 +45,13 @@ from protocol.records.record import SimpleRecord, build_batch
 from tests.support import raw_client
 from tests.support.cluster import ProcessCluster
 from tests.support.kafka_clients import consume_from_start
+from tests.support.ports import free_port
 from tests.support.waiting import wait_for
 from tests.support.zookeeper import ZooKeeperServer
 
 pytestmark = pytest.mark.zookeeper
 
 BROKERS = (1, 2, 3)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from tests.integration.broker_process import BrokerProcess
-from tests.support.zookeeper import free_port
+from tests.support.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 ODRADEK = str(Path(sys.executable).parent / "odradek")

@@ -45,6 +45,7 @@ from protocol.messages.sasl_handshake import SaslHandshakeRequest
 from tests.integration.broker_process import BrokerProcess
 from tests.support.certs import TlsFiles, make_tls_files
 from tests.support.kafka_clients import consume_from_start
+from tests.support.ports import free_port
 from tests.support.raw_client import call, connect, is_closed, read_frame
 from tests.support.secure_broker import (
     MODES,
@@ -57,7 +58,6 @@ from tests.support.secure_broker import (
     secure_settings,
 )
 from tests.support.waiting import wait_for
-from tests.support.zookeeper import free_port
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 PER_CODEC = 20

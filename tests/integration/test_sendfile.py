@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-import socket
 import urllib.request
 
 from confluent_kafka import Producer
 
 from tests.integration.test_clients import consume_confluent
 from tests.support.kafka_clients import create_topic
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.support.ports import free_port
 
 
 def scrape(port: int) -> dict[str, float]:

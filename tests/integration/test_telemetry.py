@@ -20,9 +20,9 @@ from protocol.otlp import DataPoint, Metric, ResourceMetrics
 from protocol.records import compression
 from tests.integration.broker_process import BrokerProcess
 from tests.support.metrics import scrape
+from tests.support.ports import free_port
 from tests.support.raw_client import call, connect
 from tests.support.waiting import wait_for
-from tests.support.zookeeper import free_port
 
 
 @pytest.fixture(scope="module")

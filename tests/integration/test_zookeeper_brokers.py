@@ -16,8 +16,6 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
-from kafka import KafkaConsumer
-from kafka import TopicPartition as KTP
 
 from tests.support import kafka_clients
 from tests.support.cluster import (  # noqa: F401 - re-exported for other test modules
@@ -58,24 +56,8 @@ def produce(
 
 
 def consume(bootstrap: str, topic: str, partitions: list[int], expected: int) -> list[bytes]:
-    consumer = KafkaConsumer(
-        bootstrap_servers=bootstrap,
-        group_id=None,
-        enable_auto_commit=False,
-        auto_offset_reset="earliest",
-        consumer_timeout_ms=10000,
-    )
-    consumer.assign([KTP(topic, p) for p in partitions])
-    consumer.seek_to_beginning()
-    got: list[bytes] = []
-    deadline = time.monotonic() + 60
-    try:
-        while len(got) < expected and time.monotonic() < deadline:
-            for records in consumer.poll(timeout_ms=500).values():
-                got.extend(r.value for r in records)
-    finally:
-        consumer.close()
-    return got
+    messages = kafka_clients.consume_from_start(bootstrap, topic, partitions, expected, timeout=60)
+    return [m.value() or b"" for m in messages]
 
 
 def create_topic(bootstrap: str, name: str, partitions: int, replication: int = 1) -> None:

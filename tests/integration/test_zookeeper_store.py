@@ -29,11 +29,11 @@ from coordination.zk.data import PERSISTENT_PATHS
 from coordination.zk.errors import BrokerIdInUse, InconsistentClusterId, ZooKeeperUnavailable
 from coordination.zk.store import ZkMetadataStore
 from tests.support.gated_proxy import GatedProxy
+from tests.support.ports import free_port
 from tests.support.waiting import wait_for
 from tests.support.zookeeper import (
     ZooKeeperServer,
     expire_session,
-    free_port,
     require_zookeeper,
 )
 

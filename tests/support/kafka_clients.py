@@ -4,7 +4,7 @@ start with confluent-kafka (assigned partitions, no group commits)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
@@ -31,15 +31,16 @@ def create_topic(
 def consume_from_start(
     bootstrap: str,
     topic: str,
-    partitions: int,
+    partitions: int | Sequence[int],
     expected: int,
     *,
     timeout: float = 30.0,
     group_id: str | None = None,
     client: Mapping[str, Any] | None = None,
 ) -> list[Message]:
-    """Reads partitions 0..``partitions``-1 of ``topic`` from offset 0 until ``expected``
-    records arrived (or ``timeout``); client errors other than end-of-partition raise."""
+    """Reads partitions 0..``partitions``-1 of ``topic`` (or the partitions listed) from offset
+    0 until ``expected`` records arrived (or ``timeout``); client errors other than
+    end-of-partition raise."""
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -49,7 +50,8 @@ def consume_from_start(
             **(client or {}),
         }
     )
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    indexes = range(partitions) if isinstance(partitions, int) else partitions
+    consumer.assign([TopicPartition(topic, p, 0) for p in indexes])
     got: list[Message] = []
     deadline = time.monotonic() + timeout
     try:

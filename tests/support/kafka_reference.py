@@ -21,7 +21,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import time
 import uuid
@@ -30,6 +29,8 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+
+from tests.support.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE_DIR = ROOT / "tests" / "reference"
@@ -98,12 +99,6 @@ def classpath(version: str, *extra: Path) -> str:
 
 def is_kraft_line(version: str) -> bool:
     return int(version.split(".", 1)[0]) >= 4
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
 
 
 def _write_config(path: Path, text: str) -> None:

@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.ports import free_port
+
 ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
 SLF4J_SIMPLE_JAR = Path("/usr/share/java/slf4j-simple.jar")
 MAIN_CLASS = "org.apache.zookeeper.server.ZooKeeperServerMain"
@@ -46,12 +48,6 @@ def require_zookeeper() -> None:
     reason = zookeeper_missing()
     if reason:
         pytest.skip(reason)
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
 
 
 def four_letter_word(host: str, port: int, command: str, timeout: float = 2.0) -> str:

@@ -1,9 +1,18 @@
+import dataclasses
 import logging
 from pathlib import Path
 
 import pytest
 
-from broker.config import BrokerConfig, ConfigError, read_properties, validate_topic_configs
+from broker.config import (
+    BROKER_CONFIGS,
+    DYNAMIC_BROKER_CONFIGS,
+    BrokerConfig,
+    ConfigError,
+    HandlerConfig,
+    read_properties,
+    validate_topic_configs,
+)
 from scripts.gen_config_docs import OUT, render
 
 
@@ -95,3 +104,29 @@ def test_security_protocol_map() -> None:
         BrokerConfig.from_dict({"listener.security.protocol.map": "oops"})
     with pytest.raises(ConfigError):
         config.security_protocol("OTHER")
+
+
+def test_the_handlers_section_reads_its_keys_once() -> None:
+    """Each field of HandlerConfig is a broker key (dots as underscores) that cannot change at
+    runtime: were one made dynamic, a section built at start-up would keep its old value."""
+    keys = [f.name.replace("_", ".") for f in dataclasses.fields(HandlerConfig)]
+    assert all(k in BROKER_CONFIGS for k in keys)
+    assert not set(keys) & DYNAMIC_BROKER_CONFIGS
+    config = BrokerConfig.from_dict(
+        {
+            "num.partitions": "3",
+            "auto.create.topics.enable": "false",
+            "fetch.max.bytes": "1000",
+            "max.request.partition.size.limit": "7",
+            "transaction.partition.verification.enable": "false",
+            "metrics.port": "9404",
+        }
+    )
+    assert HandlerConfig.from_broker(config) == HandlerConfig(
+        num_partitions=3,
+        auto_create_topics_enable=False,
+        fetch_max_bytes=1000,
+        max_request_partition_size_limit=7,
+        transaction_partition_verification_enable=False,
+        metrics_port=9404,
+    )

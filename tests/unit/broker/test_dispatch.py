@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
 import pytest
 
-from broker.config import BrokerConfig
+from broker.config import BrokerConfig, HandlerConfig
+from broker.coordinators.groups import GroupService
 from broker.dispatch import Dispatcher
 from broker.handlers import load_handlers
 from broker.metrics import FAILED_PRODUCE, PRODUCE_REQUESTS, RequestMetrics
@@ -23,7 +25,7 @@ from broker.net.session import KafkaPrincipal, Session
 from broker.replication.partition import FetchIsolation, LogReadResult
 from broker.replication.replica_manager import AppendResult, FetchParams, FetchRead
 from broker.services import BrokerServices
-from coordination.metadata.view import BrokerInfo, ClusterView, Endpoint
+from coordination.metadata.view import BrokerInfo, ClusterView, Endpoint, TopicMetadata
 from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
@@ -83,21 +85,31 @@ class DenyCluster:
         return resource_type != ResourceType.CLUSTER
 
 
-def services(replica_manager: Any, authorizer: Any = None) -> BrokerServices:
+def services(
+    replica_manager: Any,
+    authorizer: Any = None,
+    *,
+    topics: Mapping[str, TopicMetadata] | None = None,
+    groups: GroupService | None = None,
+) -> BrokerServices:
+    """Services around a fake replica manager (and, for the group handlers, a group service);
+    ``topics`` are the metadata view's."""
     view = ClusterView(
         cluster_id="c" * 22,
         controller_id=1,
         brokers=MappingProxyType({1: BrokerInfo(1, (Endpoint("PLAINTEXT", "h", 9),))}),
-        topics=MappingProxyType({}),
+        topics=MappingProxyType(dict(topics or {})),
     )
     metadata = type("Metadata", (), {"view": view})()
+    config = BrokerConfig.from_dict({})
     return BrokerServices(
         broker_id=1,
-        config=BrokerConfig.from_dict({}),
+        config=config,
+        handler_config=HandlerConfig.from_broker(config),
         metadata=metadata,  # type: ignore[arg-type]
         replica_manager=replica_manager,
         admin=None,  # type: ignore[arg-type]
-        groups=None,  # type: ignore[arg-type]
+        groups=groups,  # type: ignore[arg-type]
         producer_ids=None,  # type: ignore[arg-type]
         authorizer=authorizer,
     )

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from broker.config import BrokerConfig, ConfigError
-from broker.net.session import KafkaPrincipal
+from broker.net.session import KafkaPrincipal, SaslState
 from broker.security.authorizer import AclAuthorizer, AclBindingFilter
 from broker.security.jaas import JaasConfigError, parse_jaas_config, plain_users
 from broker.security.principal import SslPrincipalMapper, distinguished_name
@@ -16,7 +16,6 @@ from broker.security.sasl import (
     ListenerSasl,
     SaslFailure,
     SaslServerAuthenticator,
-    SaslState,
     ScramCredentialCache,
     _PlainUsersFile,
 )
