@@ -2,8 +2,9 @@
 
 It speaks only the Kafka protocol (ApiVersions negotiation per broker, then whichever version
 both sides know), so the same commands work against Odradek and against any Kafka cluster.
-Requests go where Kafka's own admin client sends them: topic and config changes to any broker
-(the controller when the cluster names one), offsets and fetches to partition leaders, group
+Requests go where Kafka's own admin client sends them: topic and config changes, leader
+elections and partition reassignments to the controller (any broker when the cluster names
+none), offsets and fetches to partition leaders, group
 requests to the group's coordinator (FindCoordinator), broker configs and log directories to
 the broker they name.
 
@@ -71,6 +72,9 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.DESCRIBE_CLIENT_QUOTAS: (0, 1),
     ApiKey.ALTER_CLIENT_QUOTAS: (0, 1),
     ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 1),
+    ApiKey.ELECT_LEADERS: (0, 2),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 0),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
 }
 
 #: Errors after which a fresh lookup (metadata, coordinator) and a retry may succeed.
@@ -829,6 +833,122 @@ class AdminClient:
         for t in body.results:
             for p in t.partitions:
                 check(p.error_code, f"AlterReplicaLogDirs {t.topic_name}-{p.partition_index}")
+
+    # -- replicas: leader elections (KIP-183, KIP-460) and reassignments (KIP-455) --------------
+
+    def elect_leaders(
+        self, election_type: int, partitions: Iterable[TopicPartition] | None
+    ) -> dict[TopicPartition, tuple[ErrorCode, str | None]]:
+        """ElectLeaders (0 preferred, 1 unclean) of ``partitions`` (None: every partition, and
+        the controller leaves out those that needed no election), sent to the controller as
+        Kafka's admin client does: (error, message) per partition, ``NONE`` where a leader was
+        elected. A broker that is not the controller answers NOT_CONTROLLER (per partition, as
+        Kafka's ZooKeeper-mode brokers do): the controller is looked up again and asked."""
+        from protocol.messages.elect_leaders import ElectLeadersRequest, TopicPartitions
+
+        topics: dict[str, list[int]] | None = None
+        if partitions is not None:
+            topics = {}
+            for t, p in partitions:
+                topics.setdefault(t, []).append(p)
+        request = ElectLeadersRequest(
+            election_type=election_type,
+            topic_partitions=None
+            if topics is None
+            else [TopicPartitions(topic=t, partitions=ps) for t, ps in topics.items()],
+            timeout_ms=int(self.timeout_s * 1000),
+        )
+
+        def attempt() -> dict[TopicPartition, tuple[ErrorCode, str | None]]:
+            conn = self.controller()
+            version = conn.version(ApiKey.ELECT_LEADERS)
+            if version < 1 and election_type != 0:
+                raise ClientError(f"broker {conn} knows only preferred leader elections")
+            body = conn.request(request, version, timeout_s=self.timeout_s + 5)
+            check(body.error_code, "ElectLeaders")
+            out: dict[TopicPartition, tuple[ErrorCode, str | None]] = {}
+            for r in body.replica_election_results:
+                for p in r.partition_result:
+                    code = ErrorCode.of(p.error_code)
+                    if code == ErrorCode.NOT_CONTROLLER:
+                        raise _Retry(KafkaError(code, f"ElectLeaders {r.topic}-{p.partition_id}"))
+                    out[(r.topic, p.partition_id)] = (code, p.error_message)
+            return out
+
+        return self.retrying("ElectLeaders", attempt)
+
+    def alter_partition_reassignments(
+        self, targets: Mapping[TopicPartition, list[int] | None]
+    ) -> dict[TopicPartition, tuple[ErrorCode, str | None]]:
+        """AlterPartitionReassignments to the controller: each partition's target replicas, or
+        None to cancel its reassignment. (error, message) per partition."""
+        from protocol.messages.alter_partition_reassignments import (
+            AlterPartitionReassignmentsRequest,
+            ReassignablePartition,
+            ReassignableTopic,
+        )
+
+        topics: dict[str, list[Any]] = {}
+        for (t, p), replicas in sorted(targets.items()):
+            topics.setdefault(t, []).append(
+                ReassignablePartition(partition_index=p, replicas=replicas)
+            )
+        request = AlterPartitionReassignmentsRequest(
+            timeout_ms=int(self.timeout_s * 1000),
+            topics=[ReassignableTopic(name=t, partitions=ps) for t, ps in topics.items()],
+        )
+
+        def attempt() -> dict[TopicPartition, tuple[ErrorCode, str | None]]:
+            body = self.controller().request(request, timeout_s=self.timeout_s + 5)
+            check(body.error_code, "AlterPartitionReassignments", body.error_message)
+            return {
+                (t.name, p.partition_index): (ErrorCode.of(p.error_code), p.error_message)
+                for t in body.responses
+                for p in t.partitions
+            }
+
+        return self.retrying("AlterPartitionReassignments", attempt)
+
+    def list_partition_reassignments(
+        self, partitions: Iterable[TopicPartition] | None = None
+    ) -> dict[TopicPartition, tuple[list[int], list[int], list[int]]]:
+        """The ongoing reassignments (of ``partitions`` only, when given), from the controller:
+        (replicas, adding, removing) per partition, the replicas being the target ones followed
+        by the original ones while the partition moves."""
+        from protocol.messages.list_partition_reassignments import (
+            ListPartitionReassignmentsRequest,
+            ListPartitionReassignmentsTopics,
+        )
+
+        topics: dict[str, list[int]] | None = None
+        if partitions is not None:
+            topics = {}
+            for t, p in sorted(partitions):
+                topics.setdefault(t, []).append(p)
+        request = ListPartitionReassignmentsRequest(
+            timeout_ms=int(self.timeout_s * 1000),
+            topics=None
+            if topics is None
+            else [
+                ListPartitionReassignmentsTopics(name=t, partition_indexes=ps)
+                for t, ps in topics.items()
+            ],
+        )
+
+        def attempt() -> dict[TopicPartition, tuple[list[int], list[int], list[int]]]:
+            body = self.controller().request(request)
+            check(body.error_code, "ListPartitionReassignments", body.error_message)
+            return {
+                (t.name, p.partition_index): (
+                    list(p.replicas),
+                    list(p.adding_replicas),
+                    list(p.removing_replicas),
+                )
+                for t in body.topics
+                for p in t.partitions
+            }
+
+        return self.retrying("ListPartitionReassignments", attempt)
 
 
 class SecurityAdmin:

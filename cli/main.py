@@ -26,6 +26,8 @@ def odradek() -> None:
     odradek config describe --broker 0   broker, topic and logger configs
     odradek cluster describe          brokers and the controller
     odradek log-dirs                  log directories and their partitions
+    odradek leader-election           preferred or unclean leader elections
+    odradek reassign list             move partitions between brokers
     odradek acl / user / quota        ACLs, SCRAM users, client quotas
     odradek transaction list          transactions and producers
     odradek dump-log / check-log      read segment files offline
@@ -38,9 +40,11 @@ def _register() -> None:
         cluster,
         config,
         group,
+        leader_election,
         local,
         log_dirs,
         quota,
+        reassign,
         topic,
         transaction,
         user,
@@ -51,6 +55,8 @@ def _register() -> None:
     odradek.add_command(cluster.cluster)
     odradek.add_command(config.config)
     odradek.add_command(log_dirs.log_dirs)
+    odradek.add_command(leader_election.leader_election)
+    odradek.add_command(reassign.reassign)
     odradek.add_command(acl.acl)
     odradek.add_command(user.user)
     odradek.add_command(quota.quota)

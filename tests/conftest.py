@@ -28,6 +28,7 @@ _CLUSTER_FILES = frozenset(
     {
         "test_replication.py",
         "test_replication_admin.py",
+        "test_cli_replication.py",
         "test_transactions.py",
         "test_transactions_cluster.py",
         "test_transactions_failover.py",

@@ -25,7 +25,6 @@ import pytest
 from confluent_kafka import Consumer, ElectionType, KafkaError, Producer
 from confluent_kafka import TopicPartition as CTP
 from confluent_kafka.admin import (
-    AdminClient,
     AlterConfigOpType,
     ConfigEntry,
     ConfigResource,
@@ -43,11 +42,21 @@ from protocol.messages.list_partition_reassignments import ListPartitionReassign
 from protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
 from protocol.records.record import SimpleRecord, build_batch
 from tests.support import raw_client
-from tests.support.cluster import ProcessCluster
+from tests.support.cluster import (
+    ProcessCluster,
+    admin,
+    bootstrap,
+    controller,
+    create,
+    describe,
+    restart,
+    start_cluster,
+    wait_in_sync,
+)
 from tests.support.kafka_clients import consume_from_start
 from tests.support.ports import free_port
 from tests.support.waiting import wait_for
-from tests.support.zookeeper import ZooKeeperServer
+from tests.support.zookeeper import ZooKeeperServer, free_port
 
 pytestmark = pytest.mark.zookeeper
 
@@ -58,76 +67,25 @@ BROKERS = (1, 2, 3)
 def cluster(
     zookeeper: ZooKeeperServer, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ProcessCluster]:
-    c = ProcessCluster(zookeeper, tmp_path_factory.mktemp("replication-admin"))
-    for broker_id in BROKERS:
-        c.brokers[broker_id] = c.process(
-            broker_id,
-            **{
-                # the largest session ZooKeeper grants with its 200 ms tick: long enough for a
-                # SIGSTOPped broker to stay registered while a test asks for a reassignment
-                "zookeeper.session.timeout.ms": "4000",
-                "auto.leader.rebalance.enable": "true" if broker_id == 1 else "false",
-                "leader.imbalance.check.interval.seconds": "1",
-                "controlled.shutdown.retry.backoff.ms": "500",
-                "metrics.port": str(free_port()),
-            },
-        )
-        c.start(broker_id)  # one at a time: broker 1 becomes the controller
-    wait_for(lambda: c.registered() == list(BROKERS), "three brokers registered")
+    c = start_cluster(
+        zookeeper,
+        tmp_path_factory.mktemp("replication-admin"),
+        BROKERS,
+        lambda broker_id: {
+            # long enough for a SIGSTOPped broker to stay registered while a test asks for a
+            # reassignment
+            "zookeeper.session.timeout.ms": "4000",
+            "auto.leader.rebalance.enable": "true" if broker_id == 1 else "false",
+            "leader.imbalance.check.interval.seconds": "1",
+            "controlled.shutdown.retry.backoff.ms": "500",
+            "metrics.port": str(free_port()),
+        },
+    )
     yield c
     c.close()
 
 
 # --- helpers ---------------------------------------------------------------------------------
-
-
-def bootstrap(cluster: ProcessCluster) -> str:
-    return ",".join(p.bootstrap for p in cluster.brokers.values() if p.proc is not None)
-
-
-def admin(cluster: ProcessCluster) -> AdminClient:
-    return AdminClient({"bootstrap.servers": bootstrap(cluster)})
-
-
-def describe(
-    cluster: ProcessCluster, topic: str, broker_id: int | None = None
-) -> dict[int, tuple[int, list[int], list[int]]]:
-    """partition -> (leader, replicas, isr) as Metadata shows them (from ``broker_id``, or any
-    running broker)."""
-    servers = bootstrap(cluster) if broker_id is None else cluster.brokers[broker_id].bootstrap
-    md = AdminClient({"bootstrap.servers": servers}).list_topics(topic, timeout=15)
-    t = md.topics.get(topic)
-    if t is None or t.error is not None:
-        return {}
-    return {p.id: (p.leader, list(p.replicas), list(p.isrs)) for p in t.partitions.values()}
-
-
-def wait_in_sync(cluster: ProcessCluster, topic: str, count: int) -> dict[int, Any]:
-    """Waits until every partition has a leader and its whole replica set in the ISR, as every
-    running broker's metadata shows it."""
-
-    def ready() -> dict[int, Any] | None:
-        running = [b for b, proc in cluster.brokers.items() if proc.proc is not None]
-        views = [describe(cluster, topic, b) for b in running]
-        found = views[0]
-        if len(found) != count or any(v != found for v in views):
-            return None
-        for leader, replicas, isr in found.values():
-            if leader < 0 or sorted(isr) != sorted(replicas):
-                return None
-        return found
-
-    result: dict[int, Any] = wait_for(ready, f"{topic} fully in sync", timeout=120)
-    return result
-
-
-def create(cluster: ProcessCluster, topic: str, assignment: list[list[int]], **config: str) -> None:
-    client = admin(cluster)
-    futures = client.create_topics(
-        [NewTopic(topic, len(assignment), replica_assignment=assignment, config=config)]
-    )
-    futures[topic].result(30)
-    wait_in_sync(cluster, topic, len(assignment))
 
 
 def produce(cluster: ProcessCluster, topic: str, partition: int, values: list[bytes]) -> None:
@@ -179,16 +137,6 @@ def scrape(cluster: ProcessCluster, broker_id: int) -> dict[str, float]:
             name, value = line.rsplit(" ", 1)
             out[name] = float(value)
     return out
-
-
-def controller(cluster: ProcessCluster) -> int:
-    found: int = wait_for(cluster.controller, "a controller")
-    return found
-
-
-def restart(cluster: ProcessCluster, broker_id: int) -> None:
-    cluster.brokers[broker_id].start()
-    wait_for(lambda: broker_id in cluster.registered(), f"broker {broker_id} registered")
 
 
 def kadmin(cluster: ProcessCluster) -> KafkaAdminClient:

@@ -1,6 +1,11 @@
 """docs/operations.md stays true: every ``odradek`` command it shows runs, in order, against a
 real broker (``HOST:PORT`` is its address, ``DATA`` its log directory; ``odradek serve`` is
-what the fixture runs)."""
+what the fixture runs), in a working directory of its own, where ``> FILE`` writes the output.
+
+One broker cannot show what needs several (a preferred leader elsewhere, data moving between
+brokers): there the runbook's elections are not needed and its reassignment plan keeps the
+replicas where they are; tests/integration/test_cli_replication.py runs those commands against
+three brokers."""
 
 from __future__ import annotations
 
@@ -43,11 +48,19 @@ def test_every_runbook_command_runs(tmp_path: Path) -> None:
             if command.startswith("odradek check-log"):
                 proc.stop()
             line = command.replace("HOST:PORT", proc.bootstrap).replace("DATA", str(proc.data_dir))
+            line, redirect, output = line.partition(" > ")
             args = line.split()[1:]
             result = subprocess.run(
-                [ODRADEK, *args], capture_output=True, text=True, timeout=120, env=dict(os.environ)
+                [ODRADEK, *args],
+                capture_output=True,
+                text=True,
+                timeout=120,
+                env=dict(os.environ),
+                cwd=tmp_path,
             )
             assert result.returncode == 0, f"{line}\n{result.stdout}\n{result.stderr}"
+            if redirect:
+                (tmp_path / output.strip()).write_text(result.stdout)
             if command.startswith("odradek group lag"):
                 assert "billing" in result.stdout or "no committed offsets" in result.stdout
             if command.startswith("odradek check-log"):
