@@ -56,7 +56,7 @@ from tests.support.cluster import (
 from tests.support.kafka_clients import consume_from_start
 from tests.support.ports import free_port
 from tests.support.waiting import wait_for
-from tests.support.zookeeper import ZooKeeperServer, free_port
+from tests.support.zookeeper import ZooKeeperServer
 
 pytestmark = pytest.mark.zookeeper
 
