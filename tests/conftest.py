@@ -38,6 +38,7 @@ _CLUSTER_FILES = frozenset(
         "test_security_cluster.py",
         "test_zookeeper_brokers.py",
         "test_quotas.py",
+        "test_log_dir_failure.py",
     }
 )
 

@@ -60,7 +60,7 @@ def _partitions(
                 isr_nodes=list(p.isr),
                 eligible_leader_replicas=[],
                 last_known_elr=[],
-                offline_replicas=[r for r in p.replicas if r not in live],
+                offline_replicas=view.offline_replica_ids(name, p),
             )
         )
     return out, (upper if upper < len(parts) else -1)

@@ -14,6 +14,7 @@ are what the authorizer allows this principal.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from broker.dispatch import Later, RequestContext
@@ -49,11 +50,23 @@ def brokers_for(view: ClusterView, listener: str) -> list[MetadataResponseBroker
 
 
 def topic_response(
-    topic: TopicMetadata, authorized_operations: int | None, live: set[int]
+    topic: TopicMetadata,
+    authorized_operations: int | None,
+    live: set[int],
+    offline: Mapping[int, frozenset[tuple[str, int]]] | None = None,
 ) -> MetadataResponseTopic:
+    """``offline``: the replicas in each broker's offline log dirs (``ClusterView.
+    offline_replicas``), answered among the partitions' offline replicas as Kafka does."""
     partitions = []
     for p in topic.partitions:
         leader = p.leader if p.leader in live else -1
+        if offline:
+            key = (topic.name, p.partition)
+            offline_replicas = [
+                r for r in p.replicas if r not in live or key in offline.get(r, frozenset())
+            ]
+        else:
+            offline_replicas = [r for r in p.replicas if r not in live]
         partitions.append(
             MetadataResponsePartition(
                 error_code=ErrorCode.NONE if leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
@@ -62,7 +75,7 @@ def topic_response(
                 leader_epoch=p.leader_epoch,
                 replica_nodes=list(p.replicas),
                 isr_nodes=[r for r in p.isr if r in live],
-                offline_replicas=[r for r in p.replicas if r not in live],
+                offline_replicas=offline_replicas,
             )
         )
     return MetadataResponseTopic(
@@ -121,7 +134,7 @@ def _metadata(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse
     if requested is None or all_topics:
         live = set(view.brokers)
         topics = [
-            topic_response(t, ops(name), live)
+            topic_response(t, ops(name), live, view.offline_replicas)
             for name, t in sorted(view.topics.items())
             if may_describe(name, False)
         ]
@@ -191,7 +204,9 @@ def _metadata(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse
                             topics.append(error_topic(name, code))
                             continue
                     view = broker.metadata.view
-            topics.append(topic_response(topic, ops(topic.name), set(view.brokers)))
+            topics.append(
+                topic_response(topic, ops(topic.name), set(view.brokers), view.offline_replicas)
+            )
     return MetadataResponse(
         throttle_time_ms=0,
         brokers=brokers_for(view, ctx.listener),

@@ -1,11 +1,11 @@
 """A fetch waiting for ``min_bytes`` (Kafka's ``DelayedFetch``).
 
 It completes when the partitions it reads have together gained enough readable bytes since it
-began waiting, when one of them changes leadership or leader epoch (the fetch then answers with
-that partition's error), or at ``max_wait_ms``. A consumer's fetch counts bytes below the high
-watermark (woken by appends on a single replica, by high-watermark moves on a replicated leader),
-a follower's bytes below the log end (woken by appends): through the fetch purgatory, keyed by
-topic-partition, never polled by a timer.
+began waiting, when one of them changes leadership or leader epoch or goes offline with its log
+dir (the fetch then answers with that partition's error), or at ``max_wait_ms``. A consumer's
+fetch counts bytes below the high watermark (woken by appends on a single replica, by
+high-watermark moves on a replicated leader), a follower's bytes below the log end (woken by
+appends): through the fetch purgatory, keyed by topic-partition, never polled by a timer.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ class DelayedFetch(DelayedOperation):
         stands, and reading every partition again can be skipped)."""
         follower = self.follower
         for part, start, was_leader, epoch in self._watched:
-            if part.is_leader != was_leader or part.leader_epoch != epoch:
+            if part.is_leader != was_leader or part.leader_epoch != epoch or part.offline:
                 return False
             if (part.bytes_appended if follower else part.bytes_visible) != start:
                 return False
@@ -60,7 +60,7 @@ class DelayedFetch(DelayedOperation):
         got = 0
         follower = self.follower
         for part, start, was_leader, epoch in self._watched:
-            if part.is_leader != was_leader or part.leader_epoch != epoch:
+            if part.is_leader != was_leader or part.leader_epoch != epoch or part.offline:
                 return self.force_complete()
             got += (part.bytes_appended if follower else part.bytes_visible) - start
         if got >= self.needed:

@@ -3,7 +3,8 @@
 Each partition's batches were appended to the leader; the produce completes when, for every
 partition, the high watermark has reached the end of what was appended (every ISR member has it)
 — then the answer is NONE, or NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below
-``min.insync.replicas`` meanwhile — or leadership moved (NOT_LEADER_OR_FOLLOWER), or
+``min.insync.replicas`` meanwhile — or leadership moved (NOT_LEADER_OR_FOLLOWER), or the
+partition's log dir went offline (KAFKA_STORAGE_ERROR), or
 ``timeout_ms`` passes (REQUEST_TIMED_OUT for the partitions still waiting). It is woken through
 the produce purgatory, keyed by topic-partition, by followers' fetches moving the high watermark
 and by ISR and leadership changes: never polled.

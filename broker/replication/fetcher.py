@@ -24,7 +24,10 @@ blocking connection to its leader (:mod:`broker.interbroker`) and loops:
 
 A partition whose leader answers an error (not the leader, a fenced or unknown epoch, a storage
 error) waits ``replica.fetch.backoff.ms`` and is tried again; a leadership change reaches the
-manager through the metadata store and replaces the partition's state. Follower appends happen
+manager through the metadata store and replaces the partition's state. An I/O error writing our
+own log (a full or failing disk) is handed to ``on_storage_error``: the replica manager takes
+the log dir offline and stops fetching its partitions (Kafka's fetcher marks the partition
+failed and reports the dir to its ``LogDirFailureChannel``). Follower appends happen
 under the partition's lock with its leader epoch checked, so a partition that became leader
 meanwhile is never written by a fetcher.
 
@@ -61,10 +64,13 @@ from protocol.messages.offset_for_leader_epoch import (
     OffsetForLeaderPartition,
     OffsetForLeaderTopic,
 )
-from storage.errors import StorageError
+from storage.errors import KafkaStorageError, StorageError
 from storage.log import PartitionLog
 
 log = logging.getLogger(__name__)
+
+#: ``on_storage_error(partition, error)``
+StorageErrorHandler = Callable[[Partition, Exception], None]
 
 #: Fetch versions the fetchers use: v12 is the first with DivergingEpoch (and the last by name).
 FETCH_VERSION = 12
@@ -139,12 +145,14 @@ class ReplicaFetcherThread(threading.Thread):
         leader_id: int,
         fetcher_id: int,
         view: Callable[[], ClusterView],
+        on_storage_error: StorageErrorHandler | None = None,
     ) -> None:
         super().__init__(name=f"replica-fetcher-{fetcher_id}-broker-{leader_id}", daemon=True)
         self.config = config
         self.leader_id = leader_id
         self.fetcher_id = fetcher_id
         self._view = view
+        self._on_storage_error = on_storage_error
         self._states: dict[TopicPartition, PartitionFetchState] = {}
         self._cond = threading.Condition()
         self._stopped = False
@@ -323,6 +331,7 @@ class ReplicaFetcherThread(threading.Thread):
                 part.truncate_to(offset, leader_epoch=state.leader_epoch)
         except (StorageError, OSError) as e:
             log.error("%s-%d: truncation failed: %s", key[0], key[1], e)
+            self._storage_error(part, e)
             self._delay(state)
             return
         state.truncating = not complete
@@ -444,9 +453,18 @@ class ReplicaFetcherThread(threading.Thread):
             return 0
         except (StorageError, OSError) as e:
             log.error("%s-%d: follower append failed: %s", key[0], key[1], e)
+            self._storage_error(part, e)
             self._delay(state)
             return 0
         return max(int(p.high_watermark) - part.log_end_offset, 0)
+
+    def _storage_error(self, part: Partition, error: Exception) -> None:
+        """An I/O error on our log (not a refusal of the leader's batches): its dir goes
+        offline."""
+        if self._on_storage_error is None or part.offline:
+            return
+        if isinstance(error, KafkaStorageError | OSError):
+            self._on_storage_error(part, error)
 
     def _out_of_range(
         self, key: TopicPartition, state: PartitionFetchState, leader_log_start: int
@@ -483,9 +501,18 @@ class ReplicaFetcherThread(threading.Thread):
 class ReplicaFetcherManager:
     """The fetcher threads of this broker (see the module docstring)."""
 
-    def __init__(self, config: FetcherConfig, view: Callable[[], ClusterView]) -> None:
+    def __init__(
+        self,
+        config: FetcherConfig,
+        view: Callable[[], ClusterView],
+        *,
+        on_storage_error: StorageErrorHandler | None = None,
+    ) -> None:
+        """``on_storage_error(partition, error)``: an I/O error writing a followed partition's
+        log, called on the fetcher thread."""
         self.config = config
         self._view = view
+        self._on_storage_error = on_storage_error
         self._threads: dict[tuple[int, int], ReplicaFetcherThread] = {}
         #: partition -> (leader, leader epoch, fetcher key) as last assigned
         self._assigned: dict[TopicPartition, tuple[int, int, tuple[int, int]]] = {}
@@ -521,7 +548,9 @@ class ReplicaFetcherManager:
             for fkey, states in adds.items():
                 thread = self._threads.get(fkey)
                 if thread is None:
-                    thread = ReplicaFetcherThread(self.config, fkey[0], fkey[1], self._view)
+                    thread = ReplicaFetcherThread(
+                        self.config, fkey[0], fkey[1], self._view, self._on_storage_error
+                    )
                     self._threads[fkey] = thread
                     thread.start()
                 thread.add(states)

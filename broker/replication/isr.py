@@ -121,6 +121,11 @@ class IsrManager:
         if not part.is_leader or part.leader_epoch != change.leader_epoch:
             part.isr_change_failed(change, "no longer the leader at that epoch")
             return
+        if part.offline:
+            # its log dir failed: the controller decides its ISR now (a leader that cannot
+            # serve its followers must not shrink the ISR to itself)
+            part.isr_change_failed(change, "the partition's log dir is offline")
+            return
         old = part.isr
         try:
             state = self.metadata.alter_partition(

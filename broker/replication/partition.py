@@ -193,6 +193,7 @@ class Partition:
         replica_lag_time_max_ms: int = 30000,
         min_insync_replicas: int = 1,
         clock: Callable[[], int] = _now_ms,
+        on_storage_error: Callable[[Partition, Exception], None] | None = None,
     ) -> None:
         self.topic = topic
         self.index = index
@@ -213,8 +214,11 @@ class Partition:
         self._bytes_visible = 0
         self._bytes_appended = 0
         #: the log's dir went offline (an I/O error, a full disk): every request for this
-        #: partition answers KAFKA_STORAGE_ERROR until the broker restarts
+        #: partition answers KAFKA_STORAGE_ERROR until the broker restarts (:meth:`mark_offline`)
         self.offline = False
+        #: called (outside the partition's lock) when an append to the leader's log fails with
+        #: an I/O error: the replica manager takes the log dir offline
+        self.on_storage_error = on_storage_error
         #: (end offset, bytes appended up to it) of a replicated leader's appends above the
         #: high watermark: how many bytes a high-watermark move makes visible
         self._marks: deque[tuple[int, int]] = deque()
@@ -361,6 +365,18 @@ class Partition:
         self._fetch_purgatory.complete_all(self.key)
         if self._produce_purgatory is not None:
             self._produce_purgatory.complete_all(self.key)
+
+    def mark_offline(self) -> None:
+        """The log's dir went offline (Kafka's ``markPartitionOffline``): nothing is written to
+        the log any more; coordinator writes waiting for the high watermark fail and waiting
+        produces and fetches complete, with KAFKA_STORAGE_ERROR."""
+        with self._lock:
+            self.offline = True
+            failed = [w[2] for w in self._commit_waiters]
+            self._commit_waiters = []
+            self.pending_isr = None
+        self._run_waiters(failed, ErrorCode.KAFKA_STORAGE_ERROR)
+        self._wake()
 
     def leader_error(self, current_leader_epoch: int = -1) -> ErrorCode:
         """NONE if this broker leads the partition at ``current_leader_epoch`` (-1: any)."""
@@ -518,12 +534,16 @@ class Partition:
     ) -> AppendInfo:
         epoch = self.leader_epoch
         plog = self.log
+        if self.offline:
+            raise storage_errors.KafkaStorageError(f"{self} is in an offline log dir")
         try:
             info = plog.append(
                 batches, leader_epoch=epoch, now_ms=now_ms, verification=verification
             )
-        except storage_errors.KafkaStorageError:
+        except storage_errors.KafkaStorageError as e:
             if self.log is plog:
+                if self.on_storage_error is not None:
+                    self.on_storage_error(self, e)
                 raise
             # the log moved to another log dir while this append waited: append to the new one
             info = self.log.append(
@@ -643,9 +663,11 @@ class Partition:
         ``leadership_epoch`` (Kafka's ``checkEnoughReplicasReachOffset``): None while the high
         watermark is below ``required_offset``; then NONE, or NOT_ENOUGH_REPLICAS_AFTER_APPEND
         when the ISR shrank below ``min.insync.replicas`` meanwhile. NOT_LEADER_OR_FOLLOWER once
-        leadership moved away (even if it came back: the records may have been truncated). A
-        leader epoch bump while this broker stays leader (the controller removing a dead
-        follower) does not fail it."""
+        leadership moved away (even if it came back: the records may have been truncated),
+        KAFKA_STORAGE_ERROR once the log dir went offline. A leader epoch bump while this
+        broker stays leader (the controller removing a dead follower) does not fail it."""
+        if self.offline:
+            return ErrorCode.KAFKA_STORAGE_ERROR
         if not self.is_leader or self.leadership_epoch != leadership_epoch:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
         if self.log.high_watermark < required_offset:
@@ -836,6 +858,8 @@ class Partition:
         with self._lock:
             if self.is_leader or self.leader_epoch != leader_epoch:
                 return None
+            if self.offline:
+                raise storage_errors.KafkaStorageError(f"{self} is in an offline log dir")
             plog = self.log
             info = None
             if len(records):

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from broker.config import TOPIC_CONFIGS, BrokerConfig, parse_value
-from broker.metrics import MetricSamples, MetricsRegistry
+from broker.metrics import MetricSamples, MetricsRegistry, label_value
 from broker.purgatory import DelayedOperationPurgatory
 from broker.replication.delayed_create import DelayedCreateTopics
 from broker.replication.delayed_fetch import DelayedFetch
@@ -58,7 +58,7 @@ from coordination.metadata.store import MetadataStore
 from coordination.metadata.view import ClusterView, PartitionState, TopicMetadata
 from protocol.error_codes import ErrorCode
 from storage.config import log_config_from_broker
-from storage.errors import KafkaStorageError, StorageError
+from storage.errors import StorageError
 from storage.files import FUTURE_DIR_SUFFIX
 from storage.log import AppendInfo, PartitionLog
 from storage.manager import LogManager
@@ -231,7 +231,9 @@ class ReplicaManager:
         self.isr_manager = IsrManager(
             metadata,
             replica_lag_time_max_ms=self._replica_lag_time_max_ms,
-            partitions=lambda: [p for p in self.partitions.values() if p.is_leader],
+            partitions=lambda: [
+                p for p in self.partitions.values() if p.is_leader and not p.offline
+            ],
         )
         self.fetchers = ReplicaFetcherManager(
             FetcherConfig(
@@ -250,6 +252,7 @@ class ReplicaManager:
                 sessions=bool(config["replica.fetch.session.enable"]),
             ),
             lambda: self.metadata.view,
+            on_storage_error=self.handle_log_dir_failure,
         )
         self._producer_id_expiration_ms = int(config["producer.id.expiration.ms"])
         self._lock = threading.RLock()
@@ -258,6 +261,8 @@ class ReplicaManager:
         self._applied: ClusterView | None = None
         self._stop_maintenance = threading.Event()
         self._maintenance: threading.Thread | None = None
+        #: the replicas in offline log dirs last reported to the metadata store
+        self._reported_offline: frozenset[TopicPartition] = frozenset()
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -402,7 +407,14 @@ class ReplicaManager:
             if key not in wanted or wanted[key][0].topic_id != partitions[key].topic_id:
                 gone = partitions.pop(key)
                 gone.close()
-                self.log_manager.delete_log(key[0], key[1])
+                try:
+                    self.log_manager.delete_log(key[0], key[1])
+                except (OSError, StorageError) as e:
+                    if not gone.offline:
+                        raise
+                    # its dir is offline: the directory stays until a restart deletes it
+                    log.warning("cannot delete the log of %s-%d: %s", key[0], key[1], e)
+                    continue
                 log.info("deleted log %s-%d", key[0], key[1])
         reconfigured: set[str] = set()
         retry = False
@@ -431,9 +443,16 @@ class ReplicaManager:
                         other.min_insync_replicas = min_isr
                 self.log_manager.update_config(topic.name, dict(topic.configs))
             if part.state != pstate:
-                part.update_state(pstate)
+                try:
+                    part.update_state(pstate)
+                except (OSError, StorageError) as e:
+                    if not part.offline:
+                        raise
+                    log.debug("%s-%d (offline): state not applied: %s", key[0], key[1], e)
         self.partitions = partitions
         self._update_fetchers(new)
+        if self._reported_offline or self.log_manager.offline_dirs:
+            self._report_offline()
         return not retry
 
     def _update_fetchers(self, view: ClusterView) -> None:
@@ -450,18 +469,39 @@ class ReplicaManager:
         self.fetchers.update(followed)
 
     def handle_log_dir_failure(self, part: Partition, error: Exception) -> None:
-        """An I/O error in a partition's log (a full or failing disk): its whole log dir goes
-        offline, as Kafka's ``LogDirFailureChannel`` takes it; the partitions there answer
-        KAFKA_STORAGE_ERROR from now on, the other dirs keep working. Whatever was appended
-        before stays: a failed append was cut back off its segment."""
+        """An I/O error in a partition's log (a full or failing disk), met by an append to a
+        leader or a follower: its whole log dir goes offline, as Kafka's
+        ``ReplicaManager.handleLogDirFailure`` takes it (KIP-112). The partitions there answer
+        KAFKA_STORAGE_ERROR from now on (what waits on them completes with it), lead no ISR
+        change and follow no leader; the other dirs keep working. Whatever was appended before
+        stays: a failed append was cut back off its segment. The metadata store is told which
+        replicas are offline: in a cluster the controller moves their leadership to other
+        in-sync replicas and takes them out of the ISRs (Kafka's log dir event notification).
+        """
+        if self._shut_down or part.log.closed:
+            return  # the log was closed under the write (deleted, moved away): not a disk fault
         log_dir = self.log_manager.log_dir_of(part.topic, part.index)
         if log_dir is None:
             return
-        for tp in self.log_manager.mark_dir_offline(log_dir, str(error)):
-            hosted = self.partitions.get(tp)
-            if hosted is not None:
-                hosted.offline = True
-                self.fetch_purgatory.check_and_complete(hosted.key)
+        with self._lock:
+            gone = self.log_manager.mark_dir_offline(log_dir, str(error))
+            if not gone:
+                return  # offline already
+            for tp in gone:
+                hosted = self.partitions.get(tp)
+                if hosted is not None:
+                    hosted.mark_offline()
+            self._update_fetchers(self.metadata.view)
+            self._report_offline()
+        log.warning("stopped serving the replicas in log dir %s", log_dir)
+
+    def _report_offline(self) -> None:
+        """Under the lock: tells the metadata store which hosted replicas are offline, when
+        that changed."""
+        offline = frozenset(key for key, p in self.partitions.items() if p.offline)
+        if offline != self._reported_offline:
+            self._reported_offline = offline
+            self.metadata.report_offline_replicas(offline)
 
     def describe_log_dirs(self, wanted: set[TopicPartition] | None) -> list[LogDirDescription]:
         """Every log dir: online or not, its file system's total and usable bytes, and the
@@ -624,7 +664,7 @@ class ReplicaManager:
         )
         ProducerStateManager.attach(plog, producer_id_expiration_ms=self._producer_id_expiration_ms)
         config = self.topic_config(topic)
-        return Partition(
+        part = Partition(
             topic.name,
             pstate.partition,
             topic.topic_id,
@@ -637,7 +677,11 @@ class ReplicaManager:
             isr_manager=self.isr_manager,
             replica_lag_time_max_ms=self._replica_lag_time_max_ms,
             min_insync_replicas=int(config["min.insync.replicas"]),
+            on_storage_error=self.handle_log_dir_failure,
         )
+        # a log kept in an offline dir (the partition left this broker and came back)
+        part.offline = self.log_manager.is_offline(topic.name, pstate.partition)
+        return part
 
     # -- finding partitions ------------------------------------------------------------------
 
@@ -728,9 +772,8 @@ class ReplicaManager:
                 return AppendResult(e.error_code)
             return self._append_failure(part, e.error_code, str(e), tuple(e.record_errors))
         except (KafkaApiError, StorageError) as e:
-            if isinstance(e, KafkaStorageError):
-                self.handle_log_dir_failure(part, e)
-            elif isinstance(e, _PRODUCER_STATE_REFUSALS):
+            # (a KafkaStorageError took the log dir offline already: Partition.on_storage_error)
+            if isinstance(e, _PRODUCER_STATE_REFUSALS):
                 # Kafka's ReplicaManager logs these (not a too-large record or batch, which any
                 # client can send at will): "Error processing append operation on partition"
                 log.error(
@@ -876,6 +919,7 @@ class ReplicaManager:
         starts = []
         ends = []
         producers = 0
+        offline_dirs = self.log_manager.offline_dirs
         for (topic, index), part in list(self.partitions.items()):
             labels = f'{{topic="{topic}",partition="{index}"}}'
             try:
@@ -895,7 +939,16 @@ class ReplicaManager:
                 "kafka_log_logmanager_offlinelogdirectorycount",
                 "gauge",
                 "Log directories taken offline by an I/O error (a failed or full disk).",
-                [("", float(len(self.log_manager.offline_dirs)))],
+                [("", float(len(offline_dirs)))],
+            ),
+            (
+                "kafka_log_logmanager_logdirectoryoffline",
+                "gauge",
+                "1 for a log directory taken offline by an I/O error, else 0.",
+                [
+                    (f'{{logDirectory="{label_value(str(d))}"}}', float(d in offline_dirs))
+                    for d in self.log_manager.log_dirs
+                ],
             ),
             (
                 "odradek_idempotent_producers",
@@ -917,7 +970,7 @@ class ReplicaManager:
         them (``kafka.server:type=ReplicaManager,name=UnderReplicatedPartitions`` ->
         ``kafka_server_replicamanager_underreplicatedpartitions``; meters' counts ``_total``)."""
         parts = list(self.partitions.values())
-        leaders = [p for p in parts if p.is_leader]
+        leaders = [p for p in parts if p.is_leader and not p.offline]
         isr = self.isr_manager
         return [
             (
@@ -931,6 +984,12 @@ class ReplicaManager:
                 "gauge",
                 "Partitions this broker hosts (leading or following).",
                 [("", float(len(parts)))],
+            ),
+            (
+                "kafka_server_replicamanager_offlinereplicacount",
+                "gauge",
+                "Replicas this broker hosts in offline log dirs.",
+                [("", float(sum(p.offline for p in parts)))],
             ),
             (
                 "kafka_server_replicamanager_underreplicatedpartitions",

@@ -136,6 +136,13 @@ class MetadataStore(ABC):
         The leader proposes ISR changes with it (Kafka's ZooKeeper-mode ISR updates, KIP-497's
         AlterPartition in KRaft)."""
 
+    def report_offline_replicas(self, partitions: Collection[TopicPartition]) -> None:
+        """This broker's replicas in log dirs it took offline (an I/O error, a full disk:
+        KIP-112), all of them each time. In a cluster the controller then moves their
+        leadership to other in-sync replicas and takes them out of the ISRs; standalone there
+        is no other replica (nothing to do). Returns at once (never blocks on the store)."""
+        return None
+
     # -- the controller's duties (Kafka's KafkaController APIs) ---------------------------------
 
     @abstractmethod

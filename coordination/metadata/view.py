@@ -151,6 +151,22 @@ class ClusterView:
     client_metrics: Mapping[str, Mapping[str, str]] = field(
         default_factory=lambda: MappingProxyType({})
     )
+    #: the replicas each registered broker holds in log dirs it took offline (an I/O error, a
+    #: full disk: KIP-112), as it reported them: broker id -> {(topic, partition)}
+    offline_replicas: Mapping[int, frozenset[tuple[str, int]]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
+
+    def offline_replica_ids(self, topic: str, partition: PartitionState) -> list[int]:
+        """A partition's offline replicas as Kafka's Metadata answers them: on a broker that is
+        not registered, or in a log dir its broker took offline."""
+        brokers, offline = self.brokers, self.offline_replicas
+        if not offline:
+            return [r for r in partition.replicas if r not in brokers]
+        key = (topic, partition.partition)
+        return [
+            r for r in partition.replicas if r not in brokers or key in offline.get(r, frozenset())
+        ]
 
     @property
     def topics_by_id(self) -> Mapping[uuid.UUID, TopicMetadata]:

@@ -2,8 +2,10 @@
 ``MetadataCache`` fed from ZooKeeper).
 
 Every broker reads ZooKeeper itself: the live brokers (``/brokers/ids``), the topics and their
-assignments (``/brokers/topics/<t>``), each partition's state znode, and topic configs (re-read
-when a ``/config/changes`` notification names them). Each read re-arms a one-shot watch whose
+assignments (``/brokers/topics/<t>``), each partition's state znode, topic configs (re-read
+when a ``/config/changes`` notification names them), and the replicas brokers took offline with
+a log dir (``/brokers/offline_replicas/<id>``: the controller elects around them, and Metadata
+answers them among the offline replicas). Each read re-arms a one-shot watch whose
 callback only *posts* an event; the store's worker thread handles events by calling the loaders
 here, then publishes :meth:`ZkClusterCache.build_view`.
 
@@ -58,6 +60,9 @@ class ZkClusterCache:
         self.broker_configs: dict[str, dict[str, str]] = {}
         self.client_metrics: dict[str, dict[str, str]] = {}
         self.last_config_change = -1
+        #: ``/brokers/offline_replicas/<id>``: broker id -> (the broker epoch it was written
+        #: under, the replicas in the broker's offline log dirs)
+        self.offline_replicas: dict[int, tuple[int, frozenset[tuple[str, int]]]] = {}
 
     # -- watches (kazoo's threads: only post) --------------------------------------------------
 
@@ -84,6 +89,10 @@ class ZkClusterCache:
     def _watch_config_changes(self, event: Any) -> None:
         if event.type != "NONE":
             self.post(("config_changes",))
+
+    def _watch_offline_replicas(self, event: Any) -> None:
+        if event.type != "NONE":
+            self.post(("offline_replicas",))
 
     # -- loaders -------------------------------------------------------------------------------
 
@@ -113,6 +122,47 @@ class ZkClusterCache:
             )
         self.brokers = brokers
         self.broker_epochs = epochs
+
+    def load_offline_replicas(self) -> None:
+        """Every ``/brokers/offline_replicas/<id>`` (watching the list and each node)."""
+        children = self.zk.children(zd.OFFLINE_REPLICAS_PATH, self._watch_offline_replicas)
+        if children is None:
+            # not created yet (a cluster of older brokers): watch for it
+            self.zk.exists(zd.OFFLINE_REPLICAS_PATH, self._watch_offline_replicas)
+            children = []
+        records: dict[int, tuple[int, frozenset[tuple[str, int]]]] = {}
+        for child in children:
+            try:
+                broker_id = int(child)
+            except ValueError:
+                continue
+            got = self.zk.get(zd.offline_replicas_path(broker_id), self._watch_offline_replicas)
+            if got is None:
+                continue
+            try:
+                records[broker_id] = zd.decode_offline_replicas(broker_id, got[0])
+            except zd.ZkDataError as e:
+                log.warning("ignoring the offline replicas of broker %d: %s", broker_id, e)
+        if records != self.offline_replicas:
+            for broker_id, (_, partitions) in sorted(records.items()):
+                if self.offline_replicas.get(broker_id, (0, frozenset()))[1] != partitions:
+                    log.info(
+                        "broker %d has %d replica(s) in offline log dirs: %s",
+                        broker_id,
+                        len(partitions),
+                        ", ".join(f"{t}-{p}" for t, p in sorted(partitions)[:20]),
+                    )
+            self.offline_replicas = records
+
+    def offline_replicas_by_broker(self) -> dict[int, frozenset[tuple[str, int]]]:
+        """The offline replicas of registered brokers, each as written under the broker's
+        current registration (a record of an older session of the broker does not count)."""
+        epochs = self.broker_epochs
+        return {
+            broker_id: partitions
+            for broker_id, (epoch, partitions) in self.offline_replicas.items()
+            if partitions and epochs.get(broker_id) == epoch
+        }
 
     def load_topic_list(self, *, full: bool = False) -> None:
         names = self.zk.children(zd.TOPICS_PATH, self._watch_topics) or []
@@ -312,4 +362,5 @@ class ZkClusterCache:
             client_metrics=MappingProxyType(
                 {n: MappingProxyType(dict(c)) for n, c in sorted(self.client_metrics.items())}
             ),
+            offline_replicas=MappingProxyType(self.offline_replicas_by_broker()),
         )

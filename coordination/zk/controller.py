@@ -18,6 +18,14 @@ Duties, run on the store's worker thread after the cache was refreshed:
 * ISR change notifications (``/isr_change_notification``, written by leaders that changed their
   ISR with :meth:`~coordination.zk.store.ZkMetadataStore.alter_partition`): the partitions named
   are re-read and the notifications deleted (Kafka's ``IsrChangeNotificationHandler``);
+* log dir failures (KIP-112; Kafka's ``LogDirEventNotificationHandler``): a broker that took a
+  log dir offline writes ``/brokers/offline_replicas/<id>`` (the replicas it holds there) and a
+  ``/log_dir_event_notification`` naming itself; the controller re-reads the offline replicas
+  and deletes the notifications. A replica in an offline log dir counts as dead for its
+  partition (Kafka's ``isReplicaOnline``): :meth:`ZkController.reconcile` moves the leadership
+  to another in-sync replica (bumping the leader epoch) and takes it out of the ISR, as for a
+  broker that died; the broker's other partitions are untouched. A broker that restarts has no
+  such record (it went with its session) and rejoins the ISRs by catching up;
 * controlled shutdown, preferred and unclean elections, automatic leader rebalancing
   (:mod:`coordination.zk.elections`), and partition reassignments
   (:mod:`coordination.zk.reassignments`), which write through
@@ -102,6 +110,10 @@ class ZkController:
     def _watch_isr_changes(self, event: Any) -> None:
         if event.type != "NONE":
             self.post(("isr_changes",))
+
+    def _watch_log_dir_events(self, event: Any) -> None:
+        if event.type != "NONE":
+            self.post(("log_dir_events",))
 
     # -- election ------------------------------------------------------------------------------
 
@@ -200,6 +212,7 @@ class ZkController:
         self.assign_missing_topic_ids()
         self.complete_topic_deletions()
         self.process_isr_changes()
+        self.process_log_dir_events()
         self.reconcile()
         for hook in self.on_failover:
             if not self.is_controller:
@@ -253,6 +266,26 @@ class ZkController:
                 del self.shutting_down[broker_id]
         return set(self.shutting_down)
 
+    def offline_replicas(self) -> dict[tuple[str, int], frozenset[int]]:
+        """partition -> the registered brokers whose replica of it is in an offline log dir."""
+        out: dict[tuple[str, int], set[int]] = {}
+        for broker_id, partitions in self.cache.offline_replicas_by_broker().items():
+            for tp in partitions:
+                out.setdefault(tp, set()).add(broker_id)
+        return {tp: frozenset(brokers) for tp, brokers in out.items()}
+
+    def live_replicas_of(
+        self,
+        topic: str,
+        partition: int,
+        live: set[int],
+        offline: Mapping[tuple[str, int], frozenset[int]],
+    ) -> set[int]:
+        """The brokers whose replica of the partition is online (Kafka's ``isReplicaOnline``):
+        ``live`` less those that hold it in an offline log dir."""
+        gone = offline.get((topic, partition))
+        return live - gone if gone else live
+
     def unclean(self, topic: str) -> bool:
         """The topic's ``unclean.leader.election.enable``: its override, else the dynamic
         broker config (this broker's, then the cluster default), else the static config."""
@@ -276,6 +309,7 @@ class ZkController:
         cache = self.cache
         live = self.live_brokers()
         ineligible = self.ineligible_brokers()
+        offline = self.offline_replicas()
         for name in sorted(cache.topics):
             topic = cache.topics.get(name)
             if topic is None:
@@ -284,8 +318,9 @@ class ZkController:
             updates: list[tuple[int, int, tuple[int, ...], zd.LeaderIsrAndControllerEpoch]] = []
             for p, replicas in sorted(topic.assignment.partitions.items()):
                 current = cache.states.get((name, p))
+                online = self.live_replicas_of(name, p, live, offline)
                 if current is None:
-                    initial = initial_leader_and_isr(replicas, live, ineligible)
+                    initial = initial_leader_and_isr(replicas, online, ineligible)
                     if initial is not None:
                         creates.append((p, *initial))
                 else:
@@ -293,7 +328,7 @@ class ZkController:
                         current.leader,
                         current.isr,
                         replicas,
-                        live,
+                        online,
                         unclean=self.unclean(name),
                         ineligible=ineligible,
                     )
@@ -483,6 +518,34 @@ class ZkController:
                     log.warning("ignoring ISR change notification %s: %s", child, e)
             try:
                 self.zk.delete(path)
+            except NoNodeError:
+                pass
+
+    def process_log_dir_events(self) -> None:
+        """Kafka's ``LogDirEventNotificationHandler``: the brokers named by log dir event
+        notifications had a log dir fail; their offline replicas are re-read (the reconcile
+        that follows elects around them), then the notifications are deleted."""
+        children = self.zk.children(zd.LOG_DIR_EVENT_NOTIFICATION_PATH, self._watch_log_dir_events)
+        if not children or not self.is_controller:
+            return
+        events = sorted(c for c in children if c.startswith(zd.LOG_DIR_EVENT_PREFIX))
+        if not events:
+            return
+        brokers = set()
+        for child in events:
+            got = self.zk.get(f"{zd.LOG_DIR_EVENT_NOTIFICATION_PATH}/{child}")
+            if got is None:
+                continue
+            try:
+                brokers.add(zd.decode_log_dir_event(got[0]))
+            except zd.ZkDataError as e:
+                log.warning("ignoring log dir event notification %s: %s", child, e)
+        if brokers:
+            log.info("log dir failure on broker(s) %s", sorted(brokers))
+        self.cache.load_offline_replicas()
+        for child in events:
+            try:
+                self.zk.delete(f"{zd.LOG_DIR_EVENT_NOTIFICATION_PATH}/{child}")
             except NoNodeError:
                 pass
 

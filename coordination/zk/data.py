@@ -33,6 +33,12 @@ path                                           mode        content
                                                            "block_start":"0","block_end":"999"}``
 ``/feature``                                   persistent  ``{"version":2,"status":1,
                                                            "features":{}}``
+``/isr_change_notification/isr_change_<n>``    sequential  ``{"version":1,"partitions":[
+                                                           {"topic":"t","partition":0}]}``
+``/log_dir_event_notification/<n>``            sequential  ``{"version":1,"broker":1,"event":1}``
+``/brokers/offline_replicas/<id>``             ephemeral   ``{"version":1,"broker_epoch":42,
+                                                           "partitions":[{"topic":"t",
+                                                           "partition":0}]}`` (Odradek's own)
 =============================================  ==========  ========================================
 
 A broker registration (``/brokers/ids/<id>``, version 5)::
@@ -43,6 +49,16 @@ A broker registration (``/brokers/ids/<id>``, version 5)::
 
 plus ``"rack"`` when the broker has one; ``host``/``port`` come from the first endpoint whose
 security protocol is PLAINTEXT (``null``/``-1`` when there is none).
+
+A log dir failure (KIP-112) is announced as Kafka's ZooKeeper-mode brokers announce it: a
+sequential ``log_dir_event_<10 digits>`` under ``/log_dir_event_notification`` naming the broker
+(``event`` 1 is Kafka's LogDirFailure, its only event), which the controller deletes once
+handled. Kafka's controller then asks the broker which of its replicas are offline (its
+LeaderAndIsr answers); Odradek's brokers follow ZooKeeper instead of receiving LeaderAndIsr, so
+the broker also keeps the answer in ZooKeeper: ``/brokers/offline_replicas/<id>``, ephemeral
+(it goes with the broker's session: a restarted broker starts with none), holding the broker
+epoch (its registration's czxid) it was written under and the replicas in its offline log dirs.
+Kafka's layout has no such node; Kafka's tools ignore it.
 
 Decoders raise :class:`ZkDataError` (a ``ValueError``) on a document they cannot read.
 """
@@ -77,6 +93,12 @@ PREFERRED_REPLICA_ELECTION_PATH = "/admin/preferred_replica_election"
 ISR_CHANGE_NOTIFICATION_PATH = "/isr_change_notification"
 ISR_CHANGE_PREFIX = "isr_change_"
 LOG_DIR_EVENT_NOTIFICATION_PATH = "/log_dir_event_notification"
+#: Kafka's LogDirEventNotificationSequenceZNode.SequenceNumberPrefix
+LOG_DIR_EVENT_PREFIX = "log_dir_event_"
+#: Kafka's LogDirEventNotificationSequenceZNode.LogDirFailureEvent (the only event there is)
+LOG_DIR_FAILURE_EVENT = 1
+#: Odradek's own: each broker's replicas in offline log dirs (ephemeral children by broker id)
+OFFLINE_REPLICAS_PATH = "/brokers/offline_replicas"
 PRODUCER_ID_BLOCK_PATH = "/latest_producer_id_block"
 FEATURE_PATH = "/feature"
 CONSUMERS_PATH = "/consumers"
@@ -108,6 +130,10 @@ INITIAL_CONTROLLER_EPOCH = 0
 
 def broker_path(broker_id: int) -> str:
     return f"{BROKER_IDS_PATH}/{broker_id}"
+
+
+def offline_replicas_path(broker_id: int) -> str:
+    return f"{OFFLINE_REPLICAS_PATH}/{broker_id}"
 
 
 def topic_path(topic: str) -> str:
@@ -486,6 +512,52 @@ def decode_isr_change_notification(data: bytes | None) -> list[tuple[str, int]]:
             raise ZkDataError(f"{what}: invalid entry {e!r}")
         out.append((e["topic"], _int(e.get("partition"), what)))
     return out
+
+
+# /log_dir_event_notification/log_dir_event_NNNNNNNNNN
+
+
+def encode_log_dir_event(broker_id: int) -> bytes:
+    """Kafka's LogDirEventNotificationSequenceZNode.encode."""
+    return to_json({"version": 1, "broker": broker_id, "event": LOG_DIR_FAILURE_EVENT})
+
+
+def decode_log_dir_event(data: bytes | None) -> int:
+    """The broker a log dir event names."""
+    doc = _object(data, LOG_DIR_EVENT_NOTIFICATION_PATH)
+    return _int(doc.get("broker"), LOG_DIR_EVENT_NOTIFICATION_PATH)
+
+
+# /brokers/offline_replicas/<id>
+
+OFFLINE_REPLICAS_VERSION = 1
+
+
+def encode_offline_replicas(broker_epoch: int, partitions: Sequence[tuple[str, int]]) -> bytes:
+    return to_json(
+        {
+            "version": OFFLINE_REPLICAS_VERSION,
+            "broker_epoch": broker_epoch,
+            "partitions": [{"topic": t, "partition": p} for t, p in sorted(partitions)],
+        }
+    )
+
+
+def decode_offline_replicas(
+    broker_id: int, data: bytes | None
+) -> tuple[int, frozenset[tuple[str, int]]]:
+    """(broker epoch written under, the replicas in the broker's offline log dirs)."""
+    what = offline_replicas_path(broker_id)
+    doc = _object(data, what)
+    entries = doc.get("partitions")
+    if not isinstance(entries, list):
+        raise ZkDataError(f"{what}: 'partitions' is not a list")
+    out = set()
+    for e in entries:
+        if not isinstance(e, dict) or not isinstance(e.get("topic"), str):
+            raise ZkDataError(f"{what}: invalid entry {e!r}")
+        out.add((e["topic"], _int(e.get("partition"), what)))
+    return _int(doc.get("broker_epoch"), what), frozenset(out)
 
 
 # /latest_producer_id_block

@@ -120,13 +120,15 @@ class ZkElections:
                 return
             live = self.controller.live_brokers()
             shutting_down = self.controller.ineligible_brokers()
+            offline = self.controller.offline_replicas()
             changes: dict[int, tuple[int, tuple[int, ...]]] = {}
             for p, replicas in cached.assignment.partitions.items():
                 state = self.cache.states.get((topic, p))
                 if len(replicas) <= 1 or broker_id not in replicas or state is None:
                     continue
                 if state.leader == broker_id:
-                    leader = controlled_shutdown_leader(replicas, state.isr, live, shutting_down)
+                    online = self.controller.live_replicas_of(topic, p, live, offline)
+                    leader = controlled_shutdown_leader(replicas, state.isr, online, shutting_down)
                     if leader is not None:
                         isr = tuple(r for r in state.isr if r not in shutting_down)
                         changes[p] = (leader, isr)
@@ -197,6 +199,7 @@ class ZkElections:
                 break
             live = self.controller.live_brokers()
             ineligible = self.controller.ineligible_brokers()
+            offline = self.controller.offline_replicas()
             changes: dict[int, tuple[int, tuple[int, ...]]] = {}
             for p in indexes:
                 replicas = cached.assignment.partitions.get(p, ())
@@ -211,8 +214,9 @@ class ZkElections:
                         outcome_error, election_failure_message(topic, p, election_type)
                     )
                     continue
+                online = self.controller.live_replicas_of(topic, p, live, offline)
                 outcome = admin_election(
-                    election_type, state.leader, state.isr, replicas, live, ineligible=ineligible
+                    election_type, state.leader, state.isr, replicas, online, ineligible=ineligible
                 )
                 if outcome.change is not None:
                     changes[p] = outcome.change
@@ -256,6 +260,7 @@ class ZkElections:
         deleting = set(self.zk.children(zd.DELETE_TOPICS_PATH) or [])
         live = self.controller.live_brokers()
         ineligible = self.controller.ineligible_brokers()
+        offline = self.controller.offline_replicas()
         by_preferred: dict[int, list[TopicPartition]] = {}
         for topic, cached in cache.topics.items():
             if topic in deleting:
@@ -276,8 +281,9 @@ class ZkElections:
             for topic, p in not_led:
                 state = cache.states.get((topic, p))
                 replicas = cache.topics[topic].assignment.partitions[p]
+                online = self.controller.live_replicas_of(topic, p, live, offline)
                 if state is not None and preferred_replica_leader(
-                    replicas, state.isr, live, ineligible
+                    replicas, state.isr, online, ineligible
                 ):
                     candidates.append((topic, p))
         if candidates:

@@ -230,7 +230,9 @@ class ZkReassignments:
         nothing to write), False when nothing could be (a race, or no leader for the target
         yet), None when not the controller."""
         state = self.cache.states.get((topic, partition))
-        live = self.controller.live_brokers()
+        live = self.controller.live_replicas_of(
+            topic, partition, self.controller.live_brokers(), self.controller.offline_replicas()
+        )
         ineligible = self.controller.ineligible_brokers()
         leader = state.leader if state is not None else NO_LEADER
         isr: tuple[int, ...] = state.isr if state is not None else ()

@@ -30,6 +30,13 @@ zkVersion the leader knows (``partition_epoch``), then a sequential
 ``/isr_change_notification/isr_change_NNNNNNNNNN`` node naming the partition for the
 controller. Every broker watches the state znodes, so each one's view follows.
 
+A log dir failure (KIP-112, :meth:`ZkMetadataStore.report_offline_replicas`) is written by the
+worker: this broker's replicas in offline log dirs go to the ephemeral
+``/brokers/offline_replicas/<id>`` (with the broker epoch), then a sequential
+``/log_dir_event_notification/log_dir_event_NNNNNNNNNN`` names the broker for the controller,
+as Kafka's ``propagateLogDirEvent`` does. The record is written again under a new session (it
+went with the old one).
+
 The controller's duties that brokers and admin clients ask for (:meth:`controlled_shutdown`,
 :meth:`elect_leaders`, :meth:`alter_partition_reassignments`,
 :meth:`list_partition_reassignments`) run on the worker thread, like every other controller
@@ -55,7 +62,13 @@ from types import MappingProxyType
 from typing import Any, TypeVar
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import BadVersionError, ConnectionLoss, KazooException, NoNodeError
+from kazoo.exceptions import (
+    BadVersionError,
+    ConnectionLoss,
+    KazooException,
+    NodeExistsError,
+    NoNodeError,
+)
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KazooState
 from kazoo.retry import KazooRetry
@@ -90,6 +103,8 @@ T = TypeVar("T")
 
 _RESYNC: Event = ("resync",)
 _STOP: Event = ("stop",)
+#: this broker's offline replicas changed: write them (and a log dir event notification)
+_REPORT_OFFLINE: Event = ("report_offline",)
 #: ("call", fn, future): a controller duty asked for from another thread
 _CALL = "call"
 
@@ -165,6 +180,10 @@ class ZkMetadataStore(MetadataStore):
         self._timers: dict[Event, float] = {}
         self._stopping = False
         self._cluster_id = ""
+        #: this broker's replicas in offline log dirs, as last reported by the replica manager
+        self._offline_replicas: frozenset[TopicPartition] = frozenset()
+        #: (broker epoch, replicas) last written to ZooKeeper (worker thread only)
+        self._offline_written: tuple[int, frozenset[TopicPartition]] = (-1, frozenset())
 
     # -- public state ------------------------------------------------------------------------
 
@@ -293,7 +312,7 @@ class ZkMetadataStore(MetadataStore):
         registration node already owned by this session is this broker's."""
         while True:
             try:
-                for path in zd.PERSISTENT_PATHS:
+                for path in (*zd.PERSISTENT_PATHS, zd.OFFLINE_REPLICAS_PATH):
                     zk.ensure_path(path)
                 self._cluster_id = registration.cluster_id(
                     expected=self.expected_cluster_id, stored=self.stored_cluster_id
@@ -501,6 +520,14 @@ class ZkMetadataStore(MetadataStore):
             elif kind == "isr_changes":
                 controller.process_isr_changes()
                 reconcile = True
+            elif kind == "offline_replicas":
+                cache.load_offline_replicas()
+                reconcile = True
+            elif kind == "log_dir_events":
+                controller.process_log_dir_events()
+                reconcile = True
+            elif event == _REPORT_OFFLINE:
+                self._write_offline_replicas(parts)
             elif kind == "reconcile":
                 reconcile = True
             elif event == AUTO_REBALANCE:
@@ -520,15 +547,18 @@ class ZkMetadataStore(MetadataStore):
         if registration.stale:
             log.info("new ZooKeeper session: registering broker %d again", self.broker_id)
             registration.register()
+        self._write_offline_replicas(parts)
         cache.load_brokers()
         cache.load_config_changes(initial=True)
         cache.load_broker_configs()
         cache.load_client_metrics()
         cache.load_topic_list(full=True)
+        cache.load_offline_replicas()
         controller.load()
         if controller.is_controller:
             controller.complete_topic_deletions()
             controller.process_isr_changes()
+            controller.process_log_dir_events()
             controller.reconcile()
             parts.elections.process_preferred_replica_election_znode()
             parts.reassignments.process_znode()
@@ -693,6 +723,52 @@ class ZkMetadataStore(MetadataStore):
             replicas = meta.partitions[partition].replicas
         return PartitionState(
             partition, new.leader, new.leader_epoch, replicas, tuple(new.isr), stat.version
+        )
+
+    def report_offline_replicas(self, partitions: Collection[TopicPartition]) -> None:
+        wanted = frozenset(partitions)
+        if wanted == self._offline_replicas:
+            return
+        self._offline_replicas = wanted
+        self._events.put(_REPORT_OFFLINE)
+
+    def _write_offline_replicas(self, parts: _Parts) -> None:
+        """Writes this broker's offline replicas under its current registration, and a log dir
+        event notification, unless ZooKeeper has them already (worker thread)."""
+        epoch = parts.registration.broker_epoch
+        wanted = self._offline_replicas
+        if epoch < 0 or self._offline_written == (epoch, wanted):
+            return
+        if not wanted and self._offline_written[1] == wanted:
+            self._offline_written = (epoch, wanted)
+            return  # nothing offline, before or now: nothing to tell
+        zk = parts.zk
+        path = zd.offline_replicas_path(self.broker_id)
+        if wanted:
+            data = zd.encode_offline_replicas(epoch, sorted(wanted))
+            zk.ensure_path(zd.OFFLINE_REPLICAS_PATH)
+            try:
+                zk.create(path, data, ephemeral=True)
+            except NodeExistsError:
+                zk.set(path, data)
+        else:
+            try:
+                zk.delete(path)
+            except NoNodeError:
+                pass
+        zk.create(
+            f"{zd.LOG_DIR_EVENT_NOTIFICATION_PATH}/{zd.LOG_DIR_EVENT_PREFIX}",
+            zd.encode_log_dir_event(self.broker_id),
+            sequence=True,
+            makepath=True,
+        )
+        self._offline_written = (epoch, wanted)
+        log.info(
+            "broker %d: %d replica(s) in offline log dirs written to ZooKeeper for the "
+            "controller: %s",
+            self.broker_id,
+            len(wanted),
+            ", ".join(f"{t}-{p}" for t, p in sorted(wanted)[:20]),
         )
 
     # -- the controller's duties ------------------------------------------------------------------

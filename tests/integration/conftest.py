@@ -3,6 +3,7 @@ unique topic names); ``fresh_broker`` is a new broker per test, for restarts and
 
 from __future__ import annotations
 
+import subprocess
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -40,6 +41,26 @@ def fresh_broker(tmp_path: Path) -> Iterator[Callable[..., BrokerProcess]]:
     yield make
     for proc in started:
         proc.stop()
+
+
+@pytest.fixture
+def small_tmpfs(tmp_path: Path) -> Iterator[Path]:
+    """A real 64 MB tmpfs, for a log dir that fills up (mount needs root, as CI has; skipped
+    where mount is refused). Request it before the brokers that use it, so that they stop
+    before it is unmounted."""
+    mount_point = tmp_path / "tmpfs"
+    mount_point.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(mount_point)],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], check=False)
 
 
 @pytest.fixture

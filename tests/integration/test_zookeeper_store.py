@@ -429,6 +429,98 @@ def test_leader_failover_and_return(cluster: Cluster) -> None:
     assert b3again.view.topics["fail"].partitions[0].leader == 2
 
 
+def test_replicas_in_an_offline_log_dir_lose_leadership_and_leave_the_isr(
+    cluster: Cluster, zookeeper: ZooKeeperServer
+) -> None:
+    """KIP-112 in ZooKeeper mode: broker 1 reports the replicas of a failed log dir; the
+    controller elects other in-sync replicas for the ones it led (leader epoch bumped), takes
+    all of them out of their ISRs, and leaves broker 1's other partitions alone. The record
+    follows the broker's session; a restarted broker has none and leads again where it is the
+    last in-sync replica."""
+    from coordination.metadata.election import ElectionType
+    from protocol.error_codes import ErrorCode
+
+    b1 = cluster.start(1)
+    b2 = cluster.start(2)
+    b3 = cluster.start(3)
+    stores = [b1, b2, b3]
+    wait_for(lambda: converged(stores, lambda v: len(v.brokers) == 3), "3 brokers")
+    b2.create_topic("jbod", -1, -1, {}, assignment=[[1, 2, 3], [1, 3, 2]])
+    b2.create_topic("follow", -1, -1, {}, assignment=[[2, 1, 3]])
+    b2.create_topic("solo", -1, -1, {}, assignment=[[1]])
+    wait_for(lambda: converged(stores, lambda v: "solo" in v.topics), "topics everywhere")
+    offline = {("jbod", 0), ("follow", 0), ("solo", 0)}
+
+    b1.report_offline_replicas(offline)
+
+    def moved(v: ClusterView) -> bool:
+        return (
+            v.topics["jbod"].partitions[0].leader == 2
+            and v.topics["follow"].partitions[0].isr == (2, 3)
+            and v.topics["solo"].partitions[0].leader == -1
+        )
+
+    wait_for(lambda: converged(stores, moved), "leadership moved off the offline replicas")
+    for v in (s.view for s in stores):
+        jbod, follow, solo = (v.topics[t].partitions for t in ("jbod", "follow", "solo"))
+        assert (jbod[0].leader, jbod[0].isr, jbod[0].leader_epoch) == (2, (2, 3), 1)
+        # broker 1's partition in its healthy log dir is untouched
+        assert (jbod[1].leader, jbod[1].isr, jbod[1].leader_epoch) == (1, (1, 3, 2), 0)
+        assert (follow[0].leader, follow[0].isr, follow[0].leader_epoch) == (2, (2, 3), 1)
+        # no other replica: no leader, and the ISR keeps its last member (as for a dead broker)
+        assert (solo[0].leader, solo[0].isr, solo[0].leader_epoch) == (-1, (1,), 1)
+        assert v.offline_replicas == {1: frozenset(offline)}
+        assert v.offline_replica_ids("jbod", jbod[0]) == [1]
+        assert v.offline_replica_ids("jbod", jbod[1]) == []
+    assert cluster.json("/brokers/offline_replicas/1") == {
+        "version": 1,
+        "broker_epoch": b1.broker_epoch,
+        "partitions": [
+            {"topic": "follow", "partition": 0},
+            {"topic": "jbod", "partition": 0},
+            {"topic": "solo", "partition": 0},
+        ],
+    }
+    assert cluster.raw.exists("/brokers/offline_replicas/1").ephemeralOwner == b1.session_id
+    # Kafka's notification was written, and the controller consumed it
+    wait_for(lambda: cluster.raw.get_children("/log_dir_event_notification") == [], "consumed")
+    controller = next(s for s in stores if s.is_controller)
+    # the offline replica is not in the ISR: no preferred election brings leadership back
+    result = controller.elect_leaders(ElectionType.PREFERRED, [("jbod", 0)])
+    assert result[("jbod", 0)].error == ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
+
+    # a new session of the same broker writes the record again, under its new broker epoch
+    old_epoch = b1.broker_epoch
+    expire_session(zookeeper.connect, b1.zk.raw.client_id)
+    wait_for(lambda: b1.broker_epoch != old_epoch, "registered again")
+    wait_for(
+        lambda: (
+            cluster.raw.exists("/brokers/offline_replicas/1") is not None
+            and cluster.json("/brokers/offline_replicas/1")["broker_epoch"] == b1.broker_epoch
+        ),
+        "the record written again",
+    )
+    wait_for(
+        lambda: converged(stores, lambda v: v.offline_replicas == {1: frozenset(offline)}),
+        "the record seen again",
+    )
+    assert b2.view.topics["jbod"].partitions[0].leader == 2
+
+    # broker 1 restarts with its log dir healthy: no record, and it leads "solo" again
+    b1.stop()
+    wait_for(lambda: cluster.raw.exists("/brokers/offline_replicas/1") is None, "record gone")
+    b1again = cluster.start(1)
+    stores = [b1again, b2, b3]
+    wait_for(
+        lambda: converged(
+            stores,
+            lambda v: v.offline_replicas == {} and v.topics["solo"].partitions[0].leader == 1,
+        ),
+        "broker 1 back",
+    )
+    assert b1again.view.topics["jbod"].partitions[0].leader == 2
+
+
 def test_unclean_leader_election(cluster: Cluster) -> None:
     b1 = cluster.start(1)
     b2 = cluster.start(2)

@@ -144,6 +144,30 @@ def test_isr_change_notification_round_trip() -> None:
         zd.decode_isr_change_notification(b'{"version":1}')
 
 
+def test_log_dir_event_notification_is_kafkas() -> None:
+    """Kafka's LogDirEventNotificationSequenceZNode: version, broker, event 1 (LogDirFailure)."""
+    assert zd.encode_log_dir_event(3) == b'{"version":1,"broker":3,"event":1}'
+    assert zd.decode_log_dir_event(b'{"version":1,"broker":3,"event":1}') == 3
+    assert zd.LOG_DIR_EVENT_NOTIFICATION_PATH == "/log_dir_event_notification"
+    assert zd.LOG_DIR_EVENT_PREFIX == "log_dir_event_"
+    with pytest.raises(zd.ZkDataError):
+        zd.decode_log_dir_event(b'{"version":1}')
+
+
+def test_offline_replicas_round_trip() -> None:
+    data = zd.encode_offline_replicas(4294967298, [("u", 3), ("t", 0)])
+    assert data == (
+        b'{"version":1,"broker_epoch":4294967298,'
+        b'"partitions":[{"topic":"t","partition":0},{"topic":"u","partition":3}]}'
+    )
+    assert zd.decode_offline_replicas(2, data) == (4294967298, frozenset({("t", 0), ("u", 3)}))
+    assert zd.offline_replicas_path(2) == "/brokers/offline_replicas/2"
+    with pytest.raises(zd.ZkDataError):
+        zd.decode_offline_replicas(2, b'{"version":1,"broker_epoch":1}')
+    with pytest.raises(zd.ZkDataError):
+        zd.decode_offline_replicas(2, b'{"version":1,"partitions":[]}')
+
+
 def test_admin_reassignment_and_preferred_election_znodes() -> None:
     data = zd.encode_reassign_partitions({("t", 1): [2, 3], ("a", 0): [1]})
     assert data == (
