@@ -239,6 +239,11 @@ class Connection:
         except OSError as e:
             self.close(f"receive failed: {e}")
             return
+        except MemoryError:
+            # no memory for the frame arriving (a large frame's buffer grows as its bytes do):
+            # this connection goes, the loop and every other connection go on
+            self.close("no memory to receive a request", level=logging.WARNING)
+            return
         if n == 0:
             self.close("closed by peer", level=logging.DEBUG)
             return
@@ -250,6 +255,11 @@ class Connection:
             decoder.buffer_updated(n)
         except FrameTooLarge as e:
             self.close(f"refused a frame: {e} (socket.request.max.bytes)")
+            return
+        except MemoryError:
+            # the frame's buffer could not be made: the decoder's state is unknown, so the
+            # stream cannot go on
+            self.close("no memory to receive a request", level=logging.WARNING)
             return
         if decoder.buffered_bytes:
             if not self.partial_since:

@@ -1,11 +1,13 @@
 """A Connection over a real socket pair with a scripted channel: answers leave in request order
 whatever order they become known in; a Deferred answer lets the next requests be handled
 meanwhile, a bare awaitable does not; a failed deferred answer closes the connection; the
-response metrics measure the wait behind earlier responses and the sending."""
+response metrics measure the wait behind earlier responses and the sending; running out of
+memory while receiving closes that connection only."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 import struct
 from collections.abc import Awaitable
@@ -18,6 +20,7 @@ from broker.net.connection import Connection, ConnectionMetrics, Deferred, Handl
 from broker.net.limits import RequestMemoryPool
 from broker.net.session import Session
 from broker.net.transport import PlaintextTransport
+from protocol.frames import FrameDecoder
 
 
 class ScriptedChannel:
@@ -80,7 +83,9 @@ async def read_answers(sock: socket.socket, count: int) -> list[bytes]:
     return out
 
 
-def connect(loop: asyncio.AbstractEventLoop) -> tuple[Connection, socket.socket, ScriptedChannel]:
+def connect(
+    loop: asyncio.AbstractEventLoop, peer: tuple[str, int] = ("test", 1)
+) -> tuple[Connection, socket.socket, ScriptedChannel]:
     server, client = socket.socketpair()
     server.setblocking(False)
     client.setblocking(False)
@@ -88,7 +93,7 @@ def connect(loop: asyncio.AbstractEventLoop) -> tuple[Connection, socket.socket,
     conn = Connection(
         loop,
         PlaintextTransport(server),
-        Session.accepted("PLAINTEXT", "PLAINTEXT", ("test", 1)),
+        Session.accepted("PLAINTEXT", "PLAINTEXT", peer),
         channel,
         ConnectionMetrics(),
         RequestMetrics(),
@@ -167,3 +172,58 @@ async def test_response_queue_and_send_times() -> None:
     assert big[queue][total] < 0.3e9
     conn.close()
     client.close()
+
+
+class OutOfMemoryDecoder(FrameDecoder):
+    """A decoder whose buffer cannot be had (``get_buffer``) or whose frame cannot be stored
+    (``buffer_updated``): a MemoryError cannot be made to happen on demand in a test process
+    without starving the test itself, so it is injected here."""
+
+    def __init__(self, failing: str) -> None:
+        super().__init__(1 << 20)
+        self.failing = failing
+
+    def get_buffer(self, sizehint: int = -1) -> memoryview:
+        if self.failing == "get_buffer":
+            raise MemoryError
+        return super().get_buffer(sizehint)
+
+    def buffer_updated(self, nbytes: int) -> None:
+        if self.failing == "buffer_updated":
+            raise MemoryError
+        super().buffer_updated(nbytes)
+
+
+@pytest.mark.parametrize("failing", ["get_buffer", "buffer_updated"])
+@pytest.mark.asyncio
+async def test_a_memory_error_while_receiving_closes_that_connection_only(
+    failing: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Finding 2 of the hardening issue: a MemoryError from the decoder escaped the loop's
+    reader callback and left the connection open. It now closes the connection with a log line
+    naming the peer and the reason, and the loop serves the other connections."""
+    loop = asyncio.get_running_loop()
+    unlucky, unlucky_client, unlucky_channel = connect(loop, ("192.0.2.7", 40007))
+    unlucky.decoder = OutOfMemoryDecoder(failing)
+    other, other_client, _ = connect(loop, ("192.0.2.8", 40008))
+    errors: list[dict[str, Any]] = []
+    loop.set_exception_handler(lambda _, context: errors.append(context))
+    with caplog.at_level(logging.INFO, logger="broker.net.connection"):
+        unlucky_client.sendall(frame(b"now:a"))
+        # the peer sees its connection closed (reset: its request was left unread), no answer
+        try:
+            answers = await asyncio.wait_for(read_answers(unlucky_client, 1), 5)
+        except ConnectionResetError:
+            answers = []
+        assert answers == []
+    assert unlucky.closed and unlucky_channel.handled == []
+    (line,) = [r.getMessage() for r in caplog.records if "192.0.2.7" in r.getMessage()]
+    assert "no memory to receive a request" in line
+    assert errors == []  # nothing escaped to the loop's exception handler
+    # the loop goes on: another connection is served as before
+    other_client.sendall(frame(b"now:b"))
+    assert await asyncio.wait_for(read_answers(other_client, 1), 5) == [b"now:b"]
+    assert not other.closed
+    other.close()
+    unlucky_client.close()
+    other_client.close()
