@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from protocol.error_codes import ErrorCode
-from protocol.headers import encode_request
+from protocol.headers import decode_response, encode_request
 from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
 from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
@@ -469,3 +469,128 @@ def test_under_a_1_gib_address_space_the_broker_survives_abuse(tmp_path, topic_n
         assert "Traceback" not in proc.log()
     finally:
         proc.stop()
+
+
+def _large_produce(topic: str, value: bytes, cid: int) -> bytes:
+    """A Produce v9 request (acks=1) of one batch holding one record of ``value``."""
+    from protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
+    from protocol.records.record import RecordBatchBuilder
+
+    builder = RecordBatchBuilder()
+    builder.append(value, key=b"k", timestamp=int(time.time() * 1000))
+    request = ProduceRequest(
+        acks=1,
+        timeout_ms=30000,
+        topic_data=[
+            TopicProduceData(
+                name=topic,
+                partition_data=[PartitionProduceData(index=0, records=builder.build())],
+            )
+        ],
+    )
+    return encode_request(request, 9, cid)
+
+
+def test_the_request_memory_budget_pauses_reading_and_answers_every_request(
+    fresh_broker, topic_name
+):
+    """``queued.max.request.bytes`` (Kafka's MemoryPool): sixteen connections each send one
+    4 MiB Produce and most of a second one, then stall, offering 64 MiB of partial frames to a
+    broker whose budget is 8 MiB. Reading pauses: the pool holds the budget plus a bounded
+    overshoot, the broker's memory does not follow the bytes offered, and the bytes left
+    waiting stay in the kernel's buffers. Once the clients send the rest, every request is
+    answered, in order, and the budget is free again for a well-behaved client."""
+    import threading
+
+    from protocol.messages.produce import ProduceResponse
+    from tests.support.metrics import scrape
+    from tests.support.zookeeper import free_port
+
+    budget = 8 << 20
+    connections, size = 16, 4 << 20
+    metrics_port = free_port()
+    broker = fresh_broker(
+        **{
+            "queued.max.request.bytes": str(budget),
+            "message.max.bytes": str(12 << 20),
+            "socket.request.max.bytes": str(64 << 20),
+            "metrics.port": str(metrics_port),
+        }
+    )
+    create_topic(broker.bootstrap, topic_name, 1)
+
+    def sampled() -> tuple[float, float]:
+        values = scrape(metrics_port)
+        incoming = "kafka_server_socket_server_metrics_incoming_byte_total"
+        received = sum(v for k, v in values.items() if k.startswith(incoming))
+        return values["kafka_network_socketserver_memorypoolused"], received
+
+    value = os.urandom(size)
+    streams = [_large_produce(topic_name, value, 0) + _large_produce(topic_name, value, 1)
+               for _ in range(connections)]  # fmt: skip
+    first = len(streams[0]) // 2  # the first request whole, and most of the second (~4 MiB)
+    split = len(streams[0]) - (size // 8)
+    assert first < split
+    socks = [connect(broker.bootstrap, timeout=120) for _ in range(connections)]
+    offered = [0] * connections
+    go = threading.Event()
+    failures: list[BaseException] = []
+
+    def send(i: int) -> None:
+        try:
+            view = memoryview(streams[i])
+            for start in range(0, split, 256 << 10):  # in steps, so `offered` follows along
+                socks[i].sendall(view[start : min(start + (256 << 10), split)])
+                offered[i] = min(start + (256 << 10), split)
+            go.wait(120)
+            socks[i].sendall(view[split:])
+        except BaseException as e:
+            failures.append(e)
+
+    before = rss_bytes(broker.pid)
+    threads = [threading.Thread(target=send, args=(i,), daemon=True) for i in range(connections)]
+    for t in threads:
+        t.start()
+    try:
+        # wait until the broker stops taking bytes: the same figures twice, half a second apart
+        deadline = time.monotonic() + 60
+        previous = (-1.0, -1.0)
+        while True:
+            time.sleep(0.5)
+            now = sampled()
+            if now == previous and now[0] >= budget:
+                break
+            assert time.monotonic() < deadline, f"the broker never settled: {now}"
+            previous = now
+        held, received = now
+        grown = rss_bytes(broker.pid) - before
+        print(f"pool {held / 2**20:.1f} MiB, received {received / 2**20:.1f} MiB of "
+              f"{sum(offered) / 2**20:.1f} MiB sent, rss +{grown / 2**20:.1f} MiB")  # fmt: skip
+        # the budget engaged: what it holds stays near it although far more was sent. Over it
+        # may go each connection's last read, which at most doubles the buffer it held (less
+        # than the budget in all) or starts one (256 KiB), and the one frame let to complete.
+        assert held <= 2 * budget + connections * (256 << 10) + size, held
+        assert received < sum(offered) - budget, (received, sum(offered))
+        assert grown < 48 << 20, f"{sum(offered)} bytes offered grew the broker by {grown}"
+        assert served(broker.bootstrap)  # a connection holding nothing may always read
+    finally:
+        go.set()
+    for t in threads:
+        t.join(120)
+    assert not failures, failures
+    offsets = []
+    for sock in socks:
+        for cid in (0, 1):
+            got, response = decode_response(0, 9, read_frame(sock))
+            assert got == cid  # in request order
+            (partition,) = response.responses[0].partition_responses
+            assert partition.error_code == ErrorCode.NONE
+            offsets.append(partition.base_offset)
+        sock.close()
+    assert sorted(offsets) == list(range(2 * connections))
+    assert isinstance(response, ProduceResponse)
+    deadline = time.monotonic() + 30
+    while sampled()[0] != 0:
+        assert time.monotonic() < deadline, "the pool did not come back to zero"
+        time.sleep(0.1)
+    assert served(broker.bootstrap)

@@ -2,7 +2,8 @@
 whatever order they become known in; a Deferred answer lets the next requests be handled
 meanwhile, a bare awaitable does not; a failed deferred answer closes the connection; the
 response metrics measure the wait behind earlier responses and the sending; running out of
-memory while receiving closes that connection only."""
+memory while receiving closes that connection only; connections each holding part of a frame
+over the request-memory budget all complete."""
 
 from __future__ import annotations
 
@@ -84,7 +85,9 @@ async def read_answers(sock: socket.socket, count: int) -> list[bytes]:
 
 
 def connect(
-    loop: asyncio.AbstractEventLoop, peer: tuple[str, int] = ("test", 1)
+    loop: asyncio.AbstractEventLoop,
+    peer: tuple[str, int] = ("test", 1),
+    pool: RequestMemoryPool | None = None,
 ) -> tuple[Connection, socket.socket, ScriptedChannel]:
     server, client = socket.socketpair()
     server.setblocking(False)
@@ -99,7 +102,7 @@ def connect(
         RequestMetrics(),
         max_request_bytes=1 << 20,
         queued_max_requests=100,
-        memory_pool=RequestMemoryPool(-1),
+        memory_pool=pool if pool is not None else RequestMemoryPool(-1),
         on_close=lambda c: None,
     )
     return conn, client, channel
@@ -227,3 +230,37 @@ async def test_a_memory_error_while_receiving_closes_that_connection_only(
     other.close()
     unlucky_client.close()
     other_client.close()
+
+
+@pytest.mark.asyncio
+async def test_partial_frames_over_the_memory_budget_all_complete() -> None:
+    """Three connections each receive most of a 600 KiB frame and hold its buffer: together
+    they spend a 256 KiB budget, so all stop reading with a partial frame. One at a time (the
+    pool's finisher) reads on until its frame is complete, so every request is answered once
+    the clients send the rest, and the pool comes back to zero."""
+    loop = asyncio.get_running_loop()
+    pool = RequestMemoryPool(256 << 10)
+    pairs = [connect(loop, ("test", i), pool) for i in range(3)]
+    payloads = [b"now:%d:" % i + bytes(600 << 10) for i in range(3)]
+    streams = [frame(p) for p in payloads]
+    first = 400 << 10
+
+    go = loop.create_future()
+
+    async def send(sock: socket.socket, stream: bytes) -> None:
+        await loop.sock_sendall(sock, stream[:first])  # may wait: the broker stops reading
+        await go
+        await loop.sock_sendall(sock, stream[first:])
+
+    senders = [asyncio.ensure_future(send(client, stream))
+               for (_, client, _), stream in zip(pairs, streams, strict=True)]  # fmt: skip
+    await asyncio.sleep(0.3)
+    assert pool.used >= pool.capacity
+    assert sum(conn.reading for conn, _, _ in pairs) <= 1  # the finisher, if it waits for bytes
+    go.set_result(None)
+    await asyncio.wait_for(asyncio.gather(*senders), 10)
+    for (conn, client, _), payload in zip(pairs, payloads, strict=True):
+        assert await asyncio.wait_for(read_answers(client, 1), 10) == [payload]
+        conn.close()
+        client.close()
+    assert pool.used == 0 and pool.finisher is None
