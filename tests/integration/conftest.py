@@ -1,8 +1,10 @@
 """Fixtures that run the real daemon. ``broker`` is shared by a whole test session (tests use
-unique topic names); ``fresh_broker`` is a new broker per test, for restarts and special configs."""
+unique topic names); ``fresh_broker`` is a new broker per test, for restarts and special configs;
+``small_tmpfs`` is a small real file system to fill."""
 
 from __future__ import annotations
 
+import subprocess
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -56,3 +58,22 @@ def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperSer
     server.start()
     yield server
     server.stop()
+
+
+@pytest.fixture
+def small_tmpfs(tmp_path: Path) -> Iterator[Path]:
+    """A real 64 MB tmpfs, for a disk that fills (mount needs root, as CI has; skipped where
+    mount is refused). Unmounted at the end of the test."""
+    mount_point = tmp_path / "tmpfs"
+    mount_point.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(mount_point)],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], check=False)

@@ -3,6 +3,7 @@ connection, memory stays bounded, and a well-behaved client is served throughout
 
 from __future__ import annotations
 
+import errno
 import os
 import socket
 import struct
@@ -594,3 +595,69 @@ def test_the_request_memory_budget_pauses_reading_and_answers_every_request(
         assert time.monotonic() < deadline, "the pool did not come back to zero"
         time.sleep(0.1)
     assert served(broker.bootstrap)
+
+
+def _fill(directory: Path) -> Path:
+    """Fills the file system of ``directory`` with one file; returns it (delete it to free)."""
+    filler = directory / "filler"
+    with open(filler, "wb", buffering=0) as f:
+        for size in (1 << 20, 4096, 1):  # to the last byte
+            try:
+                while True:
+                    f.write(bytes(size))
+            except OSError as e:
+                assert e.errno == errno.ENOSPC, e
+    return filler
+
+
+def test_auto_creation_on_a_full_disk_answers_storage_error(tmp_path, small_tmpfs, topic_name):
+    """Finding 7: on a full disk, Metadata auto-creation logged a traceback instead of answering.
+    The broker keeps its metadata (the embedded store's file) in its first log dir, here a
+    64 MB tmpfs filled to the last byte: the new topic cannot be recorded, and the answer is
+    KAFKA_STORAGE_ERROR for that topic, with one log line and no traceback. Apache Kafka 3.9
+    keeps its metadata in ZooKeeper: it creates the topic, answers LEADER_NOT_AVAILABLE, fails
+    to create the log and, with all its log dirs failed, shuts down (seen with the reference
+    Kafka; docs/compatibility.md, D18). A partition in the other, healthy dir keeps being
+    served, and once space is freed the topic is created."""
+    from confluent_kafka import Producer
+
+    from tests.support.kafka_clients import consume_from_start
+
+    healthy = tmp_path / "healthy"
+    proc = BrokerProcess(
+        tmp_path / "unused",
+        {"log.dirs": f"{small_tmpfs},{healthy}", "log.dir": str(small_tmpfs)},
+    ).start()
+    try:
+        existing = topic_name + "-existing"
+        create_topic(proc.bootstrap, existing, 2)  # one partition in each dir
+        (served_partition,) = [p for p in (0, 1) if (healthy / f"{existing}-{p}").is_dir()]
+        filler = _fill(small_tmpfs)
+        fresh = topic_name + "-fresh"
+        wanted = MetadataRequest(
+            topics=[MetadataRequestTopic(name=fresh)], allow_auto_topic_creation=True
+        )
+        with connect(proc.bootstrap, timeout=30) as sock:
+            for cid, version in enumerate((4, 12), 1):
+                (topic,) = call(sock, wanted, version, correlation_id=cid).topics
+                assert (topic.name, topic.error_code) == (fresh, ErrorCode.KAFKA_STORAGE_ERROR)
+                assert topic.partitions == []
+            created = _create_topics(sock, topic_name + "-created", 1, validate_only=False, cid=9)
+            assert created.error_code == ErrorCode.KAFKA_STORAGE_ERROR
+            # the healthy dir's partition is still served, to a real client
+            producer = Producer({"bootstrap.servers": proc.bootstrap, "acks": "all"})
+            producer.produce(existing, value=b"on a healthy disk", partition=served_partition)
+            assert producer.flush(30) == 0
+            proc.wait_for_log("No space left on device")
+            assert "Traceback" not in proc.log()
+            filler.unlink()
+            (topic,) = call(sock, wanted, 12, correlation_id=3).topics
+            assert (topic.name, topic.error_code) == (fresh, ErrorCode.NONE)
+        producer.produce(fresh, value=b"after freeing space")
+        assert producer.flush(30) == 0
+        assert [m.value() for m in consume_from_start(proc.bootstrap, fresh, 1, 1)] == [
+            b"after freeing space"
+        ]
+        assert "Traceback" not in proc.log()
+    finally:
+        proc.stop()

@@ -352,24 +352,6 @@ def test_ready_turns_true_only_after_the_logs_are_loaded(tmp_path: Path) -> None
 # --- a full log directory (JBOD) --------------------------------------------------------------
 
 
-@pytest.fixture
-def small_tmpfs(tmp_path: Path) -> Iterator[Path]:
-    """A real 64 MB tmpfs (mount needs root, as CI has; skipped where mount is refused)."""
-    mount_point = tmp_path / "tmpfs"
-    mount_point.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(mount_point)],
-        capture_output=True,
-        text=True,
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
-    try:
-        yield mount_point
-    finally:
-        subprocess.run(["umount", "-l", str(mount_point)], check=False)
-
-
 def test_a_full_log_dir_fails_its_partitions_only_and_loses_nothing(
     tmp_path: Path, small_tmpfs: Path
 ) -> None:
