@@ -1,6 +1,8 @@
 """Fixtures that run the real daemon. ``broker`` is shared by a whole test session (tests use
 unique topic names); ``fresh_broker`` is a new broker per test, for restarts and special configs;
-``small_tmpfs`` is a small real file system to fill."""
+``small_tmpfs`` is a small real file system to fill. A test's ``record_property(SUMMARY_PROPERTY,
+line)`` shows ``line`` in the run's terminal summary (also from pytest-xdist workers: the
+property travels with the test's report)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,24 @@ import pytest
 
 from tests.integration.broker_process import BrokerProcess
 from tests.support.zookeeper import ZooKeeperServer, require_zookeeper
+
+#: the name of a test property whose value is shown in the run's terminal summary
+SUMMARY_PROPERTY = "summary"
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    lines = [
+        str(value)
+        for outcome in ("passed", "failed")
+        for report in terminalreporter.stats.get(outcome, [])
+        if getattr(report, "when", None) == "call"
+        for name, value in getattr(report, "user_properties", ())
+        if name == SUMMARY_PROPERTY
+    ]
+    if lines:
+        terminalreporter.section("figures")
+        for line in lines:
+            terminalreporter.write_line(line)
 
 
 @pytest.fixture(scope="session")
