@@ -78,8 +78,8 @@ clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache build *.egg-info protocol/*.so
 
 # A long fuzz run against a fresh broker (FRAMES frames, a new seed each run; the suite runs
-# 50,000 with a fixed seed). Prints the counts and fails on a hang, an unanswered frame, a
-# traceback in the broker's log or a dead broker.
+# 50,000 with a fixed seed). Prints the counts and every problem, and fails on a hang, an
+# unanswered frame, a failed connect, a traceback in the broker's log or a dead broker.
 FRAMES ?= 1000000
 fuzz: $(VENV)/.dev
 	$(PY) -m tests.support.fuzzing --frames $(FRAMES)

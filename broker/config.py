@@ -123,7 +123,7 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in [
     _k("socket.receive.buffer.bytes", "int", -1, "SO_RCVBUF; -1: the OS default with autotuning. Ours: -1; Kafka's: 102400 (measured 2x slower here, docs/benchmarks.md)."),
     _k("socket.listen.backlog.size", "int", 50),
     _k("connections.max.idle.ms", "long", 600000),
-    _k("queued.max.request.bytes", "long", 536870912, "Bytes of received requests held at once, over all connections (complete frames waiting and frames arriving); above it connections stop reading until memory is released. Ours: 512 MiB; Kafka's: -1 (unbounded). -1 disables the budget."),
+    _k("queued.max.request.bytes", "long", 536870912, "Bytes of received requests held at once, over all connections (complete frames waiting and frames arriving); above it connections stop reading until memory is released (one connection at a time may still finish the request it is receiving). Ours: 512 MiB; Kafka's: -1 (unbounded). -1 disables the budget."),
     _k("max.connections", "int", 2147483647, "Connections the broker accepts at once; at the limit it stops accepting until one closes, as Kafka does."),
     _k("max.connections.per.ip", "int", 2147483647, "Connections one IP address may hold; more are closed at once."),
     _k("max.connections.per.ip.overrides", "string", "", "Per-IP (or hostname) limits: 'host:count,host:count'."),

@@ -14,7 +14,10 @@ Backpressure, in one place (:meth:`Connection._apply_backpressure`): reading pau
 are unsent (resuming below :data:`LOW_WATER_BYTES`), or while the broker-wide budget of request
 memory (:class:`~broker.net.limits.RequestMemoryPool`) is spent. The response check runs after
 every request handled, not once per read: a client that pipelines requests and never reads its
-responses holds at most the high-water mark plus one response. A request whose first bytes
+responses holds at most the high-water mark plus one response. Over the memory budget, a
+connection that has part of a frame may still be let to finish it, one connection at a time
+(the pool's finisher), so connections each holding part of a frame never wait for one another
+forever. A request whose first bytes
 arrived must complete within ``request.receive.timeout.ms`` (:attr:`Connection.partial_since`;
 the processor closes late ones).
 
@@ -239,6 +242,11 @@ class Connection:
         except OSError as e:
             self.close(f"receive failed: {e}")
             return
+        except MemoryError:
+            # no memory for the frame arriving (a large frame's buffer grows as its bytes do):
+            # this connection goes, the loop and every other connection go on
+            self.close("no memory to receive a request", level=logging.WARNING)
+            return
         if n == 0:
             self.close("closed by peer", level=logging.DEBUG)
             return
@@ -250,6 +258,11 @@ class Connection:
             decoder.buffer_updated(n)
         except FrameTooLarge as e:
             self.close(f"refused a frame: {e} (socket.request.max.bytes)")
+            return
+        except MemoryError:
+            # the frame's buffer could not be made: the decoder's state is unknown, so the
+            # stream cannot go on
+            self.close("no memory to receive a request", level=logging.WARNING)
             return
         if decoder.buffered_bytes:
             if not self.partial_since:
@@ -507,13 +520,19 @@ class Connection:
         ):
             self._stop_reading()
         elif self._out_bytes <= LOW_WATER_BYTES and waiting < self.queued_max_requests:
-            if self._pool.bounded and not self._pool.may_read(self._held):
+            pool = self._pool
+            if pool.bounded and not pool.may_read(
+                self._held, self if self.decoder.buffered_bytes else None
+            ):
                 self._stop_reading()
                 if not self._memory_retry:
                     self._memory_retry = True
                     self.loop.call_later(MEMORY_RETRY_S, self._retry_memory)
             else:
                 self._start_reading()
+        if self._pool.finisher is self and not (self._reading and self.decoder.buffered_bytes):
+            # its frame is complete, or it stopped reading: another connection may finish one
+            self._pool.release(self)
 
     # -- throttling and closing after a response --------------------------------------------
 
@@ -580,6 +599,7 @@ class Connection:
         self._out.clear()
         self._pool.update(self._held, 0)
         self._held = 0
+        self._pool.release(self)
         try:
             self.transport.close()
         except OSError:

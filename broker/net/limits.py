@@ -10,7 +10,11 @@ memory held by received requests (Kafka's ``MemoryPool`` behind ``queued.max.req
   connection (frames waiting to be handled, large frames arriving). A connection whose read
   would go over the budget stops reading and retries shortly; memory comes back as requests are
   handled. A connection holding nothing may always read (so one request larger than what is
-  free still gets in, as Kafka's pool lets one allocation overshoot).
+  free still gets in, as Kafka's pool lets one allocation overshoot). A frame's buffer grows
+  with the bytes that arrive (Kafka's pool allocates the whole announced size up front
+  instead), so connections each holding part of a frame could otherwise wait for one another
+  forever once the budget is spent: one of them at a time, the *finisher*, may read on until
+  its frame is complete (and its memory comes back once the request is handled).
 
 Thread-safety: both are shared by the acceptor (main loop) and every processor thread; each
 method takes the object's lock.
@@ -82,6 +86,8 @@ class RequestMemoryPool:
         self.capacity = capacity
         self._lock = threading.Lock()
         self._used = 0
+        #: the connection allowed to complete its partly received frame over the budget
+        self.finisher: object | None = None
 
     @property
     def used(self) -> int:
@@ -97,6 +103,23 @@ class RequestMemoryPool:
             with self._lock:
                 self._used += current - previous
 
-    def may_read(self, holding: int) -> bool:
-        """Whether a connection holding ``holding`` bytes may read more now."""
-        return holding == 0 or self._used < self.capacity
+    def may_read(self, holding: int, partial: object | None = None) -> bool:
+        """Whether a connection holding ``holding`` bytes may read more now. ``partial`` is the
+        connection when part of a frame has arrived on it: over the budget, it may read on if
+        no other connection is finishing a frame (it then is the :attr:`finisher` until it
+        calls :meth:`release`)."""
+        if holding == 0 or self._used < self.capacity:
+            return True
+        if partial is None:
+            return False
+        with self._lock:
+            if self.finisher is None:
+                self.finisher = partial
+            return self.finisher is partial
+
+    def release(self, reader: object) -> None:
+        """``reader`` is no longer finishing a frame (it completed it, stopped reading or
+        closed): another connection may."""
+        with self._lock:
+            if self.finisher is reader:
+                self.finisher = None

@@ -9,7 +9,9 @@ offset deltas, header counts), a key on every record of a compacted topic, and a
 ``message.timestamp.before.max.ms`` / ``after.max.ms`` of now (CreateTime). A failure rejects the
 whole partition's append with Kafka's error: INVALID_RECORD for a broken record (or a keyless one
 on a compacted topic), INVALID_TIMESTAMP for a timestamp, CORRUPT_MESSAGE for a bad CRC or a
-batch that cannot be decompressed; per-record failures carry ``record_errors`` (KIP-467).
+batch that cannot be decompressed; keyless records and timestamps are named one by one in
+``record_errors`` (KIP-467), every such record of the batch, as Kafka names them. As in Kafka,
+a Produce v3+ request carries exactly one batch per partition, and its base offset is 0.
 
 A legacy message set (Produce v0-2) is converted to magic 2 first; a topic ``compression.type``
 other than ``producer`` that differs from the batch's codec recompresses. The log itself checks
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import NoReturn
 
 from coordination.errors import KafkaApiError
 from protocol.error_codes import ErrorCode
@@ -74,9 +77,15 @@ LEGACY_MIN_ENTRY_LENGTH = 14
 
 
 def validate(
-    records: memoryview | bytes | None, *, api_version: int, rules: TopicRules, now_ms: int
+    records: memoryview | bytes | None,
+    *,
+    api_version: int,
+    rules: TopicRules,
+    now_ms: int,
+    partition: str = "",
 ) -> bytearray | memoryview:
-    """The batches to append (offsets still to be assigned by the log), or RecordError."""
+    """The batches to append (offsets still to be assigned by the log), or RecordError.
+    ``partition`` (``topic-index``) is named in the record errors of keyless records."""
     if records is None or len(records) == 0:
         raise RecordError("Produce request carries no records", ErrorCode.INVALID_RECORD)
     buffer: bytearray | memoryview = (
@@ -107,6 +116,14 @@ def validate(
         headers = rb.validate_batches(buffer)
     except RemoteProtocolError as e:
         raise RecordError(str(e), ErrorCode.of(e.error_code)) from None
+    if magic == rb.MAGIC_V2 and len(headers) != 1:
+        # Kafka's ProduceRequest.validateRecords, on the request before any log
+        raise RecordError(
+            f"Produce v{api_version} carries exactly one record batch per partition, "
+            f"got {len(headers)}",
+            ErrorCode.INVALID_RECORD,
+            before_log=True,
+        )
 
     pos = 0
     for h in headers:
@@ -116,7 +133,14 @@ def validate(
                 f"zstd-compressed batches need Produce v{ZSTD_MIN_PRODUCE_VERSION} or later",
                 ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
             )
-        _check_records(buffer, pos, h, rules, now_ms)
+        if magic == rb.MAGIC_V2 and h.base_offset != 0:
+            # a producer's batch starts at offset 0 (Kafka's LogValidator.validateBatch); the
+            # log assigns the real offsets
+            raise RecordError(
+                f"the base offset of a produced batch must be 0, not {h.base_offset}",
+                ErrorCode.INVALID_RECORD,
+            )
+        _check_records(buffer, pos, h, rules, now_ms, partition)
         pos += h.size
 
     wanted = rules.compression_type
@@ -127,7 +151,12 @@ def validate(
 
 
 def _check_records(
-    buffer: bytearray | memoryview, pos: int, h: rb.BatchHeader, rules: TopicRules, now_ms: int
+    buffer: bytearray | memoryview,
+    pos: int,
+    h: rb.BatchHeader,
+    rules: TopicRules,
+    now_ms: int,
+    partition: str,
 ) -> None:
     """Every record of the batch at ``pos`` (see the module docstring); RecordError if one
     fails."""
@@ -148,27 +177,59 @@ def _check_records(
     if failure is None:
         return
     kind, index, problem = failure
-    if kind == check.TIMESTAMP:
-        error = (
-            f"Timestamp of record {index} is out of range. The timestamp should be within "
-            f"[{now_ms - rules.timestamp_before_max_ms}, {now_ms + rules.timestamp_after_max_ms}]"
-        )
-        raise RecordError(
-            "One or more records have been rejected due to invalid timestamp",
-            ErrorCode.INVALID_TIMESTAMP,
-            [(index, error)],
-        )
-    if kind == check.MISSING_KEY:
-        error = f"{problem} (record {index})"
-        raise RecordError(
-            "One or more records have been rejected due to 1 record errors in total, and only "
-            f"showing the first three errors at most: [{error}]",
-            ErrorCode.INVALID_RECORD,
-            [(index, error)],
-        )
+    if kind != check.STRUCTURE:
+        # rare: walk the batch again, naming every keyless or out-of-range record (KIP-467)
+        found: list[tuple[int, int, int]] = []
+        failure = check.check_records_py(section, h.record_count, rules.compacted, lo, hi, found)
+        if failure is None and found:
+            _refuse_records(found, h, rules, now_ms, partition)
+        if failure is None:  # the two checkers disagree: a bug, not the client's
+            raise RecordError("the record checkers disagree", ErrorCode.UNKNOWN_SERVER_ERROR)
+        kind, index, problem = failure
     raise RecordError(
         f"Found invalid record structure: {problem} (record {index} of {h.record_count})",
         ErrorCode.INVALID_RECORD,
+    )
+
+
+def _refuse_records(
+    found: list[tuple[int, int, int]],
+    h: rb.BatchHeader,
+    rules: TopicRules,
+    now_ms: int,
+    partition: str,
+) -> NoReturn:
+    """RecordError naming each record of ``found`` as Kafka's LogValidator does: the batch is
+    INVALID_TIMESTAMP when a timestamp is among them, else INVALID_RECORD."""
+    lo, hi = now_ms - rules.timestamp_before_max_ms, now_ms + rules.timestamp_after_max_ms
+    errors = []
+    for kind, index, timestamp_delta in found:
+        if kind == check.TIMESTAMP:
+            errors.append(
+                (
+                    index,
+                    f"Timestamp {h.base_timestamp + timestamp_delta} of message with offset "
+                    f"{h.base_offset + index} is out of range. The timestamp should be within "
+                    f"[{lo}, {hi}]",
+                )
+            )
+        else:
+            errors.append(
+                (index, f"Compacted topic cannot accept message without key in topic partition "
+                        f"{partition}")
+            )  # fmt: skip
+    if any(kind == check.TIMESTAMP for kind, _, _ in found):
+        raise RecordError(
+            "One or more records have been rejected due to invalid timestamp",
+            ErrorCode.INVALID_TIMESTAMP,
+            errors,
+        )
+    shown = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in errors[:3])
+    raise RecordError(
+        f"One or more records have been rejected due to {len(errors)} record errors in total, "
+        f"and only showing the first three errors at most: [{shown}]",
+        ErrorCode.INVALID_RECORD,
+        errors,
     )
 
 

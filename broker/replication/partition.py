@@ -198,6 +198,8 @@ class Partition:
         self.topic = topic
         self.index = index
         self.key: TopicPartition = (topic, index)
+        #: ``topic-index``, as Kafka's record errors name a partition
+        self.name = f"{topic}-{index}"
         self.topic_id = topic_id
         self.log = log
         self.rules = rules
@@ -494,7 +496,13 @@ class Partition:
                 f"satisfy the min.isr requirement of {self.min_insync_replicas}",
                 ErrorCode.NOT_ENOUGH_REPLICAS,
             )
-        batches = validate(records, api_version=api_version, rules=self.rules, now_ms=now_ms)
+        batches = validate(
+            records,
+            api_version=api_version,
+            rules=self.rules,
+            now_ms=now_ms,
+            partition=self.name,
+        )
         return self._append(batches, now_ms, verification)
 
     def append_batches_to_leader(self, batches: bytearray, *, now_ms: int) -> AppendInfo:

@@ -55,9 +55,17 @@ def _varint(data: Buffer, end: int, pos: int, max_bytes: int) -> tuple[int, int]
 
 
 def check_records_py(
-    data: Buffer, count: int, require_key: bool, ts_lo: int, ts_hi: int
+    data: Buffer,
+    count: int,
+    require_key: bool,
+    ts_lo: int,
+    ts_hi: int,
+    collect: list[tuple[int, int, int]] | None = None,
 ) -> Failure | None:
-    """The pure-Python checker; see the module docstring."""
+    """The pure-Python checker; see the module docstring. With ``collect``, a record without a
+    key or with a timestamp out of range does not end the walk: ``(kind, record index,
+    timestamp delta)`` is appended for every such record (one per record, the key first, as
+    Kafka's LogValidator names them) and only a :data:`STRUCTURE` failure is returned."""
     end = len(data)
     if count < 0 or count > end // 6:
         return STRUCTURE, 0, "the record count does not fit in the batch"
@@ -90,10 +98,10 @@ def check_records_py(
         if got is None or got[0] < -1 or got[0] > record_end - got[1]:
             return STRUCTURE, index, "a key length that does not fit in the record"
         n, pos = got
-        if n == -1:
-            if require_key:
-                return MISSING_KEY, index, "Compacted topic cannot accept message without key"
-        else:
+        keyless = n == -1 and require_key
+        if keyless and collect is None:
+            return MISSING_KEY, index, "Compacted topic cannot accept message without key"
+        if n > 0:
             pos += n
         got = varint(data, record_end, pos, 5)
         if got is None or got[0] < -1 or got[0] > record_end - got[1]:
@@ -119,8 +127,13 @@ def check_records_py(
                 pos += n
         if pos != record_end:
             return STRUCTURE, index, "a record whose length does not match its contents"
-        if timestamp_delta < ts_lo or timestamp_delta > ts_hi:
-            return TIMESTAMP, index, "Timestamp out of range"
+        if keyless:
+            assert collect is not None
+            collect.append((MISSING_KEY, index, timestamp_delta))
+        elif timestamp_delta < ts_lo or timestamp_delta > ts_hi:
+            if collect is None:
+                return TIMESTAMP, index, "Timestamp out of range"
+            collect.append((TIMESTAMP, index, timestamp_delta))
     if pos != end:
         return STRUCTURE, count, "bytes left after the batch's last record"
     return None

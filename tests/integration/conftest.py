@@ -1,8 +1,12 @@
 """Fixtures that run the real daemon. ``broker`` is shared by a whole test session (tests use
-unique topic names); ``fresh_broker`` is a new broker per test, for restarts and special configs."""
+unique topic names); ``fresh_broker`` is a new broker per test, for restarts and special configs;
+``small_tmpfs`` is a small real file system to fill. A test's ``record_property(SUMMARY_PROPERTY,
+line)`` shows ``line`` in the run's terminal summary (also from pytest-xdist workers: the
+property travels with the test's report)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import uuid
 from collections.abc import Callable, Iterator
@@ -12,6 +16,24 @@ import pytest
 
 from tests.integration.broker_process import BrokerProcess
 from tests.support.zookeeper import ZooKeeperServer, require_zookeeper
+
+#: the name of a test property whose value is shown in the run's terminal summary
+SUMMARY_PROPERTY = "summary"
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    lines = [
+        str(value)
+        for outcome in ("passed", "failed")
+        for report in terminalreporter.stats.get(outcome, [])
+        if getattr(report, "when", None) == "call"
+        for name, value in getattr(report, "user_properties", ())
+        if name == SUMMARY_PROPERTY
+    ]
+    if lines:
+        terminalreporter.section("figures")
+        for line in lines:
+            terminalreporter.write_line(line)
 
 
 @pytest.fixture(scope="session")
@@ -46,8 +68,8 @@ def fresh_broker(tmp_path: Path) -> Iterator[Callable[..., BrokerProcess]]:
 @pytest.fixture
 def small_tmpfs(tmp_path: Path) -> Iterator[Path]:
     """A real 64 MB tmpfs, for a log dir that fills up (mount needs root, as CI has; skipped
-    where mount is refused). Request it before the brokers that use it, so that they stop
-    before it is unmounted."""
+    where mount is refused, failed under CI). Request it before the brokers that use it, so
+    that they stop before it is unmounted."""
     mount_point = tmp_path / "tmpfs"
     mount_point.mkdir()
     done = subprocess.run(
@@ -56,6 +78,9 @@ def small_tmpfs(tmp_path: Path) -> Iterator[Path]:
         text=True,
     )
     if done.returncode != 0:
+        if os.environ.get("CI"):
+            # CI runs as root: a refused mount there is a broken set-up, not a reason to skip
+            pytest.fail(f"cannot mount a tmpfs: {done.stderr.strip()}")
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
     try:
         yield mount_point

@@ -34,6 +34,16 @@ def both(data: bytes, count: int, require_key: bool = False, lo: int = INT64_MIN
         from protocol import _record_check
 
         assert _record_check.check_records(data, count, require_key, lo, hi) == py
+    # collecting every keyless or out-of-range record agrees with the first failure: the same
+    # structure failure, or the same first record named (unless a later record is broken)
+    found: list[tuple[int, int, int]] = []
+    collected = check.check_records_py(data, count, require_key, lo, hi, found)
+    if py is None or py[0] == check.STRUCTURE:
+        assert (collected, found) == (py, [])
+    elif collected is None:
+        assert found[0][:2] == py[:2]
+    else:
+        assert collected[0] == check.STRUCTURE and collected[1] >= py[1]
     return py
 
 
@@ -111,6 +121,28 @@ def test_missing_keys_on_compacted_topics_and_timestamps() -> None:
         check.MISSING_KEY, 1, "Compacted topic cannot accept message without key"
     )  # fmt: skip
     assert both(data, 3, lo=0, hi=49) == (check.TIMESTAMP, 2, "Timestamp out of range")
+
+
+def test_every_keyless_record_and_timestamp_is_collected() -> None:
+    """The slow path behind a refused batch names every record Kafka names: one error per
+    record, the missing key before the timestamp."""
+    data = (
+        record(fields(0, key=None, ts=50))
+        + record(fields(1, ts=50))
+        + record(fields(2))
+        + record(fields(3, key=None))
+    )
+    found: list[tuple[int, int, int]] = []
+    assert check.check_records_py(data, 4, True, 0, 49, found) is None
+    assert found == [
+        (check.MISSING_KEY, 0, 50),
+        (check.TIMESTAMP, 1, 50),
+        (check.MISSING_KEY, 3, 0),
+    ]
+    broken_later = data + b"\x00"
+    assert check.check_records_py(broken_later, 4, True, 0, 49, []) == (
+        check.STRUCTURE, 4, "bytes left after the batch's last record"
+    )  # fmt: skip
 
 
 @settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])

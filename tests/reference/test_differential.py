@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
 from tests.integration.broker_process import BrokerProcess
 from tests.reference.conftest import SUMMARY
 from tests.reference.corpus import (
@@ -41,6 +42,7 @@ from tests.support.differential import (
     warm_up,
 )
 from tests.support.kafka_reference import KafkaBroker
+from tests.support.zookeeper import ZooKeeperServer
 
 ROOT = Path(__file__).resolve().parents[2]
 #: the corpus runs in the first test's set-up: under a minute, several on a loaded machine
@@ -266,3 +268,79 @@ def test_every_allowance_is_documented() -> None:
     doc = (ROOT / "docs" / "compatibility.md").read_text()
     undocumented = [a.ident for a in ALLOWED if f"| {a.ident} |" not in doc]
     assert not undocumented, f"docs/compatibility.md lacks rows for {undocumented}"
+
+
+def test_internal_topics_are_protected_where_kafka_is_not(
+    reference_zookeeper: ZooKeeperServer, odradek_zk: BrokerProcess, tmp_path: Path
+) -> None:
+    """D17, outside the corpus because Kafka does what is asked: Kafka 3.9 adds partitions to
+    ``__consumer_offsets`` and ``__transaction_state`` and deletes them when a client asks
+    (error NONE; its kafka-topics tool refuses both, the broker does not), which would change
+    every group's coordinator or erase every group's offsets on the session's shared Kafka, so
+    Kafka runs here on its own. Odradek refuses both at the broker (issue 14, finding 7):
+    INVALID_PARTITIONS and INVALID_TOPIC_EXCEPTION, each with a message."""
+    from protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsTopic
+    from protocol.messages.delete_topics import DeleteTopicsRequest
+    from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
+    from tests.support.kafka_reference import zk_version
+    from tests.support.reference_fixtures import SHARED_BROKER_SETTINGS
+
+    internal = ["__consumer_offsets", "__transaction_state"]
+
+    def grow(name: str) -> CreatePartitionsRequest:
+        return CreatePartitionsRequest(
+            topics=[CreatePartitionsTopic(name=name, count=60, assignments=None)],
+            timeout_ms=30000,
+            validate_only=False,
+        )
+
+    def delete(name: str) -> DeleteTopicsRequest:
+        return DeleteTopicsRequest(topic_names=[name], timeout_ms=30000)
+
+    def answers(bootstrap: str) -> list[tuple[str, int, str | None]]:
+        conn = Connection(bootstrap)
+        try:
+            out = []
+            for name in internal:
+                (grown,) = conn.call(grow(name), 3).results
+                out.append(("grow", grown.error_code, grown.error_message))
+            for name in internal:
+                (deleted,) = conn.call(delete(name), 5).responses
+                out.append(("delete", deleted.error_code, deleted.error_message))
+            return out
+        finally:
+            conn.close()
+
+    kafka = KafkaBroker(
+        tmp_path / "kafka",
+        zk_version(),
+        zookeeper_connect=reference_zookeeper.chroot_connect("kafka-internal-topics"),
+        overrides=dict(SHARED_BROKER_SETTINGS),
+    )
+    kafka.start()
+    try:
+        warm_up(kafka.bootstrap)  # creates both internal topics
+        assert [(what, code) for what, code, _ in answers(kafka.bootstrap)] == [
+            ("grow", 0), ("grow", 0), ("delete", 0), ("delete", 0),
+        ]  # fmt: skip
+    finally:
+        kafka.stop()
+    warm_up(odradek_zk.bootstrap)
+    refused = answers(odradek_zk.bootstrap)
+    assert [(what, code) for what, code, _ in refused] == [
+        ("grow", ErrorCode.INVALID_PARTITIONS),
+        ("grow", ErrorCode.INVALID_PARTITIONS),
+        ("delete", ErrorCode.INVALID_TOPIC_EXCEPTION),
+        ("delete", ErrorCode.INVALID_TOPIC_EXCEPTION),
+    ]
+    assert all(message for _, _, message in refused)
+    conn = Connection(odradek_zk.bootstrap)
+    try:
+        request = MetadataRequest(
+            topics=[MetadataRequestTopic(name=name) for name in internal],
+            allow_auto_topic_creation=False,
+        )
+        topics = conn.call(request, 12).topics
+    finally:
+        conn.close()
+    assert [(t.error_code, len(t.partitions)) for t in topics] == [(0, 50), (0, 50)]

@@ -14,7 +14,9 @@ bytes, negative or huge size prefixes, a frame cut short.
 
 ``run(bootstrap, frames=..., seed=...)`` returns a :class:`Report`; the suite's fuzz test runs
 50,000 frames, ``make fuzz`` a million (``python -m tests.support.fuzzing --frames N``, which
-starts its own broker unless ``--bootstrap`` names one).
+starts its own broker unless ``--bootstrap`` names one). The command prints the counts and
+every problem, and exits with 1 on a hang, a frame skipped without an answer, a failed connect,
+a traceback in its broker's log or a dead broker.
 """
 
 from __future__ import annotations
@@ -251,7 +253,17 @@ class Report:
             f"{self.seconds:.1f} s: {self.frames_answered} answered, {self.closed_by_broker} "
             f"connections closed by the broker, {self.allowed_waits} long waits of APIs that may "
             f"wait, {self.raw_connections} raw-byte connections, {len(self.hangs)} hangs, "
-            f"{len(self.unanswered)} frames skipped without an answer"
+            f"{len(self.unanswered)} frames skipped without an answer, "
+            f"{sum(self.errors.values())} failed connects"
+        )
+
+    def problems(self) -> list[str]:
+        """What fails a run, one line each (at most 20 of each kind): hangs, frames skipped
+        without an answer, connects that failed (with their count)."""
+        return (
+            [f"hang: {h}" for h in self.hangs[:20]]
+            + [f"unanswered: {u}" for u in self.unanswered[:20]]
+            + [f"failed connect ({n}x): {e}" for e, n in self.errors.most_common(20)]
         )
 
 
@@ -485,18 +497,24 @@ def main() -> None:
             workers=args.workers,
             progress=lambda n: print(f"  {n} frames", flush=True),
         )
-        print(report.summary())
-        for line in report.hangs[:20] + report.unanswered[:20]:
+        print(report.summary(), flush=True)
+        problems = report.problems()
+        for line in problems:
             print("  ", line)
+        failed = bool(problems)
         if broker is not None:
             tracebacks = broker.log().count("Traceback")
             alive = broker.proc is not None and broker.proc.poll() is None
             print(f"broker alive: {alive}; tracebacks in its log: {tracebacks}")
-            if tracebacks or not alive or report.hangs or report.unanswered:
-                raise SystemExit(1)
+            failed = failed or bool(tracebacks) or not alive
+        else:
+            print("the broker's log is not checked for tracebacks (--bootstrap: not ours)")
+        print("FAILED" if failed else "passed", flush=True)
     finally:
         if broker is not None:
             broker.stop()
+    if failed:
+        raise SystemExit(1)
 
 
 #: The fuzz broker's settings: topics it may create are bounded (a hardened deployment's

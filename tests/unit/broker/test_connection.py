@@ -1,11 +1,14 @@
 """A Connection over a real socket pair with a scripted channel: answers leave in request order
 whatever order they become known in; a Deferred answer lets the next requests be handled
 meanwhile, a bare awaitable does not; a failed deferred answer closes the connection; the
-response metrics measure the wait behind earlier responses and the sending."""
+response metrics measure the wait behind earlier responses and the sending; running out of
+memory while receiving closes that connection only; connections each holding part of a frame
+over the request-memory budget all complete."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 import struct
 from collections.abc import Awaitable
@@ -18,6 +21,7 @@ from broker.net.connection import Connection, ConnectionMetrics, Deferred, Handl
 from broker.net.limits import RequestMemoryPool
 from broker.net.session import Session
 from broker.net.transport import PlaintextTransport
+from protocol.frames import FrameDecoder
 
 
 class ScriptedChannel:
@@ -80,7 +84,11 @@ async def read_answers(sock: socket.socket, count: int) -> list[bytes]:
     return out
 
 
-def connect(loop: asyncio.AbstractEventLoop) -> tuple[Connection, socket.socket, ScriptedChannel]:
+def connect(
+    loop: asyncio.AbstractEventLoop,
+    peer: tuple[str, int] = ("test", 1),
+    pool: RequestMemoryPool | None = None,
+) -> tuple[Connection, socket.socket, ScriptedChannel]:
     server, client = socket.socketpair()
     server.setblocking(False)
     client.setblocking(False)
@@ -88,13 +96,13 @@ def connect(loop: asyncio.AbstractEventLoop) -> tuple[Connection, socket.socket,
     conn = Connection(
         loop,
         PlaintextTransport(server),
-        Session.accepted("PLAINTEXT", "PLAINTEXT", ("test", 1)),
+        Session.accepted("PLAINTEXT", "PLAINTEXT", peer),
         channel,
         ConnectionMetrics(),
         RequestMetrics(),
         max_request_bytes=1 << 20,
         queued_max_requests=100,
-        memory_pool=RequestMemoryPool(-1),
+        memory_pool=pool if pool is not None else RequestMemoryPool(-1),
         on_close=lambda c: None,
     )
     return conn, client, channel
@@ -167,3 +175,92 @@ async def test_response_queue_and_send_times() -> None:
     assert big[queue][total] < 0.3e9
     conn.close()
     client.close()
+
+
+class OutOfMemoryDecoder(FrameDecoder):
+    """A decoder whose buffer cannot be had (``get_buffer``) or whose frame cannot be stored
+    (``buffer_updated``): a MemoryError cannot be made to happen on demand in a test process
+    without starving the test itself, so it is injected here."""
+
+    def __init__(self, failing: str) -> None:
+        super().__init__(1 << 20)
+        self.failing = failing
+
+    def get_buffer(self, sizehint: int = -1) -> memoryview:
+        if self.failing == "get_buffer":
+            raise MemoryError
+        return super().get_buffer(sizehint)
+
+    def buffer_updated(self, nbytes: int) -> None:
+        if self.failing == "buffer_updated":
+            raise MemoryError
+        super().buffer_updated(nbytes)
+
+
+@pytest.mark.parametrize("failing", ["get_buffer", "buffer_updated"])
+@pytest.mark.asyncio
+async def test_a_memory_error_while_receiving_closes_that_connection_only(
+    failing: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Finding 2 of the hardening issue: a MemoryError from the decoder escaped the loop's
+    reader callback and left the connection open. It now closes the connection with a log line
+    naming the peer and the reason, and the loop serves the other connections."""
+    loop = asyncio.get_running_loop()
+    unlucky, unlucky_client, unlucky_channel = connect(loop, ("192.0.2.7", 40007))
+    unlucky.decoder = OutOfMemoryDecoder(failing)
+    other, other_client, _ = connect(loop, ("192.0.2.8", 40008))
+    errors: list[dict[str, Any]] = []
+    loop.set_exception_handler(lambda _, context: errors.append(context))
+    with caplog.at_level(logging.INFO, logger="broker.net.connection"):
+        unlucky_client.sendall(frame(b"now:a"))
+        # the peer sees its connection closed (reset: its request was left unread), no answer
+        try:
+            answers = await asyncio.wait_for(read_answers(unlucky_client, 1), 5)
+        except ConnectionResetError:
+            answers = []
+        assert answers == []
+    assert unlucky.closed and unlucky_channel.handled == []
+    (line,) = [r.getMessage() for r in caplog.records if "192.0.2.7" in r.getMessage()]
+    assert "no memory to receive a request" in line
+    assert errors == []  # nothing escaped to the loop's exception handler
+    # the loop goes on: another connection is served as before
+    other_client.sendall(frame(b"now:b"))
+    assert await asyncio.wait_for(read_answers(other_client, 1), 5) == [b"now:b"]
+    assert not other.closed
+    other.close()
+    unlucky_client.close()
+    other_client.close()
+
+
+@pytest.mark.asyncio
+async def test_partial_frames_over_the_memory_budget_all_complete() -> None:
+    """Three connections each receive most of a 600 KiB frame and hold its buffer: together
+    they spend a 256 KiB budget, so all stop reading with a partial frame. One at a time (the
+    pool's finisher) reads on until its frame is complete, so every request is answered once
+    the clients send the rest, and the pool comes back to zero."""
+    loop = asyncio.get_running_loop()
+    pool = RequestMemoryPool(256 << 10)
+    pairs = [connect(loop, ("test", i), pool) for i in range(3)]
+    payloads = [b"now:%d:" % i + bytes(600 << 10) for i in range(3)]
+    streams = [frame(p) for p in payloads]
+    first = 400 << 10
+
+    go = loop.create_future()
+
+    async def send(sock: socket.socket, stream: bytes) -> None:
+        await loop.sock_sendall(sock, stream[:first])  # may wait: the broker stops reading
+        await go
+        await loop.sock_sendall(sock, stream[first:])
+
+    senders = [asyncio.ensure_future(send(client, stream))
+               for (_, client, _), stream in zip(pairs, streams, strict=True)]  # fmt: skip
+    await asyncio.sleep(0.3)
+    assert pool.used >= pool.capacity
+    assert sum(conn.reading for conn, _, _ in pairs) <= 1  # the finisher, if it waits for bytes
+    go.set_result(None)
+    await asyncio.wait_for(asyncio.gather(*senders), 10)
+    for (conn, client, _), payload in zip(pairs, payloads, strict=True):
+        assert await asyncio.wait_for(read_answers(client, 1), 10) == [payload]
+        conn.close()
+        client.close()
+    assert pool.used == 0 and pool.finisher is None
