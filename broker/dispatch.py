@@ -433,11 +433,12 @@ class Dispatcher:
         quotas = self._quotas
         if quotas is not None and quotas.request.enabled:
             elapsed_ns = time.monotonic_ns() - ctx.received_ns
-            ctx.throttle(
-                quotas.request.record(
-                    ctx.quota_user, ctx.client_id, elapsed_ns * 1e-7, ctx.now_ms()
-                )
+            request_ms = quotas.request.record(
+                ctx.quota_user, ctx.client_id, elapsed_ns * 1e-7, ctx.now_ms()
             )
+            if request_ms > 0:
+                quotas.request.throttled(request_ms)
+                ctx.throttle(request_ms)
         ms = ctx.throttle_ms
         if ms > 0:
             if result is not None and hasattr(result, "throttle_time_ms"):
