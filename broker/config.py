@@ -272,7 +272,7 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in [
     _k("ssl.client.auth", "string", "none", "Client certificates: none, requested or required (mutual TLS)."),
     _k("ssl.protocol", "string", "TLSv1.3", "Kafka's SSLContext protocol; the enabled versions come from ssl.enabled.protocols."),
     _k("ssl.enabled.protocols", "list", ["TLSv1.2", "TLSv1.3"], "TLS versions accepted (TLSv1.2, TLSv1.3)."),
-    _k("ssl.cipher.suites", "list", [], "TLS 1.2 cipher suites (OpenSSL or IANA names); empty: OpenSSL's defaults. TLS 1.3 suites are OpenSSL's."),
+    _k("ssl.cipher.suites", "list", [], "Cipher suites (IANA or OpenSSL names); empty: OpenSSL's defaults. As with Java, a TLS version is served only if a suite of it is listed; TLS 1.3 suites all of OpenSSL's or none."),
     _k("ssl.endpoint.identification.algorithm", "string", "https", "Host name verification of the peer's certificate when a broker connects to another (empty: none)."),
     _k("ssl.principal.mapping.rules", "string", "DEFAULT", "Rules mapping a client certificate's distinguished name to a principal name (RULE:pattern/replacement/[LU], DEFAULT)."),
     _k("ssl.keymanager.algorithm", "string", "SunX509", implemented=False),
