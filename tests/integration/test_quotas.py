@@ -19,6 +19,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from tests.support.client_quotas import describe_quota, set_quota
+from tests.support.kafka_clients import create_topic
 from tests.support.metrics import scrape
 from tests.support.waiting import wait_for
 from tests.support.zookeeper import free_port
@@ -222,13 +223,46 @@ def test_a_client_over_its_request_percentage_is_throttled(fresh_broker, topic_n
     time, is limited to 1%: it sees ``throttle_time_ms`` (at most one quota window, as Kafka
     caps request throttles), the broker counts request throttles, and it gets far fewer
     requests through than an identical producer without a quota running beside it, which is
-    never throttled."""
+    never throttled. A consumer with the same quota, long-polling an empty topic all the while
+    (Fetch waiting 500 ms in the purgatory each time), is not throttled: as in Kafka, a request
+    is charged the time it is being handled, not the time it waits."""
     metrics_port = free_port()
     broker = fresh_broker(**{"metrics.port": str(metrics_port)})
-    set_quota(broker.bootstrap, [("client-id", "busy")], "request_percentage", 1.0)
-    assert describe_quota(broker.bootstrap, "client-id", "busy") == [
-        ("busy", "request_percentage", 1.0)
-    ]
+    for client in ("busy", "poller"):
+        set_quota(broker.bootstrap, [("client-id", client)], "request_percentage", 1.0)
+        assert describe_quota(broker.bootstrap, "client-id", client) == [
+            (client, "request_percentage", 1.0)
+        ]
+    create_topic(broker.bootstrap, topic_name + "-idle")
+    poller_throttle = [0]
+    polls = [0]
+    stop_polling = threading.Event()
+
+    def poll() -> None:
+        def stats(text: str) -> None:
+            for b in json.loads(text).get("brokers", {}).values():
+                throttle = int(b.get("throttle", {}).get("max", 0))
+                poller_throttle[0] = max(poller_throttle[0], throttle)
+
+        consumer = Consumer(
+            {
+                "bootstrap.servers": broker.bootstrap,
+                "group.id": topic_name,
+                "client.id": "poller",
+                "fetch.wait.max.ms": 500,
+                "statistics.interval.ms": 500,
+                "stats_cb": stats,
+            }
+        )
+        consumer.assign([TopicPartition(topic_name + "-idle", 0, 0)])
+        while not stop_polling.is_set():
+            consumer.poll(0.5)
+            polls[0] += 1
+        consumer.poll(1.0)  # a last statistics callback
+        consumer.close()
+
+    poller = threading.Thread(target=poll, daemon=True)
+    poller.start()
     one_at_a_time = {
         "linger.ms": 0,
         "batch.num.messages": 1,
@@ -247,6 +281,8 @@ def test_a_client_over_its_request_percentage_is_throttled(fresh_broker, topic_n
     calm_records = calm.acked_records(start, start + measured)
     busy.stop()
     calm.stop()
+    stop_polling.set()
+    poller.join(30)
     samples = scrape(metrics_port)
     throttled = samples['odradek_quota_throttled_responses_total{quota="request"}']
     throttle_ms = samples['odradek_quota_throttle_time_ms_total{quota="request"}']
@@ -254,9 +290,11 @@ def test_a_client_over_its_request_percentage_is_throttled(fresh_broker, topic_n
         f"\nrequest_percentage 1%: in {measured:.0f} s the limited producer got {busy_records} "
         f"one-record requests through, max throttle_time_ms {busy.throttle_max}; the unlimited "
         f"one {calm_records}, max throttle_time_ms {calm.throttle_max}; the broker throttled "
-        f"{throttled:.0f} responses for {throttle_ms:.0f} ms in all"
+        f"{throttled:.0f} responses for {throttle_ms:.0f} ms in all; a consumer long-polling "
+        f"an empty topic with the same quota: max throttle_time_ms {poller_throttle[0]}"
     )
     assert 0 < busy.throttle_max <= WINDOW_S * 1000
     assert calm.throttle_max == 0
     assert throttled > 0 and throttle_ms > 0
     assert busy_records < calm_records / 2
+    assert polls[0] > 0 and poller_throttle[0] == 0
