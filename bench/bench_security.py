@@ -1,6 +1,8 @@
 """Security costs: TLS (SASL_SSL) against PLAINTEXT, and authorization with 1,000 ACLs.
 
-    python -m bench bench_security [--records 300000] [--repeats 2] [--requests 20000]
+    python -m bench bench_security [--records 300000] [--repeats 2]
+                                   [--requests 20000] [--authz-repeats 6]
+                                   [--only tls|authz|in-process ...]
 
 1. **SASL_SSL vs PLAINTEXT** on one broker with both listeners: confluent-kafka produces
    ``--records`` x 1 KiB records (acks=1, linger.ms=5, no compression) and a fresh consumer reads
@@ -8,14 +10,20 @@
    fetched data is read from the segment into memory and encrypted (plaintext sends it from the
    page cache with sendfile). Reported: MB/s and broker CPU per MB on each listener, and the
    ratios.
-2. **Authorization**: the broker CPU per Produce request (``--requests`` one-record requests,
-   acks=1, no batching), without an authorizer and with the ACL authorizer holding 1,000 ACLs
-   (100 topics x 10 principals, plus prefixed ones; the producing principal is allowed by one of
-   them). Decisions are cached per (principal, host, operation, resource), so the difference is a
-   dictionary lookup per topic per request.
+2. **Authorization, measured directly**: two brokers with the same settings (one network thread)
+   and the same store of 1,001 ACLs (95 topics x 10 principals, 49 prefixed patterns, and the
+   PREFIXED ACL that lets the benchmark's principal in), one with
+   ``authorizer.class.name=kafka.security.authorizer.AclAuthorizer`` and one without. The same
+   workloads against each, alternating (ABBA) for ``--authz-repeats`` rounds: ``--requests``
+   Produce requests of one record (confluent-kafka, acks=1, one in flight), then ``--requests``
+   Fetch v12 requests (one partition, about 1 KiB answered, one at a time). Reported: the
+   broker's CPU per request answered (user+system from /proc/<pid>/stat over the round, divided
+   by the requests the broker's own metrics counted), the medians and their ratio.
+3. **In process**, without the network: the dispatcher and the Produce handler over a stub
+   append, with and without the authorizer (an upper bound of the share, the stub request
+   being cheaper than a real one).
 
-Broker CPU is user+system time of the broker process (/proc/<pid>/stat) during each run; the
-machine is shared, so quote ratios from one run.
+The machine is shared: quote ratios from one run.
 """
 
 from __future__ import annotations
@@ -147,12 +155,15 @@ def tls_vs_plaintext(records: int, repeats: int) -> None:
     )
 
 
-def authorization_overhead_with_store(requests: int, repeats: int) -> None:
-    """Seeds the embedded security store file with 1,000 ACLs before the broker starts (the
-    store's own format, as CreateAcls would leave it), then measures."""
-    import json
+AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
 
-    from confluent_kafka import Producer
+
+def acl_store_document() -> tuple[dict[str, object], int]:
+    """The embedded security store's file with 1,001 ACLs (the store's own format, as
+    CreateAcls would leave it): 95 topics x 10 principals, 49 prefixed patterns of another
+    principal, and what lets ``User:ANONYMOUS`` (the PLAINTEXT listener's principal) work: ALL
+    on the ``bench-`` prefix and on the cluster. Returns (document, number of ACLs)."""
+    import json
 
     from coordination.metadata.security import (
         AccessControlEntry,
@@ -182,7 +193,6 @@ def authorization_overhead_with_store(requests: int, repeats: int) -> None:
     acls[ResourcePattern(ResourceType.CLUSTER, "kafka-cluster", PatternType.LITERAL)] = {
         AccessControlEntry("User:ANONYMOUS", "*", AclOperation.ALL, AclPermissionType.ALLOW)
     }
-    total = sum(len(v) for v in acls.values())
     doc = {
         "version": 1,
         "acls": [
@@ -196,56 +206,173 @@ def authorization_overhead_with_store(requests: int, repeats: int) -> None:
         ],
         "configs": {},
     }
+    return doc, sum(len(v) for v in acls.values())
 
-    def run(with_acls: bool) -> float:
-        tmp = Path(tempfile.mkdtemp(prefix="bench-authz-"))
-        settings = {"num.network.threads": "1"}
-        if with_acls:
-            (tmp / "data").mkdir(parents=True)
-            (tmp / "data" / "odradek-security.json").write_text(json.dumps(doc))
-            settings["authorizer.class.name"] = "kafka.security.authorizer.AclAuthorizer"
-        broker = BrokerProcess(tmp / "data", settings, log_path=tmp / "broker.log").start()
-        try:
-            producer = Producer(
-                {
-                    "bootstrap.servers": broker.bootstrap,
-                    "linger.ms": 0,
-                    "batch.num.messages": 1,
-                    "acks": 1,
-                    "max.in.flight.requests.per.connection": 1,
-                }
+
+def requests_answered(metrics_port: int) -> float:
+    """Every request the broker has answered (kafka_network_requestmetrics_requests_total)."""
+    from tests.support.metrics import scrape
+
+    return sum(
+        value
+        for name, value in scrape(metrics_port).items()
+        if name.startswith("kafka_network_requestmetrics_requests_total{")
+    )
+
+
+class AuthzTarget:
+    """One broker of the comparison, with a producer and a fetching connection kept open
+    across rounds (so that no round pays for connecting)."""
+
+    TOPIC = "bench-topic"
+
+    def __init__(self, label: str, broker: BrokerProcess, metrics_port: int) -> None:
+        from confluent_kafka import Producer
+
+        from tests.support.raw_client import connect
+
+        self.label = label
+        self.broker = broker
+        self.metrics_port = metrics_port
+        self.producer: Producer | None = Producer(
+            {
+                "bootstrap.servers": broker.bootstrap,
+                "linger.ms": 0,
+                "batch.num.messages": 1,
+                "acks": 1,
+                "max.in.flight.requests.per.connection": 1,
+            }
+        )
+        self.fetcher = connect(broker.bootstrap)
+        self.produced = 0
+        self.correlation = 0
+
+    def produce(self, n: int) -> None:
+        """``n`` Produce requests of one 100-byte record each, one in flight."""
+        assert self.producer is not None
+        for _ in range(n):
+            while True:
+                try:
+                    self.producer.produce(self.TOPIC, b"x" * 100)
+                    break
+                except BufferError:
+                    self.producer.poll(0.01)
+            self.producer.poll(0)
+        assert self.producer.flush(300) == 0
+        self.produced += n
+
+    def fetch(self, n: int) -> None:
+        """``n`` Fetch requests (v12, sessionless, as a consumer without a fetch session), one
+        at a time, each from another offset of the partition and answered with its batch."""
+        from protocol.error_codes import ErrorCode
+        from protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
+        from tests.support.raw_client import call
+
+        for i in range(n):
+            request = FetchRequest(
+                replica_id=-1,
+                max_wait_ms=0,
+                min_bytes=0,
+                max_bytes=64 * 1024,
+                session_id=0,
+                session_epoch=-1,
+                topics=[
+                    FetchTopic(
+                        topic=self.TOPIC,
+                        partitions=[
+                            FetchPartition(
+                                partition=0,
+                                fetch_offset=i % self.produced,
+                                partition_max_bytes=1024,
+                            )
+                        ],
+                    )
+                ],
             )
-            for _ in range(200):  # warm up: topic creation, connections, caches
-                producer.produce("bench-topic", b"x" * 100)
-            assert producer.flush(30) == 0
-            cpu0 = cpu_seconds(broker.pid)
-            for _ in range(requests):
-                producer.produce("bench-topic", b"x" * 100)
-                producer.poll(0)
-            assert producer.flush(120) == 0
-            return (cpu_seconds(broker.pid) - cpu0) / requests * 1e6
-        finally:
-            broker.stop()
-            shutil.rmtree(tmp, ignore_errors=True)
+            self.correlation += 1
+            answer = call(self.fetcher, request, 12, self.correlation)
+            partition = answer.responses[0].partitions[0]
+            assert partition.error_code == ErrorCode.NONE and partition.records, partition
 
-    off: list[float] = []
-    on: list[float] = []
-    for _ in range(repeats):
-        off.append(run(False))
-        on.append(run(True))
+    def cpu_per_request(self, work: str, n: int) -> float:
+        """Broker CPU microseconds per request answered while doing ``work`` ``n`` times."""
+        pid = self.broker.pid
+        answered0 = requests_answered(self.metrics_port)
+        cpu0 = cpu_seconds(pid)
+        getattr(self, work)(n)
+        cpu = cpu_seconds(pid) - cpu0
+        answered = requests_answered(self.metrics_port) - answered0
+        return cpu / answered * 1e6
+
+    def close(self) -> None:
+        self.fetcher.close()
+        if self.producer is not None:
+            self.producer.flush(30)
+            self.producer = None  # closed before its broker goes
+        self.broker.stop()
+
+
+def authorization_overhead(requests: int, repeats: int) -> None:
+    """The broker CPU per request, measured directly: two brokers with the same settings and
+    the same 1,001-ACL store, one with ``authorizer.class.name`` and one without; the same
+    Produce and Fetch workloads against each, alternating (ABBA) for ``repeats`` rounds;
+    medians and their ratio."""
+    import json
+    import statistics
+
+    from tests.support.zookeeper import free_port
+
+    doc, total = acl_store_document()
+    tmp = Path(tempfile.mkdtemp(prefix="bench-authz-"))
+    targets: list[AuthzTarget] = []
+    try:
+        for label, authorizer in (
+            ("no authorizer", None),
+            (f"ACL authorizer, {total} ACLs", AUTHORIZER),
+        ):
+            home = tmp / ("with" if authorizer else "without")
+            (home / "data").mkdir(parents=True)
+            (home / "data" / "odradek-security.json").write_text(json.dumps(doc))
+            metrics_port = free_port()
+            settings = {"num.network.threads": "1", "metrics.port": str(metrics_port)}
+            if authorizer:
+                settings["authorizer.class.name"] = authorizer
+            broker = BrokerProcess(home / "data", settings, log_path=home / "broker.log").start()
+            targets.append(AuthzTarget(label, broker, metrics_port))
+        warm = max(200, requests // 10)
+        for target in targets:  # topic creation, connections, the authorizer's cache
+            target.produce(warm)
+            target.fetch(warm)
+        results: dict[tuple[str, str], list[float]] = {}
+        for r in range(repeats):
+            for target in targets if r % 2 == 0 else targets[::-1]:
+                for work in ("produce", "fetch"):
+                    us = target.cpu_per_request(work, requests)
+                    results.setdefault((target.label, work), []).append(us)
+    finally:
+        for target in targets:
+            target.close()
+        shutil.rmtree(tmp, ignore_errors=True)
     print(
-        f"{requests} Produce requests of one record, acks=1, one at a time; broker CPU per "
-        f"request, best of {repeats} alternating runs:"
+        f"Broker CPU per request (user+system of the broker process from /proc, over the "
+        f"requests its metrics counted), {requests} requests per round, {repeats} alternating "
+        f"rounds, medians; one broker each, one network thread:"
     )
-    print(
-        f"  no authorizer:              {min(off):6.1f} us  (runs: "
-        f"{', '.join(f'{x:.1f}' for x in off)})"
-    )
-    print(
-        f"  ACL authorizer, {total} ACLs: {min(on):6.1f} us  (runs: "
-        f"{', '.join(f'{x:.1f}' for x in on)})"
-    )
-    print(f"  overhead: {(min(on) / min(off) - 1) * 100:+.1f}%")
+    base_label, acl_label = (t.label for t in targets)
+    for work, what in (
+        ("produce", "Produce, one 100 B record per request, one in flight (confluent-kafka)"),
+        ("fetch", "Fetch v12, one partition, about 1 KiB per response, one at a time"),
+    ):
+        base = results[(base_label, work)]
+        acl = results[(acl_label, work)]
+        ratio = statistics.median(acl) / statistics.median(base)
+        print(f"  {what}:")
+        for label, runs in ((base_label, base), (acl_label, acl)):
+            print(
+                f"    {label:28s} {statistics.median(runs):6.1f} us  (rounds: "
+                f"{', '.join(f'{x:.1f}' for x in runs)})"
+            )
+        print(f"    with / without the authorizer: {ratio:.3f} ({(ratio - 1) * 100:+.1f}%)")
 
 
 def authorization_in_process(acl_doc_acls: int = 1000, iterations: int = 20000) -> None:
@@ -334,15 +461,26 @@ def authorization_in_process(acl_doc_acls: int = 1000, iterations: int = 20000) 
     )
 
 
+PARTS = ("tls", "authz", "in-process")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench bench_security")
     parser.add_argument("--records", type=int, default=300_000)
-    parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--requests", type=int, default=20_000)
+    parser.add_argument("--repeats", type=int, default=2, help="TLS vs PLAINTEXT runs")
+    parser.add_argument("--requests", type=int, default=20_000, help="per authorization round")
+    parser.add_argument("--authz-repeats", type=int, default=6, help="authorization rounds")
+    parser.add_argument(
+        "--only", action="append", choices=PARTS, help="run only these parts (repeatable)"
+    )
     args = parser.parse_args(argv or [])
-    tls_vs_plaintext(args.records, args.repeats)
-    authorization_overhead_with_store(args.requests, args.repeats)
-    authorization_in_process()
+    parts = args.only or PARTS
+    if "tls" in parts:
+        tls_vs_plaintext(args.records, args.repeats)
+    if "authz" in parts:
+        authorization_overhead(args.requests, args.authz_repeats)
+    if "in-process" in parts:
+        authorization_in_process()
 
 
 if __name__ == "__main__":

@@ -25,7 +25,11 @@ log = logging.getLogger("odradek")
 async def _serve(config: BrokerConfig) -> int:
     from broker.server import Broker, StartupError
 
-    broker = Broker(config)
+    try:
+        broker = Broker(config)
+    except ConfigError as e:
+        log.error("broker failed to start: %s", e)
+        return 1
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

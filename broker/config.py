@@ -12,8 +12,10 @@ as Kafka's ``LogConfig`` does; DescribeConfigs reports each with its value and s
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import re
+import socket
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -270,7 +272,7 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in [
     _k("ssl.client.auth", "string", "none", "Client certificates: none, requested or required (mutual TLS)."),
     _k("ssl.protocol", "string", "TLSv1.3", "Kafka's SSLContext protocol; the enabled versions come from ssl.enabled.protocols."),
     _k("ssl.enabled.protocols", "list", ["TLSv1.2", "TLSv1.3"], "TLS versions accepted (TLSv1.2, TLSv1.3)."),
-    _k("ssl.cipher.suites", "list", [], "TLS 1.2 cipher suites (OpenSSL or IANA names); empty: OpenSSL's defaults. TLS 1.3 suites are OpenSSL's."),
+    _k("ssl.cipher.suites", "list", [], "Cipher suites (IANA or OpenSSL names); empty: OpenSSL's defaults. As with Java, a TLS version is served only if a suite of it is listed; TLS 1.3 suites all of OpenSSL's or none."),
     _k("ssl.endpoint.identification.algorithm", "string", "https", "Host name verification of the peer's certificate when a broker connects to another (empty: none)."),
     _k("ssl.principal.mapping.rules", "string", "DEFAULT", "Rules mapping a client certificate's distinguished name to a principal name (RULE:pattern/replacement/[LU], DEFAULT)."),
     _k("ssl.keymanager.algorithm", "string", "SunX509", implemented=False),
@@ -901,19 +903,41 @@ class HandlerConfig:
 
 
 def _parse_overrides(text: str) -> dict[str, int]:
-    """``max.connections.per.ip.overrides``: ``host:count,host:count``."""
-    result: dict[str, int] = {}
+    """``max.connections.per.ip.overrides``: ``host:count,host:count``, by client address. A
+    host is an IP address or a host name; a name counts for every address it resolves to now
+    (Kafka's ``ConnectionQuotas`` resolves it once, with ``InetAddress.getByName``), and an
+    address given as such wins over a name resolving to it. A name that does not resolve is
+    refused."""
+    given: list[tuple[str, int]] = []
     for item in text.split(","):
         item = item.strip()
         if not item:
             continue
         host, sep, count = item.rpartition(":")
+        host = host.strip().strip("[]")
         try:
-            result[host.strip()] = int(count)
+            given.append((host, int(count)))
         except ValueError:
             sep = ""
-        if not sep or not host.strip():
+        if not sep or not host:
             raise ConfigError(f"invalid max.connections.per.ip.overrides entry {item!r}")
+    result: dict[str, int] = {}
+    names: list[tuple[str, int]] = []
+    for host, limit in given:
+        try:
+            result[ipaddress.ip_address(host).compressed] = limit
+        except ValueError:
+            names.append((host, limit))
+    for host, limit in names:
+        try:
+            infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+        except OSError as e:
+            raise ConfigError(
+                f"max.connections.per.ip.overrides: host {host!r} does not resolve: "
+                f"{e.strerror or e}"
+            ) from None
+        for info in infos:
+            result.setdefault(ipaddress.ip_address(info[4][0]).compressed, limit)
     return result
 
 

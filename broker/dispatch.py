@@ -30,7 +30,7 @@ import asyncio
 import logging
 import struct
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -111,6 +111,10 @@ class RequestContext:
     conn: Connection | None = None
     #: the throttle a handler computed (produce/fetch byte quotas), ms
     throttle_ms: int = 0
+    #: the time charged to the request-time quota (None: from receipt to the response); a
+    #: request that waits (in the purgatory, on another component) is charged only the time
+    #: it was being handled, as Kafka charges request handler threads' time (KIP-124)
+    quota_ns: int | None = None
 
     @property
     def api_version(self) -> int:
@@ -231,6 +235,43 @@ def _replica_id(fetch: Any, version: int) -> int:
 _SASL_APIS = frozenset({ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
 
 
+class _Timed:
+    """Awaits a coroutine and adds up the time spent running it (its steps between
+    suspensions), not the time it waited: what a request is charged under a
+    ``request_percentage`` quota. A long-polling fetch waiting in the purgatory is handled
+    twice briefly, not for its whole wait."""
+
+    __slots__ = ("coro", "ns")
+
+    def __init__(self, coro: Coroutine[Any, Any, Any]) -> None:
+        self.coro = coro
+        self.ns = 0
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        coro = self.coro
+        value: Any = None
+        error: BaseException | None = None
+        while True:
+            start = time.monotonic_ns()
+            try:
+                yielded = coro.send(value) if error is None else coro.throw(error)
+            except StopIteration as stop:
+                self.ns += time.monotonic_ns() - start
+                return stop.value
+            except BaseException:
+                self.ns += time.monotonic_ns() - start
+                raise
+            self.ns += time.monotonic_ns() - start
+            try:
+                value = yield yielded
+                error = None
+            except GeneratorExit:
+                coro.close()
+                raise
+            except BaseException as e:  # noqa: BLE001 - thrown in (a cancellation): passed on
+                value, error = None, e
+
+
 class Dispatcher:
     """The broker's RequestChannel: turns frames into responses, in order, per connection."""
 
@@ -297,7 +338,7 @@ class Dispatcher:
         metrics = conn.request_metrics
         metrics.received(header.api_key, len(frame))
         if handler.is_async:
-            return self._run_async(handler, ctx, body, metrics)
+            return self._run_async(handler, ctx, body, metrics, time.monotonic_ns() - received)
         if handler.blocking:
             return self._run_blocking(handler, ctx, body, metrics)
         try:
@@ -355,6 +396,7 @@ class Dispatcher:
         started: int,
     ) -> Response:
         """``started``: when the handler returned (what follows is remote time)."""
+        ctx.quota_ns = started - ctx.received_ns
         try:
             result = await awaitable
         except CloseConnection:
@@ -368,13 +410,27 @@ class Dispatcher:
         return self._frame(handler, ctx, body, result)
 
     async def _run_async(
-        self, handler: Handler, ctx: RequestContext, body: Any, metrics: RequestMetrics
+        self,
+        handler: Handler,
+        ctx: RequestContext,
+        body: Any,
+        metrics: RequestMetrics,
+        decode_ns: int = 0,
     ) -> Response:
+        """``decode_ns``: the time the request took before its handler was called."""
         try:
             if self._authorizer is not None:
                 self._authorize_cluster(handler, ctx)
             awaitable: Awaitable[Any] = handler.fn(ctx, body)
-            result = await awaitable
+            quotas = self._quotas
+            if quotas is not None and quotas.request.enabled and hasattr(awaitable, "send"):
+                timed = _Timed(awaitable)  # type: ignore[arg-type]
+                try:
+                    result = await timed
+                finally:
+                    ctx.quota_ns = decode_ns + timed.ns
+            else:
+                result = await awaitable
         except CloseConnection:
             raise
         except Exception as e:  # noqa: BLE001 - every failure becomes a response or a close
@@ -423,12 +479,15 @@ class Dispatcher:
         """The request-time quota, then the response's throttle_time_ms and the mute."""
         quotas = self._quotas
         if quotas is not None and quotas.request.enabled:
-            elapsed_ns = time.monotonic_ns() - ctx.received_ns
-            ctx.throttle(
-                quotas.request.record(
-                    ctx.quota_user, ctx.client_id, elapsed_ns * 1e-7, ctx.now_ms()
-                )
+            charged_ns = ctx.quota_ns
+            if charged_ns is None:
+                charged_ns = time.monotonic_ns() - ctx.received_ns
+            request_ms = quotas.request.record(
+                ctx.quota_user, ctx.client_id, charged_ns * 1e-7, ctx.now_ms()
             )
+            if request_ms > 0:
+                quotas.request.throttled(request_ms)
+                ctx.throttle(request_ms)
         ms = ctx.throttle_ms
         if ms > 0:
             if result is not None and hasattr(result, "throttle_time_ms"):

@@ -49,6 +49,7 @@ from broker.dynamic_config import DynamicBrokerConfig
 from broker.handlers import load_handlers
 from broker.metrics import MetricsRegistry, NetworkMetrics, process_samples, serve_metrics
 from broker.net.acceptor import Acceptor
+from broker.net.connection import Connection
 from broker.net.limits import ConnectionQuotas, RequestMemoryPool
 from broker.net.processor import Processor, TransportFactory, plaintext
 from broker.replication.fetch_session import FetchSessionCache
@@ -254,6 +255,7 @@ class Broker:
                 memory_pool=self.memory_pool,
                 quotas=self.quotas,
                 max_unauthenticated_request_bytes=int(config["sasl.server.max.receive.size"]),
+                on_refused=self._refused,
             )
             for i in range(network.num_network_threads)
         ]
@@ -382,6 +384,23 @@ class Broker:
             for a in self.config.advertised_listeners
         ]
         return acceptor
+
+    def _refused(self, conn: Connection, reason: str) -> None:
+        """A connection closed for what its client sent. On a SASL listener before the client
+        authenticated (garbage, a frame over ``sasl.server.max.receive.size``, a request other
+        than the SASL exchange) it is a failed authentication, logged and counted as Kafka's
+        ``SaslServerAuthenticator`` and ``Selector`` do; elsewhere the connection's own close
+        line says why (with the peer's address)."""
+        session = conn.session
+        if session.authenticated or not session.security_protocol.startswith("SASL_"):
+            return
+        auth = session.authenticator
+        self.audit.authentication_failed(
+            session,
+            getattr(auth, "mechanism", None) or "",
+            getattr(auth, "user", None),
+            reason,
+        )
 
     def _transports(self) -> dict[str, TransportFactory]:
         """Each listener's transport factory, and each SASL listener's settings; raises

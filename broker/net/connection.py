@@ -142,6 +142,7 @@ class Connection:
         queued_max_requests: int,
         memory_pool: RequestMemoryPool,
         on_close: Callable[[Connection], None],
+        on_refused: Callable[[Connection, str], None] | None = None,
     ) -> None:
         self.loop = loop
         self.transport = transport
@@ -160,6 +161,9 @@ class Connection:
         self.partial_since = 0.0
         self.closed = False
         self._on_close = on_close
+        #: told when the connection is closed for what the client sent (a frame over the
+        #: limit, a request the broker refuses), before it closes: the broker's audit trail
+        self._on_refused = on_refused
         self._pool = memory_pool
         self._held = 0  # request bytes this connection holds in the pool
         self._memory_retry = False
@@ -257,7 +261,7 @@ class Connection:
         try:
             decoder.buffer_updated(n)
         except FrameTooLarge as e:
-            self.close(f"refused a frame: {e} (socket.request.max.bytes)")
+            self.refuse(f"refused a frame: {e} (socket.request.max.bytes)")
             return
         except MemoryError:
             # the frame's buffer could not be made: the decoder's state is unknown, so the
@@ -296,7 +300,7 @@ class Connection:
             try:
                 result = channel.handle(self, frame)
             except CloseConnection as e:
-                self.close(str(e) or "closed by request handler")
+                self.refuse(str(e) or "closed by request handler")
                 return
             except Exception as e:  # a bug: the request has no answer, so the stream is lost
                 log.exception("%r: handling a request failed", self)
@@ -357,9 +361,11 @@ class Connection:
                 return
             exc = head.exception()
             if exc is not None:
-                if not isinstance(exc, CloseConnection):
+                if isinstance(exc, CloseConnection):
+                    self.refuse(str(exc) or type(exc).__name__)
+                else:
                     log.error("%r: request failed", self, exc_info=exc)
-                self.close(str(exc) or type(exc).__name__)
+                    self.close(str(exc) or type(exc).__name__)
                 return
             parts = head.result()
             if parts is not None:
@@ -579,12 +585,30 @@ class Connection:
 
     # -- closing -----------------------------------------------------------------------------
 
+    def refuse(self, reason: str) -> None:
+        """Closes the connection because of what the client sent; the broker's ``on_refused``
+        hears of it first, unless the connection was already closing after an answered failure
+        (a failed SASL authentication, logged where it failed)."""
+        if self.closed:
+            return
+        if self._on_refused is not None and self._closing is None:
+            self._on_refused(self, reason)
+        self.close(reason)
+
     def close(self, reason: str = "", *, level: int = logging.INFO) -> None:
         if self.closed:
             return
         self.closed = True
         if reason:
-            log.log(level, "closing connection from %s: %s", self.peer, reason)
+            host, port = self.peer
+            log.log(
+                level,
+                "closing connection from %s:%d on listener %s: %s",
+                host,
+                port,
+                self.session.listener,
+                reason,
+            )
         self._stop_reading()
         if self._writing:
             self.loop.remove_writer(self.fd)

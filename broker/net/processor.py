@@ -56,6 +56,7 @@ class Processor(threading.Thread):
         memory_pool: RequestMemoryPool,
         quotas: ConnectionQuotas,
         max_unauthenticated_request_bytes: int = 524288,
+        on_refused: Callable[[Connection, str], None] | None = None,
     ) -> None:
         super().__init__(name=f"processor-{index}", daemon=True)
         self.index = index
@@ -72,6 +73,8 @@ class Processor(threading.Thread):
         self.receive_timeout_s = receive_timeout_ms / 1000
         self.memory_pool = memory_pool
         self.quotas = quotas
+        #: told of connections closed for what their client sent (Connection.refuse)
+        self.on_refused = on_refused
         self._started = threading.Event()
 
     def run(self) -> None:
@@ -118,6 +121,7 @@ class Processor(threading.Thread):
                 queued_max_requests=self.queued_max_requests,
                 memory_pool=self.memory_pool,
                 on_close=self._closed,
+                on_refused=self.on_refused,
             )
         except OSError as e:
             log.warning("could not take a connection from %s: %s", address, e)

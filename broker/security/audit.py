@@ -70,9 +70,10 @@ class SecurityAudit:
     ) -> None:
         self._count(self._auth, (session.listener, mechanism or "-", "failure"))
         log.warning(
-            "authentication failed: user %s from %s on listener %s (SASL %s): %s",
+            "authentication failed: user %s from %s:%d on listener %s (SASL %s): %s",
             user if user is not None else "(unknown)",
             session.client_host,
+            session.peer[1],
             session.listener,
             mechanism or "-",
             reason,

@@ -10,7 +10,8 @@ A listener's keys are read with its ``listener.name.<listener>.`` prefix first
 * trusted CAs: ``ssl.truststore.location`` or inline ``ssl.truststore.certificates`` (with
   neither, the system's CAs);
 * ``ssl.client.auth`` (``none``, ``requested``, ``required``), ``ssl.enabled.protocols``
-  (TLSv1.2/TLSv1.3), ``ssl.cipher.suites`` (OpenSSL or IANA names of TLS 1.2 suites),
+  (TLSv1.2/TLSv1.3), ``ssl.cipher.suites`` (OpenSSL or IANA names; a version is served only if
+  the list has one of its suites, as with Java; TLS 1.3 suites all or none),
   ``ssl.endpoint.identification.algorithm`` (``https``: host name checks when this broker is
   the client), ``ssl.principal.mapping.rules``.
 
@@ -73,6 +74,9 @@ class _Settings:
 
     def __init__(self, config: BrokerConfig, listener: str | None) -> None:
         self.listener = listener
+        self._overridden = (
+            set(config.listener_values.get(listener.upper(), {})) if listener else set()
+        )
 
         def get(key: str) -> Any:
             return config.for_listener(listener, key) if listener else config[key]
@@ -80,7 +84,11 @@ class _Settings:
         self.get = get
 
     def where(self, key: str) -> str:
-        return f"listener.name.{self.listener.lower()}.{key}" if self.listener else key
+        """The key that gives this listener its value: the listener's own
+        (``listener.name.<listener>.<key>``) when set, else the broker's."""
+        if self.listener and key in self._overridden:
+            return f"listener.name.{self.listener.lower()}.{key}"
+        return key
 
 
 def _check_type(s: _Settings, type_key: str, location_key: str) -> None:
@@ -106,6 +114,40 @@ def _check_type(s: _Settings, type_key: str, location_key: str) -> None:
         )
 
 
+class _NoKeyPassword(Exception):
+    """The private key is encrypted and no password is configured."""
+
+
+def _no_password() -> str:
+    # without a password callback OpenSSL would prompt on the terminal
+    raise _NoKeyPassword
+
+
+def _load_key_and_chain(
+    ctx: ssl.SSLContext, path: str, password: str | None, where: str, what: str
+) -> None:
+    """Loads the PEM key and chain at ``path``; ``where`` names the keys in errors, ``what``
+    the place the key comes from."""
+    try:
+        ctx.load_cert_chain(path, password=password if password else _no_password)
+    except _NoKeyPassword:
+        raise ConfigError(
+            f"{where}: the private key {what} is encrypted: set ssl.key.password"
+        ) from None
+    except (OSError, ssl.SSLError) as e:
+        encrypted = False
+        try:
+            with open(path, "rb") as f:
+                encrypted = b"ENCRYPTED" in f.read()
+        except OSError:
+            pass
+        if encrypted and password:
+            reason = "cannot decrypt the private key with ssl.key.password (a wrong password?)"
+        else:
+            reason = f"cannot load the key and certificate chain {what}: {_reason(e)}"
+        raise ConfigError(f"{where}: {reason}") from None
+
+
 def _load_identity(ctx: ssl.SSLContext, s: _Settings, *, required: bool) -> None:
     location = s.get("ssl.keystore.location")
     chain = s.get("ssl.keystore.certificate.chain")
@@ -113,13 +155,13 @@ def _load_identity(ctx: ssl.SSLContext, s: _Settings, *, required: bool) -> None
     password = s.get("ssl.key.password") or s.get("ssl.keystore.password") or None
     if location:
         _check_type(s, "ssl.keystore.type", "ssl.keystore.location")
-        try:
-            ctx.load_cert_chain(str(location), password=password)
-        except (OSError, ssl.SSLError) as e:
-            raise ConfigError(
-                f"{s.where('ssl.keystore.location')}: cannot load the key and certificate "
-                f"chain from {location}: {_reason(e)}"
-            ) from None
+        _load_key_and_chain(
+            ctx,
+            str(location),
+            password,
+            s.where("ssl.keystore.location"),
+            f"in {location}",
+        )
         return
     if chain or key:
         if not (chain and key):
@@ -133,14 +175,13 @@ def _load_identity(ctx: ssl.SSLContext, s: _Settings, *, required: bool) -> None
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "w") as f:
                 f.write(str(key).strip() + "\n" + str(chain).strip() + "\n")
-            try:
-                ctx.load_cert_chain(str(path), password=password)
-            except (OSError, ssl.SSLError) as e:
-                raise ConfigError(
-                    f"{s.where('ssl.keystore.key')}/{s.where('ssl.keystore.certificate.chain')}: "
-                    f"cannot load the key and certificate chain: "
-                    f"{getattr(e, 'reason', None) or type(e).__name__}"
-                ) from None
+            _load_key_and_chain(
+                ctx,
+                str(path),
+                password,
+                f"{s.where('ssl.keystore.key')}/{s.where('ssl.keystore.certificate.chain')}",
+                "given inline",
+            )
         return
     if required:
         raise ConfigError(
@@ -169,7 +210,31 @@ def _load_trust(ctx: ssl.SSLContext, s: _Settings, purpose: ssl.Purpose) -> None
         ) from None
 
 
+def _tls13_suites() -> frozenset[str]:
+    """The TLS 1.3 suites Python's ssl module enables (OpenSSL's defaults; it offers no way to
+    choose among them)."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    return frozenset(c["name"] for c in ctx.get_ciphers() if c["protocol"] == "TLSv1.3")
+
+
+#: every TLS 1.3 suite name (RFC 8446), whether OpenSSL enables it or not
+_TLS13_NAMES = frozenset(
+    {
+        "TLS_AES_128_GCM_SHA256",
+        "TLS_AES_256_GCM_SHA384",
+        "TLS_CHACHA20_POLY1305_SHA256",
+        "TLS_AES_128_CCM_SHA256",
+        "TLS_AES_128_CCM_8_SHA256",
+    }
+)
+
+
 def _versions_and_ciphers(ctx: ssl.SSLContext, s: _Settings) -> None:
+    """``ssl.enabled.protocols`` and ``ssl.cipher.suites``, as Java's JSSE applies them to
+    Kafka's SSLEngine: a version is negotiated only if one of its suites is enabled, so a suite
+    list without TLS 1.3 suites turns TLS 1.3 off, and one with only TLS 1.3 suites turns TLS 1.2
+    off. Python's ssl module cannot choose among TLS 1.3 suites: a list naming some but not all
+    of OpenSSL's is refused rather than served with more than it allows."""
     enabled = [str(v) for v in (s.get("ssl.enabled.protocols") or [])]
     unknown = [v for v in enabled if v not in _VERSIONS]
     if unknown or not enabled:
@@ -178,20 +243,46 @@ def _versions_and_ciphers(ctx: ssl.SSLContext, s: _Settings) -> None:
             f"(expected some of {', '.join(_VERSIONS)})"
         )
     versions = sorted(_VERSIONS[v] for v in enabled)
+    suites = [str(c).strip() for c in (s.get("ssl.cipher.suites") or []) if str(c).strip()]
+    tls13 = [c for c in suites if c in _TLS13_NAMES]
+    tls12 = [openssl_cipher_name(c) for c in suites if c not in _TLS13_NAMES]
+    if suites:
+        where = s.where("ssl.cipher.suites")
+        unusable = []
+        for name in tls12:
+            try:
+                ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).set_ciphers(name)
+            except ssl.SSLError:
+                unusable.append(name)
+        if unusable:
+            raise ConfigError(
+                f"{where}: unknown or unavailable cipher suite(s) {', '.join(unusable)} "
+                "(Kafka's IANA names, e.g. TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, or OpenSSL's)"
+            )
+        offered = _tls13_suites()
+        if tls13 and set(tls13) != offered:
+            raise ConfigError(
+                f"{where}: names the TLS 1.3 suite(s) {', '.join(sorted(tls13))}, but Odradek "
+                f"serves TLS 1.3 with all of {', '.join(sorted(offered))} (Python's ssl module "
+                "cannot choose among them): list all of them, or none and leave TLSv1.3 out"
+            )
+        if not tls13:
+            versions = [v for v in versions if v < ssl.TLSVersion.TLSv1_3]
+        if not tls12:
+            versions = [v for v in versions if v >= ssl.TLSVersion.TLSv1_3]
+        if not versions:
+            raise ConfigError(
+                f"{where}: no suite for the versions of {s.where('ssl.enabled.protocols')} "
+                f"({', '.join(enabled)}): TLS 1.3 suites are "
+                f"{', '.join(sorted(offered))}; the others are TLS 1.2 suites"
+            )
     try:
         ctx.minimum_version = versions[0]
         ctx.maximum_version = versions[-1]
     except ValueError as e:
         raise ConfigError(f"{s.where('ssl.enabled.protocols')}: {e}") from None
-    suites = [openssl_cipher_name(str(c)) for c in (s.get("ssl.cipher.suites") or [])]
-    tls12 = [c for c in suites if not c.startswith("TLS_")]  # TLS 1.3 suites stay OpenSSL's
     if tls12:
-        try:
-            ctx.set_ciphers(":".join(tls12))
-        except ssl.SSLError:
-            raise ConfigError(
-                f"{s.where('ssl.cipher.suites')}: no usable cipher suite in {', '.join(suites)}"
-            ) from None
+        ctx.set_ciphers(":".join(tls12))
 
 
 def server_context(config: BrokerConfig, listener: str) -> ssl.SSLContext:

@@ -4,12 +4,16 @@ and nothing else, cannot produce, cannot see other topics, cannot join a group w
 READ, cannot delete topics; a super user can; deleted ACLs stop applying; authorized operations
 are answered truthfully.
 
-One standalone broker (module scope): PLAINTEXT for the tests' own admin work (``User:ANONYMOUS``
-is a super user there), SASL_PLAINTEXT with PLAIN users admin (super user), alice and bob, and
-``authorizer.class.name=kafka.security.authorizer.AclAuthorizer``."""
+One standalone broker (module scope) per class name Kafka accepts for its built-in authorizer
+(``authorizer.class.name``: ZooKeeper mode's ``kafka.security.authorizer.AclAuthorizer`` and
+KRaft's ``org.apache.kafka.metadata.authorizer.StandardAuthorizer``; both select Odradek's ACL
+authorizer, and every test runs against each): PLAINTEXT for the tests' own admin work
+(``User:ANONYMOUS`` is a super user there), SASL_PLAINTEXT with PLAIN users admin (super user),
+alice and bob. Denials are logged and counted (``odradek_authorization_denied_total``)."""
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -26,25 +30,47 @@ from confluent_kafka.admin import (
 )
 
 from tests.integration.broker_process import BrokerProcess
+from tests.support.metrics import scrape
 from tests.support.secure_broker import PASSWORDS, plain_jaas
 from tests.support.waiting import wait_for
+from tests.support.zookeeper import free_port
+
+AUTHORIZERS = (
+    "kafka.security.authorizer.AclAuthorizer",
+    "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+)
 
 
-@pytest.fixture(scope="module")
-def acl_broker(tmp_path_factory: pytest.TempPathFactory):
+@pytest.fixture(scope="module", params=AUTHORIZERS, ids=["AclAuthorizer", "StandardAuthorizer"])
+def acl_broker(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    metrics_port = free_port()
     proc = BrokerProcess(
         tmp_path_factory.mktemp("acl-broker") / "data",
         {
             "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
             "sasl.enabled.mechanisms": "PLAIN",
             "listener.name.sasl_plaintext.plain.sasl.jaas.config": plain_jaas(),
-            "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+            "authorizer.class.name": request.param,
             "super.users": "User:admin;User:ANONYMOUS",
+            "metrics.port": str(metrics_port),
         },
     )
+    proc.metrics_port = metrics_port  # type: ignore[attr-defined]
     proc.start()
     yield proc
     proc.stop()
+
+
+def denials(broker: BrokerProcess) -> dict[tuple[str, str], float]:
+    """``odradek_authorization_denied_total`` by (operation, resource type)."""
+    found = {}
+    for name, value in scrape(broker.metrics_port).items():  # type: ignore[attr-defined]
+        m = re.fullmatch(
+            r'odradek_authorization_denied_total\{operation="(\w+)",resource_type="(\w+)"\}', name
+        )
+        if m:
+            found[(m.group(1), m.group(2))] = value
+    return found
 
 
 def sasl(broker: BrokerProcess, user: str, **extra: object) -> dict[str, object]:
@@ -151,6 +177,7 @@ def test_acl_matrix(acl_broker):
         (ResourceType.GROUP, "alice-group", ResourcePatternType.LITERAL),
     }
 
+    denied_before = denials(acl_broker)
     # alice consumes the prefix with her group
     assert len(group_consume(acl_broker, "alice", "orders-eu", "alice-group", 10)) == 10
     # ...but sees only those topics
@@ -177,6 +204,16 @@ def test_acl_matrix(acl_broker):
     assert delete_error.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
     superuser = admin_of(acl_broker, "admin")
     superuser.delete_topics(["payroll"])["payroll"].result(30)
+    # each denial above was counted (payroll is refused at Metadata, the group at
+    # FindCoordinator: DESCRIBE, as in Kafka)
+    denied = denials(acl_broker)
+    for denial in (
+        ("DESCRIBE", "TOPIC"),
+        ("WRITE", "TOPIC"),
+        ("DESCRIBE", "GROUP"),
+        ("DELETE", "TOPIC"),
+    ):
+        assert denied.get(denial, 0) > denied_before.get(denial, 0), denial
 
     # authorized operations, truthfully
     ops = alice.describe_topics(TopicCollection(["orders-eu"]), include_authorized_operations=True)

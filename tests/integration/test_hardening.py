@@ -232,6 +232,51 @@ def test_connection_limits_refuse_cleanly(fresh_broker):
     broker.wait_for_log("max.connections.per.ip reached")
 
 
+def test_connection_limit_overrides_per_address_and_host_name(fresh_broker):
+    """``max.connections.per.ip.overrides``: an address's override (given as an address, or as
+    a host name for the addresses it resolves to) replaces ``max.connections.per.ip`` for that
+    address only. Clients come from three loopback addresses (Linux routes all of 127/8 to
+    ``lo``): 127.0.0.1 (``localhost``, 4 allowed), 127.0.0.3 (1 allowed) and 127.0.0.2 (no
+    override: the default 2)."""
+    broker = fresh_broker(
+        **{
+            "max.connections.per.ip": "2",
+            "max.connections.per.ip.overrides": "localhost:4,127.0.0.3:1",
+        }
+    )
+    host, port = broker.bootstrap.split(":")
+
+    def from_address(source: str) -> socket.socket:
+        return socket.create_connection((host, int(port)), timeout=10, source_address=(source, 0))
+
+    held = []
+    for source, limit in (("127.0.0.1", 4), ("127.0.0.2", 2), ("127.0.0.3", 1)):
+        for _ in range(limit):
+            sock = from_address(source)
+            assert call(sock, ApiVersionsRequest(), 0).error_code == ErrorCode.NONE
+            held.append(sock)
+        extra = from_address(source)
+        assert is_closed(extra, timeout=10), f"connection {limit + 1} from {source} was kept"
+        broker.wait_for_log(f"refused a connection from {source} on PLAINTEXT")
+    # the refusals closed only the extra connections
+    for sock in held:
+        assert call(sock, ApiVersionsRequest(), 0, 2).error_code == ErrorCode.NONE
+        sock.close()
+
+
+def test_an_override_naming_an_unknown_host_stops_the_start_up(tmp_path):
+    proc = BrokerProcess(
+        tmp_path / "data", {"max.connections.per.ip.overrides": "no-such-host.invalid:5"}
+    )
+    with pytest.raises(RuntimeError, match="did not start") as failed:
+        proc.start(timeout=30)
+    proc.stop()
+    assert "max.connections.per.ip.overrides: host 'no-such-host.invalid' does not resolve" in (
+        str(failed.value)
+    )
+    assert "Traceback" not in str(failed.value)
+
+
 def test_at_max_connections_the_next_client_waits_until_one_closes(fresh_broker):
     broker = fresh_broker(**{"max.connections": "3"})
     held = [connect(broker.bootstrap) for _ in range(3)]

@@ -42,9 +42,11 @@ from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.metadata import MetadataRequest
 from protocol.messages.sasl_authenticate import SaslAuthenticateRequest
 from protocol.messages.sasl_handshake import SaslHandshakeRequest
+from protocol.records.batch import iter_batches
 from tests.integration.broker_process import BrokerProcess
 from tests.support.certs import TlsFiles, make_tls_files
 from tests.support.kafka_clients import consume_from_start
+from tests.support.metrics import scrape
 from tests.support.ports import free_port
 from tests.support.raw_client import call, connect, is_closed, read_frame
 from tests.support.secure_broker import (
@@ -98,6 +100,17 @@ def _values(codec: str) -> list[bytes]:
 EXPECTED = sorted(v for codec in CODECS for v in _values(codec))
 
 
+def stored_codecs(broker: BrokerProcess, topic: str) -> set[str]:
+    """The compression codecs of the batches in the topic's (one) partition, read from its
+    segment files: what the client really sent (the topic keeps the producer's codec)."""
+    names = dict(enumerate(CODECS))
+    found = set()
+    for segment in sorted((Path(broker.data_dir) / f"{topic}-0").glob("*.log")):
+        for _, header in iter_batches(segment.read_bytes()):
+            found.add(names[header.compression])
+    return found
+
+
 # -- every client, every mode, every codec ---------------------------------------------------
 
 
@@ -113,6 +126,7 @@ def test_confluent_kafka(secure, tls, topic_name, mode):
         bootstrap(secure, mode), topic_name, 1, len(EXPECTED), client=librdkafka_config(mode, tls)
     )
     assert sorted(m.value() for m in got) == EXPECTED
+    assert stored_codecs(secure, topic_name) == set(CODECS)
 
 
 @pytest.mark.parametrize("mode", list(MODES))
@@ -133,6 +147,7 @@ def test_kafka_python(secure, tls, topic_name, mode):
     got = sorted(m.value for m in consumer)
     consumer.close()
     assert got == EXPECTED
+    assert stored_codecs(secure, topic_name) == set(CODECS)
 
 
 @pytest.mark.parametrize("mode", list(MODES))
@@ -166,14 +181,16 @@ def test_aiokafka(secure, tls, topic_name, mode):
             await consumer.stop()
 
     assert sorted(asyncio.run(run())) == EXPECTED
+    assert stored_codecs(secure, topic_name) == set(CODECS)
 
 
 @pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat not installed (make test does)")
 @pytest.mark.parametrize("mode", list(MODES))
 def test_kcat(secure, tls, topic_name, mode):
-    codecs = ["none", "gzip", "snappy", "lz4"]  # as in test_clients: Debian's kcat and zstd
+    """kcat 1.7.1 on librdkafka 2.0.2 (Debian's), built with zstd: every codec, like the
+    other clients (``-z zstd`` needs Produce v7 and Fetch v10, which the broker offers)."""
     base = ["kcat", "-b", bootstrap(secure, mode), *kcat_args(mode, tls)]
-    for codec in codecs:
+    for codec in CODECS:
         lines = "".join(v.decode() + "\n" for v in _values(codec))
         subprocess.run(
             [*base, "-P", "-t", topic_name, "-z", codec, "-p", "0"],
@@ -187,8 +204,8 @@ def test_kcat(secure, tls, topic_name, mode):
         check=True,
         timeout=60,
     )
-    expected = sorted(v for codec in codecs for v in _values(codec))
-    assert sorted(line.encode() for line in out.stdout.decode().splitlines()) == expected
+    assert sorted(line.encode() for line in out.stdout.decode().splitlines()) == EXPECTED
+    assert stored_codecs(secure, topic_name) == set(CODECS)
 
 
 # -- refused, logged, and nobody else hurt ----------------------------------------------------
@@ -259,7 +276,19 @@ def bystander(secure, tls, topic_name):
     assert producer.delivered == producer.sent and producer.delivered > before
 
 
+def failures(broker: BrokerProcess, listener: str) -> float:
+    """``odradek_authentication_total{result="failure"}`` of ``listener``, every mechanism."""
+    return sum(
+        value
+        for name, value in scrape(broker.metrics_port).items()
+        if name.startswith("odradek_authentication_total{")
+        and f'listener="{listener}"' in name
+        and 'result="failure"' in name
+    )
+
+
 def test_sasl_failures_are_answered_then_closed(secure, bystander):
+    failed_before = failures(secure, "SASL_PLAINTEXT")
     # PLAIN, wrong password: SASL_AUTHENTICATION_FAILED with Kafka's message, then closed
     sock = sasl_connect(secure, "PLAIN")
     answer = authenticate(sock, plain("alice", "wrong"))
@@ -302,19 +331,33 @@ def test_sasl_failures_are_answered_then_closed(secure, bystander):
     assert answer.error_code == ErrorCode.UNSUPPORTED_SASL_MECHANISM
     assert sorted(answer.mechanisms) == ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
     assert is_closed(sock)
-    # nothing is served before authentication
+    # nothing is served before authentication: a failed authentication, as in Kafka
     sock = connect(secure.address("SASL_PLAINTEXT"))
+    early = sock.getsockname()[1]
     sock.sendall(encode_request(MetadataRequest(topics=None), 12, 1))
     assert is_closed(sock)
     # after SaslHandshake only SaslAuthenticate
     sock = sasl_connect(secure, "PLAIN")
+    during = sock.getsockname()[1]
     sock.sendall(encode_request(ApiVersionsRequest(), 3, 2))
     assert is_closed(sock)
+    secure.wait_for_log(f"from 127.0.0.1:{during} on listener SASL_PLAINTEXT")
     log = secure.log()
     assert "authentication failed: user alice" in log and "wrong password" in log
     assert "authentication failed: user mallory" in log
     assert "unsupported SASL mechanism 'GSSAPI'" in log
+    assert (
+        f"authentication failed: user (unknown) from 127.0.0.1:{early} on listener "
+        "SASL_PLAINTEXT (SASL -): METADATA before authentication" in log
+    )
+    assert (
+        f"authentication failed: user (unknown) from 127.0.0.1:{during} on listener "
+        "SASL_PLAINTEXT (SASL PLAIN): unexpected Kafka request of type API_VERSIONS during SASL "
+        "authentication" in log
+    )
     assert "alice-secret" not in log and "wrong" not in log.replace("wrong password", "")
+    # every refusal above is counted: 2 PLAIN, 2 x 2 SCRAM, GSSAPI, the two out of turn
+    assert failures(secure, "SASL_PLAINTEXT") - failed_before == 9
 
 
 def test_real_clients_see_the_authentication_error(secure, tls, bystander):
@@ -363,15 +406,44 @@ def test_tls_refusals(secure, tls, bystander):
     assert tls_client(tls.expired_cert, tls.expired_key).startswith(("refused", "closed"))
     assert tls_client(tls.rogue_cert, tls.rogue_key).startswith(("refused", "closed"))
     assert tls_client(None, None).startswith(("refused", "closed"))
-    # a plaintext client on a TLS port, and garbage before any handshake
+    # a plaintext client on a TLS port, and garbage before any handshake: each refusal is
+    # logged with the client's address (its port tells the connections apart)
+    sasl_failures = failures(secure, "SASL_PLAINTEXT")
+    tls_failures = {
+        name: value
+        for name, value in scrape(secure.metrics_port).items()
+        if name.startswith("odradek_tls_handshake_failures_total")
+    }
+    expected = []
     for listener in ("SSL", "SASL_SSL"):
         sock = connect(secure.address(listener))
+        port = sock.getsockname()[1]
         sock.sendall(encode_request(ApiVersionsRequest(), 3, 1))
         assert closed_after_alert(sock)
+        expected.append(f"TLS handshake failed: client 127.0.0.1:{port} on listener {listener}: ")
+    garbage = b"\x16\x03\x01\x00\x05garbage-garbage-garbage" * 4
     for listener in ("SSL", "SASL_PLAINTEXT", "PLAINTEXT"):
         sock = connect(secure.address(listener))
-        sock.sendall(b"\x16\x03\x01\x00\x05garbage-garbage-garbage" * 4)
+        port = sock.getsockname()[1]
+        sock.sendall(garbage)
         assert closed_after_alert(sock)
+        expected.append(
+            {
+                "SSL": f"TLS handshake failed: client 127.0.0.1:{port} on listener SSL: ",
+                # before authentication on a SASL listener: a failed authentication
+                "SASL_PLAINTEXT": f"authentication failed: user (unknown) from 127.0.0.1:{port} "
+                "on listener SASL_PLAINTEXT (SASL -): refused a frame",
+                "PLAINTEXT": f"closing connection from 127.0.0.1:{port} on listener PLAINTEXT: "
+                "refused a frame",
+            }[listener]
+        )
+    for line in expected:
+        secure.wait_for_log(line)
+    assert failures(secure, "SASL_PLAINTEXT") == sasl_failures + 1
+    after = scrape(secure.metrics_port)
+    for listener, more in (("SSL", 2), ("SASL_SSL", 1)):
+        name = f'odradek_tls_handshake_failures_total{{listener="{listener}"}}'
+        assert after[name] == tls_failures.get(name, 0) + more
     log = secure.log()
     assert re.search(
         r"TLS handshake failed: client 127\.0\.0\.1:\d+ on listener MTLS: .*expired", log

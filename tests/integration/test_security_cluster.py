@@ -7,6 +7,7 @@ applying once deleted on another; everything is stored where Kafka's ZooKeeper m
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from confluent_kafka import KafkaError, Producer
@@ -26,6 +27,7 @@ from confluent_kafka.admin import (
 from kazoo.client import KazooClient
 
 from tests.integration.broker_process import BrokerProcess
+from tests.support.client_quotas import describe_quota, set_quota
 from tests.support.kafka_clients import consume_from_start
 from tests.support.waiting import wait_for
 from tests.support.zookeeper import ZooKeeperServer
@@ -212,6 +214,123 @@ def test_acls_apply_on_every_broker_without_restart(cluster):
         "name": "dave-",
         "patternType": "PREFIXED",
     } in events
+
+
+def max_throttle_ms(broker: BrokerProcess, topic: str, settings: dict[str, object]) -> int:
+    """Produces 1.5 MB as fast as the client goes, to a topic led by ``broker``, and returns the
+    largest ``throttle_time_ms`` librdkafka saw (its ``throttle`` statistics) before the
+    records were acknowledged or a throttle showed. A 100 kB/s quota lets through about 10 s
+    worth (1 MB) at once, then throttles."""
+    seen = [0]
+
+    def stats(text: str) -> None:
+        for b in json.loads(text).get("brokers", {}).values():
+            seen[0] = max(seen[0], int(b.get("throttle", {}).get("max", 0)))
+
+    producer = Producer(
+        {
+            "bootstrap.servers": broker.address("PLAINTEXT"),
+            "linger.ms": 5,
+            "statistics.interval.ms": 200,
+            "stats_cb": stats,
+            **settings,
+        }
+    )
+    for _ in range(1500):
+        producer.produce(topic, b"t" * 1000)
+    deadline = time.monotonic() + 30
+    while not seen[0] and producer.flush(0.2) and time.monotonic() < deadline:
+        pass
+    producer.poll(0.5)  # a statistics callback after the last acknowledgement
+    producer.purge()
+    producer.flush(10)
+    return seen[0]
+
+
+def test_quotas_set_on_one_broker_apply_on_another(cluster):
+    """Client quotas written through broker 1 land where Kafka's ZooKeeper mode keeps them
+    (``/config/clients/<client-id>``, ``/config/users/<user>`` beside the user's SCRAM
+    credentials, with change notifications), and broker 2 applies them without a restart: its
+    DescribeClientQuotas shows them and producers on it are throttled; a client without a quota
+    is not."""
+    (b1, b2), zk = cluster
+    admin1 = AdminClient({"bootstrap.servers": b1.address("PLAINTEXT")})
+    info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096)
+    for f in admin1.alter_user_scram_credentials(
+        [UserScramCredentialUpsertion("erin", info, b"erin-secret")]
+    ).values():
+        f.result(30)
+    topic = "quota-ledger"
+    admin1.create_topics([NewTopic(topic, 1, replica_assignment=[[2]])])[topic].result(30)
+    write = AclBinding(
+        ResourceType.TOPIC,
+        topic,
+        ResourcePatternType.LITERAL,
+        "User:erin",
+        "*",
+        AclOperation.WRITE,
+        AclPermissionType.ALLOW,
+    )
+    for f in admin1.create_acls([write]).values():
+        f.result(30)
+    set_quota(b1.address("PLAINTEXT"), [("client-id", "capped")], "producer_byte_rate", 100_000)
+    set_quota(b1.address("PLAINTEXT"), [("user", "erin")], "producer_byte_rate", 100_000)
+    # Kafka's layout: the entity's znode holds every config of the entity
+    assert json.loads(zk.get("/config/clients/capped")[0]) == {
+        "version": 1,
+        "config": {"producer_byte_rate": "100000"},
+    }
+    erin = json.loads(zk.get("/config/users/erin")[0])
+    assert erin["version"] == 1 and erin["config"]["producer_byte_rate"] == "100000"
+    assert erin["config"]["SCRAM-SHA-256"].startswith("salt=")
+    changes = [
+        json.loads(zk.get(f"/config/changes/{c}")[0]) for c in zk.get_children("/config/changes")
+    ]
+    assert {"version": 2, "entity_path": "clients/capped"} in changes
+    assert {"version": 2, "entity_path": "users/erin"} in changes
+    # broker 2 follows the notifications
+    wait_for(
+        lambda: (
+            describe_quota(b2.address("PLAINTEXT"), "client-id", "capped")
+            == [("capped", "producer_byte_rate", 100_000.0)]
+        ),
+        timeout=30,
+        what="the client-id quota on broker 2",
+    )
+    wait_for(
+        lambda: (
+            describe_quota(b2.address("PLAINTEXT"), "user", "erin")
+            == [("erin", "producer_byte_rate", 100_000.0)]
+        ),
+        timeout=30,
+        what="the user quota on broker 2",
+    )
+    admin2 = AdminClient({"bootstrap.servers": b2.address("PLAINTEXT")})
+    erins = AclBindingFilter(
+        ResourceType.TOPIC,
+        topic,
+        ResourcePatternType.LITERAL,
+        "User:erin",
+        None,
+        AclOperation.ANY,
+        AclPermissionType.ANY,
+    )
+    wait_for(
+        lambda: len(admin2.describe_acls(erins).result(30)) == 1,
+        timeout=30,
+        what="erin's ACL on broker 2",
+    )
+    # ... and applies them to the clients connected to it (the topic's only replica)
+    assert max_throttle_ms(b2, topic, {"client.id": "capped"}) > 0
+    erin_on_b2 = {
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "SCRAM-SHA-256",
+        "sasl.username": "erin",
+        "sasl.password": "erin-secret",
+        "bootstrap.servers": b2.address("SASL_PLAINTEXT"),
+    }
+    assert max_throttle_ms(b2, topic, erin_on_b2) > 0
+    assert max_throttle_ms(b2, topic, {"client.id": "uncapped"}) == 0
 
 
 def test_brokers_replicate_over_a_sasl_ssl_inter_broker_listener(

@@ -1,6 +1,7 @@
 """Certificates for TLS tests, made with the ``cryptography`` package: a CA, a server
 certificate for 127.0.0.1/localhost, client certificates (a valid one, an expired one, one from
-an unknown CA) and PEM files in Kafka's PEM keystore layout (key + chain in one file)."""
+an unknown CA) and PEM files in Kafka's PEM keystore layout (key + chain in one file), the
+server's also with an encrypted key."""
 
 from __future__ import annotations
 
@@ -156,6 +157,13 @@ class TlsFiles:
     server_chain_pem: str
     server_key_pem: str
     ca_pem: str
+    #: the broker's key encrypted with :data:`KEY_PASSWORD` (PKCS#8), + chain, in one file
+    server_encrypted: Path
+    server_encrypted_key_pem: str
+
+
+#: the password of :attr:`TlsFiles.server_encrypted` (Kafka's ``ssl.key.password``)
+KEY_PASSWORD = "key-secret"
 
 
 def make_tls_files(directory: Path) -> TlsFiles:
@@ -187,4 +195,9 @@ def make_tls_files(directory: Path) -> TlsFiles:
         server_chain_pem=(server.cert_pem + ca.cert_pem).decode(),
         server_key_pem=server.key_pem.decode(),
         ca_pem=ca.cert_pem.decode(),
+        server_encrypted=write(
+            "server-encrypted.pem",
+            _pem_key(server.key, KEY_PASSWORD.encode()) + server.cert_pem + ca.cert_pem,
+        ),
+        server_encrypted_key_pem=_pem_key(server.key, KEY_PASSWORD.encode()).decode(),
     )

@@ -130,3 +130,26 @@ def test_the_handlers_section_reads_its_keys_once() -> None:
         transaction_partition_verification_enable=False,
         metrics_port=9404,
     )
+
+
+def test_connection_limit_overrides_by_address_and_host_name():
+    from broker.config import NetworkConfig
+
+    def overrides(text: str) -> dict[str, int]:
+        config = BrokerConfig.load(None, [f"max.connections.per.ip.overrides={text}"])
+        return NetworkConfig.from_broker(config).max_connections_per_ip_overrides
+
+    assert overrides("") == {}
+    assert overrides("10.0.0.7:3, [::1]:5,0:0:0:0:0:0:0:2:6") == {
+        "10.0.0.7": 3,
+        "::1": 5,
+        "::2": 6,
+    }
+    # a host name counts for the addresses it resolves to; an address given as such wins
+    assert overrides("localhost:4")["127.0.0.1"] == 4
+    assert overrides("127.0.0.1:9,localhost:4")["127.0.0.1"] == 9
+    for bad in ("nohost", "host:many", ":5"):
+        with pytest.raises(ConfigError, match=r"invalid max\.connections\.per\.ip\.overrides"):
+            overrides(bad)
+    with pytest.raises(ConfigError, match=r"'no-such-host\.invalid' does not resolve"):
+        overrides("no-such-host.invalid:5")

@@ -303,3 +303,44 @@ def test_a_response_that_fails_to_encode_is_answered_with_the_apis_error() -> No
         1,
     )
     assert response.topics == []
+
+
+def test_timed_coroutines_are_charged_their_running_time_not_their_waits():
+    import asyncio
+    import time
+
+    from broker.dispatch import _Timed
+
+    cancelled_inside: list[bool] = []
+
+    async def handler(wait: float) -> str:
+        end = time.monotonic() + 0.02
+        while time.monotonic() < end:  # 20 ms of work
+            pass
+        try:
+            await asyncio.sleep(wait)  # waiting, as in the purgatory
+        except asyncio.CancelledError:
+            cancelled_inside.append(True)
+            raise
+        return "answer"
+
+    async def wrapped(timed: _Timed) -> object:
+        return await timed
+
+    async def run() -> None:
+        timed = _Timed(handler(0.3))
+        assert await timed == "answer"
+        assert 0.015e9 < timed.ns < 0.2e9  # the 20 ms of work, not the 300 ms wait
+        # a cancellation thrown in reaches the coroutine; its running time is still counted
+        waiting = _Timed(handler(10))
+        task = asyncio.ensure_future(wrapped(waiting))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            pass
+        assert task.cancelled() and cancelled_inside == [True]
+        assert 0.015e9 < waiting.ns < 0.2e9
+
+    asyncio.run(run())

@@ -419,3 +419,125 @@ def test_properties_escapes_for_inline_pem():
         props["ssl.keystore.key"] == "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----"
     )
     assert props["x"] == "a\\bA"
+
+
+@pytest.fixture(scope="module")
+def tls_files(tmp_path_factory):
+    from tests.support.certs import make_tls_files
+
+    return make_tls_files(tmp_path_factory.mktemp("certs"))
+
+
+def _tls_config(tls_files, **settings: str) -> BrokerConfig:
+    return BrokerConfig.load(
+        None,
+        {
+            "listeners": "SSL://127.0.0.1:0",
+            "ssl.keystore.type": "PEM",
+            "ssl.keystore.location": str(tls_files.server),
+            **settings,
+        },
+    )
+
+
+def test_tls_versions_and_suites_as_jsse_applies_them(tls_files):
+    import ssl
+
+    from broker.security.tls import server_context
+
+    def versions(**settings: str) -> tuple[ssl.TLSVersion, ssl.TLSVersion]:
+        ctx = server_context(_tls_config(tls_files, **settings), "SSL")
+        return ctx.minimum_version, ctx.maximum_version
+
+    v12, v13 = ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3
+    assert versions() == (v12, v13)
+    assert versions(**{"ssl.enabled.protocols": "TLSv1.3"}) == (v13, v13)
+    # a list of TLS 1.2 suites only: TLS 1.3 cannot be negotiated (no suite of its own)
+    suite = "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"
+    assert versions(**{"ssl.cipher.suites": suite}) == (v12, v12)
+    ctx = server_context(_tls_config(tls_files, **{"ssl.cipher.suites": suite}), "SSL")
+    assert [c["name"] for c in ctx.get_ciphers() if c["protocol"] == "TLSv1.2"] == [
+        "ECDHE-ECDSA-AES128-GCM-SHA256"
+    ]
+    # all of OpenSSL's TLS 1.3 suites, and nothing else: TLS 1.2 is off
+    tls13 = "TLS_AES_256_GCM_SHA384,TLS_CHACHA20_POLY1305_SHA256,TLS_AES_128_GCM_SHA256"
+    assert versions(**{"ssl.cipher.suites": tls13}) == (v13, v13)
+    assert versions(**{"ssl.cipher.suites": f"{tls13},{suite}"}) == (v12, v13)
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"ssl.enabled.protocols": "TLSv1.4"}, "ssl.enabled.protocols: TLSv1.4 (expected some of"),
+        ({"ssl.enabled.protocols": ""}, "ssl.enabled.protocols: empty"),
+        (
+            {"ssl.cipher.suites": "TLS_ECDHE_ECDSA_WITH_NOTHING,ECDHE-ECDSA-AES128-GCM-SHA256"},
+            "unknown or unavailable cipher suite(s) ECDHE-ECDSA-NOTHING (Kafka's IANA names",
+        ),
+        (
+            {"ssl.cipher.suites": "TLS_AES_128_GCM_SHA256"},
+            "names the TLS 1.3 suite(s) TLS_AES_128_GCM_SHA256, but Odradek serves TLS 1.3 "
+            "with all of",
+        ),
+        (
+            {
+                "ssl.enabled.protocols": "TLSv1.3",
+                "ssl.cipher.suites": "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+            },
+            "ssl.cipher.suites: no suite for the versions of ssl.enabled.protocols (TLSv1.3)",
+        ),
+        ({"ssl.client.auth": "sometimes"}, "expected none, requested or required"),
+        (
+            {"listener.name.ssl.ssl.keystore.location": "ENCRYPTED"},
+            "listener.name.ssl.ssl.keystore.location: the private key in ",
+        ),
+        (
+            {
+                "listener.name.ssl.ssl.keystore.location": "ENCRYPTED",
+                "ssl.key.password": "not-it",
+            },
+            "cannot decrypt the private key with ssl.key.password (a wrong password?)",
+        ),
+        (
+            {
+                "ssl.keystore.location": "",
+                "ssl.keystore.certificate.chain": "CHAIN",
+                "ssl.keystore.key": "ENCRYPTED-KEY",
+            },
+            "the private key given inline is encrypted: set ssl.key.password",
+        ),
+    ],
+)
+def test_bad_tls_settings_are_refused_clearly(tls_files, settings, message):
+    from broker.security.tls import server_context
+
+    values = {}
+    for key, value in settings.items():
+        if value == "ENCRYPTED":
+            value = str(tls_files.server_encrypted)
+        elif value == "CHAIN":
+            value = tls_files.server_chain_pem
+        elif value == "ENCRYPTED-KEY":
+            value = tls_files.server_encrypted_key_pem
+        values[key] = value
+    with pytest.raises(ConfigError) as refused:
+        server_context(_tls_config(tls_files, **values), "SSL")
+    assert message in str(refused.value)
+    assert "PRIVATE KEY" not in str(refused.value) and "not-it" not in str(refused.value)
+
+
+def test_encrypted_keys_with_their_password(tls_files):
+    from broker.security.tls import server_context
+    from tests.support.certs import KEY_PASSWORD
+
+    for settings in (
+        {"ssl.keystore.location": str(tls_files.server_encrypted)},
+        {
+            "ssl.keystore.location": "",
+            "ssl.keystore.certificate.chain": tls_files.server_chain_pem,
+            "ssl.keystore.key": tls_files.server_encrypted_key_pem,
+        },
+    ):
+        server_context(
+            _tls_config(tls_files, **settings, **{"ssl.key.password": KEY_PASSWORD}), "SSL"
+        )
