@@ -20,7 +20,18 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
+from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
+from protocol.messages.api_versions import ApiVersionsRequest
+from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
+from protocol.messages.offset_fetch import (
+    OffsetFetchRequest,
+    OffsetFetchRequestGroup,
+    OffsetFetchRequestTopic,
+    OffsetFetchRequestTopics,
+)
 from tests.integration.broker_process import ROOT, BrokerProcess
+from tests.integration.test_idempotence import RawClient
 from tests.support.kafka_clients import consume_from_start, create_topic
 from tests.support.waiting import wait_for
 
@@ -370,6 +381,127 @@ def test_transactional_and_regular_offset_commits_in_log_order(tmp_path: Path) -
         wait_for(lambda: offsets() == expected, f"offsets {expected} after a restart")
     finally:
         proc.stop()
+
+
+def advertised(client: RawClient, api: ApiKey) -> range:
+    """The versions of ``api`` the broker advertises in its ApiVersions answer."""
+    r = client.request(
+        ApiVersionsRequest(client_software_name="odradek-test", client_software_version="1"), 3
+    )
+    (key,) = [k for k in r.api_keys if k.api_key == api]
+    return range(key.min_version, key.max_version + 1)
+
+
+def offset_fetch(
+    client: RawClient,
+    version: int,
+    group: str,
+    topic: str,
+    partitions: list[int],
+    *,
+    require_stable: bool,
+) -> dict[int, tuple[int, ErrorCode]]:
+    """{partition: (committed offset, partition error)} of one raw OffsetFetch (v8+: the
+    batched-groups form, one group; v10+ names the topic by id); the group-level error must be
+    NONE."""
+    if version >= 8:
+        topic_id = None
+        if version >= 10:
+            metadata = client.request(
+                MetadataRequest(topics=[MetadataRequestTopic(name=topic)]), 12
+            )
+            topic_id = metadata.topics[0].topic_id
+        r = client.request(
+            OffsetFetchRequest(
+                groups=[
+                    OffsetFetchRequestGroup(
+                        group_id=group,
+                        topics=[
+                            OffsetFetchRequestTopics(
+                                name=topic, topic_id=topic_id, partition_indexes=partitions
+                            )
+                        ],
+                    )
+                ],
+                require_stable=require_stable,
+            ),
+            version,
+        )
+        (g,) = r.groups
+        assert g.error_code == ErrorCode.NONE, (version, ErrorCode(g.error_code))
+        topics = g.topics
+    else:
+        r = client.request(
+            OffsetFetchRequest(
+                group_id=group,
+                topics=[OffsetFetchRequestTopic(name=topic, partition_indexes=partitions)],
+                require_stable=require_stable,
+            ),
+            version,
+        )
+        assert r.error_code == ErrorCode.NONE, (version, ErrorCode(r.error_code))
+        topics = r.topics
+    return {
+        p.partition_index: (p.committed_offset, ErrorCode(p.error_code))
+        for t in topics
+        for p in t.partitions
+    }
+
+
+def test_require_stable_offset_fetch_while_a_transactional_commit_is_pending(
+    txn_broker: BrokerProcess,
+) -> None:
+    """OffsetFetch with ``require_stable`` (v7+, KIP-447) answers UNSTABLE_OFFSET_COMMIT for a
+    partition whose offset a TxnOffsetCommit left pending (confluent-kafka's
+    send_offsets_to_transaction, before EndTxn), at every such version the broker advertises;
+    once the transaction commits it answers the new offset, once it aborts the previous one.
+    Without ``require_stable``, and for a partition with nothing pending, the last committed
+    offset is answered meanwhile."""
+    bs = txn_broker.bootstrap
+    topic, group = f"stable-{uuid.uuid4().hex[:6]}", f"stable-{uuid.uuid4().hex[:6]}"
+    create_topic(bs, topic, 2)
+    consumer = Consumer({"bootstrap.servers": bs, "group.id": group, "enable.auto.commit": False})
+    consumer.commit(
+        offsets=[TopicPartition(topic, 0, 3), TopicPartition(topic, 1, 4)], asynchronous=False
+    )
+    client = RawClient(bs)
+    versions = [v for v in advertised(client, ApiKey.OFFSET_FETCH) if v >= 7]
+    assert 7 in versions and 8 in versions, versions  # the single-group and the batched form
+    p = producer(bs, f"stable-{uuid.uuid4().hex[:6]}")
+    E = ErrorCode
+
+    def fetch(version: int, *, require_stable: bool = True) -> dict[int, tuple[int, ErrorCode]]:
+        return offset_fetch(client, version, group, topic, [0, 1], require_stable=require_stable)
+
+    previous = 3
+    try:
+        for offset, commit in ((7, True), (11, False)):
+            p.begin_transaction()
+            p.produce(topic, value=b"x", partition=1)
+            p.send_offsets_to_transaction(
+                [TopicPartition(topic, 0, offset)], consumer.consumer_group_metadata(), 30
+            )
+            # the TxnOffsetCommit is answered: its offset is pending until EndTxn
+            for v in versions:
+                assert fetch(v) == {0: (-1, E.UNSTABLE_OFFSET_COMMIT), 1: (4, E.NONE)}, v
+                assert fetch(v, require_stable=False) == {0: (previous, E.NONE), 1: (4, E.NONE)}
+            if commit:
+                p.commit_transaction(30)
+            else:
+                p.abort_transaction(30)
+            now = offset if commit else previous
+            # EndTxn is answered once the outcome is logged; the marker reaches
+            # __consumer_offsets a moment later
+            wait_for(
+                lambda v=versions[0], now=now: fetch(v) == {0: (now, E.NONE), 1: (4, E.NONE)},
+                f"offset {now} after the {'commit' if commit else 'abort'}",
+            )
+            for v in versions:
+                assert fetch(v) == {0: (now, E.NONE), 1: (4, E.NONE)}, v
+            previous = now
+    finally:
+        client.close()
+        consumer.close()
 
 
 # -- exactly-once consume-transform-produce --------------------------------------------------------
