@@ -23,6 +23,12 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.api_versions import ApiVersionsRequest
+from protocol.messages.list_offsets import (
+    LATEST_TIMESTAMP,
+    ListOffsetsPartition,
+    ListOffsetsRequest,
+    ListOffsetsTopic,
+)
 from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 from protocol.messages.offset_fetch import (
     OffsetFetchRequest,
@@ -303,7 +309,41 @@ def _committed_values(bootstrap: str, topic: str, partitions: int, expected: int
     return [m.value() for m in read(bootstrap, [(topic, partitions)], "read_committed", expected)]
 
 
-def test_restart_recovers_lso_and_open_transaction(tmp_path: Path) -> None:
+def _end_offsets(bootstrap: str, topic: str) -> tuple[int, int]:
+    """(last stable offset, log end offset) of partition 0: ListOffsets latest with
+    READ_COMMITTED and with READ_UNCOMMITTED."""
+    client = RawClient(bootstrap)
+    try:
+        out = []
+        for isolation in (1, 0):
+            r = client.request(
+                ListOffsetsRequest(
+                    replica_id=-1,
+                    isolation_level=isolation,
+                    topics=[
+                        ListOffsetsTopic(
+                            name=topic,
+                            partitions=[
+                                ListOffsetsPartition(partition_index=0, timestamp=LATEST_TIMESTAMP)
+                            ],
+                        )
+                    ],
+                ),
+                7,
+            )
+            (p,) = r.topics[0].partitions
+            assert p.error_code == ErrorCode.NONE, ErrorCode(p.error_code)
+            out.append(p.offset)
+    finally:
+        client.close()
+    return out[0], out[1]
+
+
+@pytest.mark.parametrize("outcome", ["commit", "abort"])
+def test_restart_recovers_lso_and_open_transaction(tmp_path: Path, outcome: str) -> None:
+    """A transaction left open across a SIGTERM and a SIGKILL restart still holds the LSO
+    (recovered with the ``.txnindex``), and the same producer then commits or aborts it: the
+    LSO reaches the log end and read_committed sees it (commit) or none of it (abort)."""
     proc = BrokerProcess(tmp_path / "data", TXN_BROKER)
     proc.start()
     try:
@@ -323,15 +363,30 @@ def test_restart_recovers_lso_and_open_transaction(tmp_path: Path) -> None:
             proc.stop(sig)
             proc.overrides["listeners"] = f"PLAINTEXT://127.0.0.1:{port}"
             proc.start()
-            # the open transaction still holds the LSO
+            # the open transaction still holds the LSO, at its first record (offset 2: the
+            # aborted record and its marker come first)
             assert _committed_values(bs, topic, 1, 1) == []
+            assert _end_offsets(bs, topic) == (2, 3)
             assert (tmp_path / "data" / f"{topic}-0" / "00000000000000000000.txnindex").exists()
-        p.commit_transaction(60)  # the same producer commits it after the restarts
-        assert _committed_values(bs, topic, 1, 1) == [b"open"]
+        # the same producer ends it after the restarts
+        if outcome == "commit":
+            p.commit_transaction(60)
+            assert _committed_values(bs, topic, 1, 1) == [b"open"]
+        else:
+            p.abort_transaction(60)
+        # the marker (offset 3) is written a moment after EndTxn is answered
+        wait_for(lambda: _end_offsets(bs, topic) == (4, 4), "the LSO at the log end")
+        seen = [v for _, v, _ in _read_to_end(bs, topic, "read_committed")]
+        assert seen == ([b"open"] if outcome == "commit" else [])
+        assert [v for _, v, _ in _read_to_end(bs, topic, "read_uncommitted")] == [
+            b"aborted",
+            b"open",
+        ]
         p.begin_transaction()
         p.produce(topic, value=b"last")
         p.commit_transaction(60)
-        assert _committed_values(bs, topic, 1, 2) == [b"open", b"last"]
+        expected = [b"open", b"last"] if outcome == "commit" else [b"last"]
+        assert _committed_values(bs, topic, 1, len(expected)) == expected
     finally:
         proc.stop()
 
