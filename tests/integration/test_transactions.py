@@ -455,10 +455,9 @@ def offset_fetch(
     partitions: list[int],
     *,
     require_stable: bool,
-) -> dict[int, tuple[int, ErrorCode]]:
-    """{partition: (committed offset, partition error)} of one raw OffsetFetch (v8+: the
-    batched-groups form, one group; v10+ names the topic by id); the group-level error must be
-    NONE."""
+) -> tuple[ErrorCode, dict[int, tuple[int, ErrorCode]]]:
+    """The group-level error and {partition: (committed offset, partition error)} of one raw
+    OffsetFetch (v8+: the batched-groups form, one group; v10+ names the topic by id)."""
     if version >= 8:
         topic_id = None
         if version >= 10:
@@ -483,8 +482,7 @@ def offset_fetch(
             version,
         )
         (g,) = r.groups
-        assert g.error_code == ErrorCode.NONE, (version, ErrorCode(g.error_code))
-        topics = g.topics
+        code, topics = ErrorCode(g.error_code), g.topics
     else:
         r = client.request(
             OffsetFetchRequest(
@@ -494,9 +492,8 @@ def offset_fetch(
             ),
             version,
         )
-        assert r.error_code == ErrorCode.NONE, (version, ErrorCode(r.error_code))
-        topics = r.topics
-    return {
+        code, topics = ErrorCode(r.error_code), r.topics
+    return code, {
         p.partition_index: (p.committed_offset, ErrorCode(p.error_code))
         for t in topics
         for p in t.partitions
@@ -526,7 +523,11 @@ def test_require_stable_offset_fetch_while_a_transactional_commit_is_pending(
     E = ErrorCode
 
     def fetch(version: int, *, require_stable: bool = True) -> dict[int, tuple[int, ErrorCode]]:
-        return offset_fetch(client, version, group, topic, [0, 1], require_stable=require_stable)
+        code, got = offset_fetch(
+            client, version, group, topic, [0, 1], require_stable=require_stable
+        )
+        assert code == E.NONE, (version, code)
+        return got
 
     previous = 3
     try:
@@ -575,13 +576,34 @@ def _fill_input(bootstrap: str, topic: str, total: int) -> None:
     assert p.flush(60) == 0
 
 
-def _loop(bootstrap: str, source: str, sink: str, group: str, txn_id: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, str(LOOP), bootstrap, source, sink, group, txn_id, str(EOS_RECORDS)],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+#: records per transaction: small transactions keep the copy going long enough for every kill
+#: to land in it (and put more transaction boundaries in the way of the kills)
+EOS_BATCH = 20
+
+
+def _loop(bootstrap: str, source: str, sink: str, log: Path) -> subprocess.Popen:
+    """The copy loop (group ``eos``, transactional id ``eos-copy``), its stderr appended to
+    ``log``."""
+    with open(log, "ab") as errors:
+        return subprocess.Popen(
+            [
+                sys.executable,
+                str(LOOP),
+                bootstrap,
+                source,
+                sink,
+                "eos",
+                "eos-copy",
+                str(EOS_RECORDS),
+                # a restarted loop waits for the group to drop its SIGKILLed predecessor: the
+                # smallest session the broker allows keeps ten such waits short
+                "6000",
+                str(EOS_BATCH),
+            ],
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=errors,
+        )
 
 
 def _check_exactly_once(bootstrap: str, sink: str) -> None:
@@ -591,8 +613,34 @@ def _check_exactly_once(bootstrap: str, sink: str) -> None:
     assert set(values) == {b"copy-%d" % i for i in range(EOS_RECORDS)}
 
 
+def _copied(bootstrap: str, source: str) -> int | None:
+    """How many input records the loop has copied: the sum of its group's committed offsets
+    on the input (committed in the same transactions as the output records, so also how many
+    copies read_committed sees in the output); None while the broker cannot say (its
+    coordinator loading after a restart)."""
+    try:
+        client = RawClient(bootstrap)
+    except OSError:
+        return None
+    try:
+        code, got = offset_fetch(client, 7, "eos", source, [0, 1, 2, 3], require_stable=False)
+    except (OSError, AssertionError):
+        return None
+    finally:
+        client.close()
+    if code != ErrorCode.NONE or any(error != ErrorCode.NONE for _, error in got.values()):
+        return None
+    return sum(max(offset, 0) for offset, _ in got.values())
+
+
+@pytest.mark.timeout(900)  # the test's own deadline is 600 s
 @pytest.mark.parametrize("victim", ["loop", "broker"])
 def test_exactly_once_copy_survives_sigkills(tmp_path: Path, victim: str) -> None:
+    """The consume-transform-produce loop (tests/clients/eos/copy_loop.py) copies EOS_RECORDS
+    records while it (or the broker) is SIGKILLed KILLS times and restarted; the kills land
+    spread over the copy (each at a random point of its own stretch of the input, after the
+    copy advanced since the previous kill, before it is done), and the output read with
+    read_committed holds every input record once."""
     proc = BrokerProcess(tmp_path / "data", TXN_BROKER)
     proc.start()
     loop: subprocess.Popen | None = None
@@ -605,11 +653,41 @@ def test_exactly_once_copy_survives_sigkills(tmp_path: Path, victim: str) -> Non
         _fill_input(bs, source, EOS_RECORDS)
         rng = random.Random(17)
         kills = 0
+        #: records copied, and whether the loop was running, when each kill landed
+        progress: list[int] = []
+        running: list[bool] = []
         deadline = time.monotonic() + 600
-        loop = _loop(bs, source, sink, "eos", "eos-copy")
+        loop_log = tmp_path / "copy_loop.log"
+        loop = _loop(bs, source, sink, loop_log)
+
+        def reached(target: int) -> bool:
+            nonlocal loop
+            assert loop is not None
+            if loop.poll() not in (None, 0):
+                loop = _loop(bs, source, sink, loop_log)  # a client error: again
+            copied = _copied(bs, source)
+            return copied is not None and copied >= target
+
         while time.monotonic() < deadline:
             if kills < KILLS:
-                time.sleep(rng.uniform(1.0, 3.0))
+                # kill i once a random point of the i-th of KILLS + 1 stretches of the copy is
+                # passed (and the copy advanced since the last kill: a restarted loop or broker
+                # first finds its coordinators and rejoins the group), a moment later
+                stretch = EOS_RECORDS / (KILLS + 1)
+                target = max(
+                    int(stretch * (kills + rng.uniform(0.1, 0.6))),
+                    (progress[-1] + 1) if progress else 1,
+                )
+                wait_for(
+                    lambda target=target: reached(target),
+                    f"{target} records copied (kill {kills + 1})",
+                    timeout=max(deadline - time.monotonic(), 1),
+                )
+                time.sleep(rng.uniform(0.0, 0.3))
+                copied = _copied(bs, source)
+                assert copied is not None
+                progress.append(copied)
+                running.append(loop.poll() is None)
                 if victim == "loop":
                     loop.kill()
                     loop.wait()
@@ -620,13 +698,17 @@ def test_exactly_once_copy_survives_sigkills(tmp_path: Path, victim: str) -> Non
                     proc.start()
                 kills += 1
                 if loop.poll() is not None:
-                    loop = _loop(bs, source, sink, "eos", "eos-copy")
+                    loop = _loop(bs, source, sink, loop_log)
                 continue
             code = loop.wait(timeout=max(deadline - time.monotonic(), 1))
             if code == 0:
                 break
-            loop = _loop(bs, source, sink, "eos", "eos-copy")  # a client error: start again
+            loop = _loop(bs, source, sink, loop_log)  # a client error: start again
         assert kills == KILLS
+        print(f"records copied at the {victim} kills: {progress}")
+        assert all(running), f"the loop had exited at a kill: {running}"
+        assert all(0 < c < EOS_RECORDS for c in progress), f"kills outside the copy: {progress}"
+        assert progress == sorted(set(progress)), progress  # the copy advanced between kills
         _check_exactly_once(bs, sink)
     finally:
         if loop is not None and loop.poll() is None:
