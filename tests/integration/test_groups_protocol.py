@@ -15,7 +15,9 @@ from coordination.group.consumer_protocol import (
     encode_assignment,
     encode_subscription,
 )
+from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
+from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.delete_groups import DeleteGroupsRequest
 from protocol.messages.describe_groups import DescribeGroupsRequest
 from protocol.messages.find_coordinator import FindCoordinatorRequest
@@ -23,6 +25,7 @@ from protocol.messages.heartbeat import HeartbeatRequest
 from protocol.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
 from protocol.messages.leave_group import LeaveGroupRequest, MemberIdentity
 from protocol.messages.list_groups import ListGroupsRequest
+from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 from protocol.messages.offset_commit import (
     OffsetCommitRequest,
     OffsetCommitRequestPartition,
@@ -171,6 +174,53 @@ def test_find_coordinator_versions(broker):
     assert (r.coordinators[0].error_code, r.coordinators[0].port) == (E.NONE, int(port))
     r = client.request(FindCoordinatorRequest(key_type=2, coordinator_keys=["share"]), 6)
     assert r.coordinators[0].error_code == E.INVALID_REQUEST
+    client.close()
+
+
+def test_find_coordinator_transaction_key_every_version(fresh_broker):
+    """FindCoordinator with key type 1 (a transactional id, KIP-98) at every version the broker
+    advertises that carries the key type (v1+; v0 has no key_type field and always looks up a
+    group): the first lookup creates ``__transaction_state`` and is answered with its leader;
+    v1-3 answer one id, v4+ several ids batched in one request (KIP-699), each in order."""
+    broker = fresh_broker(**{"transaction.state.log.num.partitions": "4"})
+    client = RawClient(broker.bootstrap)
+    host, port = broker.bootstrap.rsplit(":", 1)
+    r = client.request(
+        ApiVersionsRequest(client_software_name="odradek-test", client_software_version="1"), 3
+    )
+    (fc,) = [k for k in r.api_keys if k.api_key == ApiKey.FIND_COORDINATOR]
+    assert fc.min_version == 0 and fc.max_version >= 4, (fc.min_version, fc.max_version)
+    meta = client.request(MetadataRequest(topics=None), 12)
+    (node_id,) = [b.node_id for b in meta.brokers]
+    assert "__transaction_state" not in {t.name for t in meta.topics}
+    # a group lookup does not create the transaction topic: the answers below are the
+    # transaction coordinator's
+    r = client.request(FindCoordinatorRequest(key_type=0, key="fc-txn-group"), 1)
+    assert r.error_code == E.NONE
+    meta = client.request(MetadataRequest(topics=None), 12)
+    internal = {t.name for t in meta.topics if t.is_internal}
+    assert "__consumer_offsets" in internal and "__transaction_state" not in internal
+    for version in range(1, min(fc.max_version, 3) + 1):
+        r = client.request(FindCoordinatorRequest(key_type=1, key=f"fc-txn-v{version}"), version)
+        assert (r.error_code, r.error_message, r.node_id, r.host, r.port) == (
+            E.NONE,
+            "NONE",
+            node_id,
+            host,
+            int(port),
+        ), version
+    meta = client.request(
+        MetadataRequest(topics=[MetadataRequestTopic(name="__transaction_state")]), 12
+    )
+    (state,) = meta.topics
+    assert state.error_code == E.NONE and state.is_internal and len(state.partitions) == 4
+    for version in range(4, fc.max_version + 1):
+        keys = [f"fc-txn-v{version}-{i}" for i in range(5)]
+        r = client.request(FindCoordinatorRequest(key_type=1, coordinator_keys=keys), version)
+        assert [
+            (c.key, c.error_code, c.error_message, c.node_id, c.host, c.port)
+            for c in r.coordinators
+        ] == [(k, E.NONE, None, node_id, host, int(port)) for k in keys], version
     client.close()
 
 

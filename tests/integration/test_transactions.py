@@ -20,7 +20,24 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
+from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
+from protocol.messages.api_versions import ApiVersionsRequest
+from protocol.messages.list_offsets import (
+    LATEST_TIMESTAMP,
+    ListOffsetsPartition,
+    ListOffsetsRequest,
+    ListOffsetsTopic,
+)
+from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
+from protocol.messages.offset_fetch import (
+    OffsetFetchRequest,
+    OffsetFetchRequestGroup,
+    OffsetFetchRequestTopic,
+    OffsetFetchRequestTopics,
+)
 from tests.integration.broker_process import ROOT, BrokerProcess
+from tests.integration.test_idempotence import RawClient
 from tests.support.kafka_clients import consume_from_start, create_topic
 from tests.support.waiting import wait_for
 
@@ -292,7 +309,41 @@ def _committed_values(bootstrap: str, topic: str, partitions: int, expected: int
     return [m.value() for m in read(bootstrap, [(topic, partitions)], "read_committed", expected)]
 
 
-def test_restart_recovers_lso_and_open_transaction(tmp_path: Path) -> None:
+def _end_offsets(bootstrap: str, topic: str) -> tuple[int, int]:
+    """(last stable offset, log end offset) of partition 0: ListOffsets latest with
+    READ_COMMITTED and with READ_UNCOMMITTED."""
+    client = RawClient(bootstrap)
+    try:
+        out = []
+        for isolation in (1, 0):
+            r = client.request(
+                ListOffsetsRequest(
+                    replica_id=-1,
+                    isolation_level=isolation,
+                    topics=[
+                        ListOffsetsTopic(
+                            name=topic,
+                            partitions=[
+                                ListOffsetsPartition(partition_index=0, timestamp=LATEST_TIMESTAMP)
+                            ],
+                        )
+                    ],
+                ),
+                7,
+            )
+            (p,) = r.topics[0].partitions
+            assert p.error_code == ErrorCode.NONE, ErrorCode(p.error_code)
+            out.append(p.offset)
+    finally:
+        client.close()
+    return out[0], out[1]
+
+
+@pytest.mark.parametrize("outcome", ["commit", "abort"])
+def test_restart_recovers_lso_and_open_transaction(tmp_path: Path, outcome: str) -> None:
+    """A transaction left open across a SIGTERM and a SIGKILL restart still holds the LSO
+    (recovered with the ``.txnindex``), and the same producer then commits or aborts it: the
+    LSO reaches the log end and read_committed sees it (commit) or none of it (abort)."""
     proc = BrokerProcess(tmp_path / "data", TXN_BROKER)
     proc.start()
     try:
@@ -312,15 +363,30 @@ def test_restart_recovers_lso_and_open_transaction(tmp_path: Path) -> None:
             proc.stop(sig)
             proc.overrides["listeners"] = f"PLAINTEXT://127.0.0.1:{port}"
             proc.start()
-            # the open transaction still holds the LSO
+            # the open transaction still holds the LSO, at its first record (offset 2: the
+            # aborted record and its marker come first)
             assert _committed_values(bs, topic, 1, 1) == []
+            assert _end_offsets(bs, topic) == (2, 3)
             assert (tmp_path / "data" / f"{topic}-0" / "00000000000000000000.txnindex").exists()
-        p.commit_transaction(60)  # the same producer commits it after the restarts
-        assert _committed_values(bs, topic, 1, 1) == [b"open"]
+        # the same producer ends it after the restarts
+        if outcome == "commit":
+            p.commit_transaction(60)
+            assert _committed_values(bs, topic, 1, 1) == [b"open"]
+        else:
+            p.abort_transaction(60)
+        # the marker (offset 3) is written a moment after EndTxn is answered
+        wait_for(lambda: _end_offsets(bs, topic) == (4, 4), "the LSO at the log end")
+        seen = [v for _, v, _ in _read_to_end(bs, topic, "read_committed")]
+        assert seen == ([b"open"] if outcome == "commit" else [])
+        assert [v for _, v, _ in _read_to_end(bs, topic, "read_uncommitted")] == [
+            b"aborted",
+            b"open",
+        ]
         p.begin_transaction()
         p.produce(topic, value=b"last")
         p.commit_transaction(60)
-        assert _committed_values(bs, topic, 1, 2) == [b"open", b"last"]
+        expected = [b"open", b"last"] if outcome == "commit" else [b"last"]
+        assert _committed_values(bs, topic, 1, len(expected)) == expected
     finally:
         proc.stop()
 
@@ -372,6 +438,128 @@ def test_transactional_and_regular_offset_commits_in_log_order(tmp_path: Path) -
         proc.stop()
 
 
+def advertised(client: RawClient, api: ApiKey) -> range:
+    """The versions of ``api`` the broker advertises in its ApiVersions answer."""
+    r = client.request(
+        ApiVersionsRequest(client_software_name="odradek-test", client_software_version="1"), 3
+    )
+    (key,) = [k for k in r.api_keys if k.api_key == api]
+    return range(key.min_version, key.max_version + 1)
+
+
+def offset_fetch(
+    client: RawClient,
+    version: int,
+    group: str,
+    topic: str,
+    partitions: list[int],
+    *,
+    require_stable: bool,
+) -> tuple[ErrorCode, dict[int, tuple[int, ErrorCode]]]:
+    """The group-level error and {partition: (committed offset, partition error)} of one raw
+    OffsetFetch (v8+: the batched-groups form, one group; v10+ names the topic by id)."""
+    if version >= 8:
+        topic_id = None
+        if version >= 10:
+            metadata = client.request(
+                MetadataRequest(topics=[MetadataRequestTopic(name=topic)]), 12
+            )
+            topic_id = metadata.topics[0].topic_id
+        r = client.request(
+            OffsetFetchRequest(
+                groups=[
+                    OffsetFetchRequestGroup(
+                        group_id=group,
+                        topics=[
+                            OffsetFetchRequestTopics(
+                                name=topic, topic_id=topic_id, partition_indexes=partitions
+                            )
+                        ],
+                    )
+                ],
+                require_stable=require_stable,
+            ),
+            version,
+        )
+        (g,) = r.groups
+        code, topics = ErrorCode(g.error_code), g.topics
+    else:
+        r = client.request(
+            OffsetFetchRequest(
+                group_id=group,
+                topics=[OffsetFetchRequestTopic(name=topic, partition_indexes=partitions)],
+                require_stable=require_stable,
+            ),
+            version,
+        )
+        code, topics = ErrorCode(r.error_code), r.topics
+    return code, {
+        p.partition_index: (p.committed_offset, ErrorCode(p.error_code))
+        for t in topics
+        for p in t.partitions
+    }
+
+
+def test_require_stable_offset_fetch_while_a_transactional_commit_is_pending(
+    txn_broker: BrokerProcess,
+) -> None:
+    """OffsetFetch with ``require_stable`` (v7+, KIP-447) answers UNSTABLE_OFFSET_COMMIT for a
+    partition whose offset a TxnOffsetCommit left pending (confluent-kafka's
+    send_offsets_to_transaction, before EndTxn), at every such version the broker advertises;
+    once the transaction commits it answers the new offset, once it aborts the previous one.
+    Without ``require_stable``, and for a partition with nothing pending, the last committed
+    offset is answered meanwhile."""
+    bs = txn_broker.bootstrap
+    topic, group = f"stable-{uuid.uuid4().hex[:6]}", f"stable-{uuid.uuid4().hex[:6]}"
+    create_topic(bs, topic, 2)
+    consumer = Consumer({"bootstrap.servers": bs, "group.id": group, "enable.auto.commit": False})
+    consumer.commit(
+        offsets=[TopicPartition(topic, 0, 3), TopicPartition(topic, 1, 4)], asynchronous=False
+    )
+    client = RawClient(bs)
+    versions = [v for v in advertised(client, ApiKey.OFFSET_FETCH) if v >= 7]
+    assert 7 in versions and 8 in versions, versions  # the single-group and the batched form
+    p = producer(bs, f"stable-{uuid.uuid4().hex[:6]}")
+    E = ErrorCode
+
+    def fetch(version: int, *, require_stable: bool = True) -> dict[int, tuple[int, ErrorCode]]:
+        code, got = offset_fetch(
+            client, version, group, topic, [0, 1], require_stable=require_stable
+        )
+        assert code == E.NONE, (version, code)
+        return got
+
+    previous = 3
+    try:
+        for offset, commit in ((7, True), (11, False)):
+            p.begin_transaction()
+            p.produce(topic, value=b"x", partition=1)
+            p.send_offsets_to_transaction(
+                [TopicPartition(topic, 0, offset)], consumer.consumer_group_metadata(), 30
+            )
+            # the TxnOffsetCommit is answered: its offset is pending until EndTxn
+            for v in versions:
+                assert fetch(v) == {0: (-1, E.UNSTABLE_OFFSET_COMMIT), 1: (4, E.NONE)}, v
+                assert fetch(v, require_stable=False) == {0: (previous, E.NONE), 1: (4, E.NONE)}
+            if commit:
+                p.commit_transaction(30)
+            else:
+                p.abort_transaction(30)
+            now = offset if commit else previous
+            # EndTxn is answered once the outcome is logged; the marker reaches
+            # __consumer_offsets a moment later
+            wait_for(
+                lambda v=versions[0], now=now: fetch(v) == {0: (now, E.NONE), 1: (4, E.NONE)},
+                f"offset {now} after the {'commit' if commit else 'abort'}",
+            )
+            for v in versions:
+                assert fetch(v) == {0: (now, E.NONE), 1: (4, E.NONE)}, v
+            previous = now
+    finally:
+        client.close()
+        consumer.close()
+
+
 # -- exactly-once consume-transform-produce --------------------------------------------------------
 
 LOOP = ROOT / "tests" / "clients" / "eos" / "copy_loop.py"
@@ -388,13 +576,34 @@ def _fill_input(bootstrap: str, topic: str, total: int) -> None:
     assert p.flush(60) == 0
 
 
-def _loop(bootstrap: str, source: str, sink: str, group: str, txn_id: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, str(LOOP), bootstrap, source, sink, group, txn_id, str(EOS_RECORDS)],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+#: records per transaction: small transactions keep the copy going long enough for every kill
+#: to land in it (and put more transaction boundaries in the way of the kills)
+EOS_BATCH = 20
+
+
+def _loop(bootstrap: str, source: str, sink: str, log: Path) -> subprocess.Popen:
+    """The copy loop (group ``eos``, transactional id ``eos-copy``), its stderr appended to
+    ``log``."""
+    with open(log, "ab") as errors:
+        return subprocess.Popen(
+            [
+                sys.executable,
+                str(LOOP),
+                bootstrap,
+                source,
+                sink,
+                "eos",
+                "eos-copy",
+                str(EOS_RECORDS),
+                # a restarted loop waits for the group to drop its SIGKILLed predecessor: the
+                # smallest session the broker allows keeps ten such waits short
+                "6000",
+                str(EOS_BATCH),
+            ],
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=errors,
+        )
 
 
 def _check_exactly_once(bootstrap: str, sink: str) -> None:
@@ -404,8 +613,34 @@ def _check_exactly_once(bootstrap: str, sink: str) -> None:
     assert set(values) == {b"copy-%d" % i for i in range(EOS_RECORDS)}
 
 
+def _copied(bootstrap: str, source: str) -> int | None:
+    """How many input records the loop has copied: the sum of its group's committed offsets
+    on the input (committed in the same transactions as the output records, so also how many
+    copies read_committed sees in the output); None while the broker cannot say (its
+    coordinator loading after a restart)."""
+    try:
+        client = RawClient(bootstrap)
+    except OSError:
+        return None
+    try:
+        code, got = offset_fetch(client, 7, "eos", source, [0, 1, 2, 3], require_stable=False)
+    except (OSError, AssertionError):
+        return None
+    finally:
+        client.close()
+    if code != ErrorCode.NONE or any(error != ErrorCode.NONE for _, error in got.values()):
+        return None
+    return sum(max(offset, 0) for offset, _ in got.values())
+
+
+@pytest.mark.timeout(900)  # the test's own deadline is 600 s
 @pytest.mark.parametrize("victim", ["loop", "broker"])
 def test_exactly_once_copy_survives_sigkills(tmp_path: Path, victim: str) -> None:
+    """The consume-transform-produce loop (tests/clients/eos/copy_loop.py) copies EOS_RECORDS
+    records while it (or the broker) is SIGKILLed KILLS times and restarted; the kills land
+    spread over the copy (each at a random point of its own stretch of the input, after the
+    copy advanced since the previous kill, before it is done), and the output read with
+    read_committed holds every input record once."""
     proc = BrokerProcess(tmp_path / "data", TXN_BROKER)
     proc.start()
     loop: subprocess.Popen | None = None
@@ -418,11 +653,41 @@ def test_exactly_once_copy_survives_sigkills(tmp_path: Path, victim: str) -> Non
         _fill_input(bs, source, EOS_RECORDS)
         rng = random.Random(17)
         kills = 0
+        #: records copied, and whether the loop was running, when each kill landed
+        progress: list[int] = []
+        running: list[bool] = []
         deadline = time.monotonic() + 600
-        loop = _loop(bs, source, sink, "eos", "eos-copy")
+        loop_log = tmp_path / "copy_loop.log"
+        loop = _loop(bs, source, sink, loop_log)
+
+        def reached(target: int) -> bool:
+            nonlocal loop
+            assert loop is not None
+            if loop.poll() not in (None, 0):
+                loop = _loop(bs, source, sink, loop_log)  # a client error: again
+            copied = _copied(bs, source)
+            return copied is not None and copied >= target
+
         while time.monotonic() < deadline:
             if kills < KILLS:
-                time.sleep(rng.uniform(1.0, 3.0))
+                # kill i once a random point of the i-th of KILLS + 1 stretches of the copy is
+                # passed (and the copy advanced since the last kill: a restarted loop or broker
+                # first finds its coordinators and rejoins the group), a moment later
+                stretch = EOS_RECORDS / (KILLS + 1)
+                target = max(
+                    int(stretch * (kills + rng.uniform(0.1, 0.6))),
+                    (progress[-1] + 1) if progress else 1,
+                )
+                wait_for(
+                    lambda target=target: reached(target),
+                    f"{target} records copied (kill {kills + 1})",
+                    timeout=max(deadline - time.monotonic(), 1),
+                )
+                time.sleep(rng.uniform(0.0, 0.3))
+                copied = _copied(bs, source)
+                assert copied is not None
+                progress.append(copied)
+                running.append(loop.poll() is None)
                 if victim == "loop":
                     loop.kill()
                     loop.wait()
@@ -433,13 +698,17 @@ def test_exactly_once_copy_survives_sigkills(tmp_path: Path, victim: str) -> Non
                     proc.start()
                 kills += 1
                 if loop.poll() is not None:
-                    loop = _loop(bs, source, sink, "eos", "eos-copy")
+                    loop = _loop(bs, source, sink, loop_log)
                 continue
             code = loop.wait(timeout=max(deadline - time.monotonic(), 1))
             if code == 0:
                 break
-            loop = _loop(bs, source, sink, "eos", "eos-copy")  # a client error: start again
+            loop = _loop(bs, source, sink, loop_log)  # a client error: start again
         assert kills == KILLS
+        print(f"records copied at the {victim} kills: {progress}")
+        assert all(running), f"the loop had exited at a kill: {running}"
+        assert all(0 < c < EOS_RECORDS for c in progress), f"kills outside the copy: {progress}"
+        assert progress == sorted(set(progress)), progress  # the copy advanced between kills
         _check_exactly_once(bs, sink)
     finally:
         if loop is not None and loop.poll() is None:

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from protocol.api_keys import ApiKey
+from protocol.error_codes import ErrorCode
 from protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest
 from protocol.messages.add_partitions_to_txn import (
     AddPartitionsToTxnRequest,
@@ -539,7 +540,13 @@ def commit(
 
 
 def offset_fetch(
-    group: str, topics: dict[str, list[int]] | None, *, version: int = V_OFFSET_FETCH
+    group: str,
+    topics: dict[str, list[int]] | None,
+    *,
+    version: int = V_OFFSET_FETCH,
+    require_stable: bool = False,
+    label: str = "",
+    until: Callable[[Any], bool] | None = None,
 ) -> Exchange:
     if version >= 8:
         request = OffsetFetchRequest(
@@ -554,7 +561,7 @@ def offset_fetch(
                     ],
                 )
             ],
-            require_stable=False,
+            require_stable=require_stable,
         )
     else:
         request = OffsetFetchRequest(
@@ -562,9 +569,9 @@ def offset_fetch(
             topics=None
             if topics is None
             else [OffsetFetchRequestTopic(name=t, partition_indexes=p) for t, p in topics.items()],
-            require_stable=False,
+            require_stable=require_stable,
         )
-    return Exchange(request, version)
+    return Exchange(request, version, label=label, until=until)
 
 
 def subscription(topic: str) -> bytes:
@@ -1924,9 +1931,60 @@ def transaction(
     ]
 
 
+def _no_unstable_offset(response: Any) -> bool:
+    """Whether no partition of an OffsetFetch answer (either form) is UNSTABLE_OFFSET_COMMIT."""
+    topics = response.groups[0].topics if response.groups else response.topics
+    return all(
+        p.error_code != ErrorCode.UNSTABLE_OFFSET_COMMIT for t in topics for p in t.partitions
+    )
+
+
+def pending_offsets(prefix: str, name: str, *, version: int, committed: bool) -> list[Exchange]:
+    """OffsetFetch with ``require_stable`` (v7+, KIP-447) while a TxnOffsetCommit of partition 0
+    is pending (UNSTABLE_OFFSET_COMMIT; partition 1 has nothing pending) and after the
+    transaction ends (the transactional offset when committed, the previous one when
+    aborted); without ``require_stable`` the previous offset meanwhile."""
+    t, g, txn = f"{prefix}-{name}", f"{prefix}-{name}-group", f"{prefix}-{name}-txn"
+    partitions = {t: [0, 1]}
+    return [
+        setup_topic(t, 2),
+        find_group_coordinator(g),
+        commit(g, t, 1, label="the previous offset"),
+        find_txn_coordinator(txn),
+        init_txn_producer(txn),
+        add_offsets(txn, g),
+        txn_commit(txn, g, t, 2),
+        offset_fetch(g, partitions, version=version, require_stable=True, label="pending"),
+        offset_fetch(g, partitions, version=version, label="pending, not require_stable"),
+        end_txn(txn, committed=committed),
+        describe_txn(txn),
+        # the marker reaches __consumer_offsets before the transaction is complete; asked
+        # again only should a broker apply it a moment later
+        offset_fetch(
+            g,
+            partitions,
+            version=version,
+            require_stable=True,
+            label="ended",
+            until=_no_unstable_offset,
+        ),
+    ]
+
+
 def transaction_scenarios(prefix: str) -> list[Scenario]:
     out: list[Scenario] = []
     p = f"{prefix}-t"
+    for v in versions(ApiKey.OFFSET_FETCH):
+        if v < 7:
+            continue  # require_stable is v7+
+        for committed in (True, False):
+            outcome = "commit" if committed else "abort"
+            out.append(
+                Scenario(
+                    f"offset_fetch_require_stable/v{v}-{outcome}",
+                    pending_offsets(p, f"stable{v}{outcome}", version=v, committed=committed),
+                )
+            )
     for api, key in (
         ("add_partitions", ApiKey.ADD_PARTITIONS_TO_TXN),
         ("add_offsets", ApiKey.ADD_OFFSETS_TO_TXN),

@@ -7,7 +7,11 @@ Run by tests/integration/test_transactions.py, which SIGKILLs it (or the broker)
 again. Any client error makes it exit non-zero (the harness restarts it); the next instance's
 ``init_transactions`` fences this one and aborts its open transaction.
 
-Usage: copy_loop.py BOOTSTRAP INPUT OUTPUT GROUP TRANSACTIONAL_ID TOTAL
+Usage: copy_loop.py BOOTSTRAP INPUT OUTPUT GROUP TRANSACTIONAL_ID TOTAL [SESSION_TIMEOUT_MS [BATCH]]
+
+SESSION_TIMEOUT_MS (the client's default when left out or 0) bounds how long a restarted loop
+waits for the group to drop the member a SIGKILL left behind before it is assigned partitions
+again. BATCH (500 by default) is the most records one transaction copies.
 """
 
 from __future__ import annotations
@@ -19,9 +23,21 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 def main() -> int:
     bootstrap, source, sink, group, txn_id, total = sys.argv[1:7]
+    timeout_ms = int(sys.argv[7]) if len(sys.argv) > 7 else 0
+    batch_size = int(sys.argv[8]) if len(sys.argv) > 8 else 500
+    session: dict[str, int] = {}
+    if timeout_ms:
+        session = {"session.timeout.ms": timeout_ms, "heartbeat.interval.ms": timeout_ms // 6}
+    # No re-bootstrap (KIP-899) when no broker answers, as when the only broker restarts: after
+    # librdkafka 2.16 re-bootstraps, it can keep the broker it dropped as the group coordinator
+    # of a pending send_offsets_to_transaction, which then waits for it forever, past its
+    # timeout (seen here: a hung loop, not a failed one). The loop reconnects to the same
+    # address meanwhile.
+    client = {"bootstrap.servers": bootstrap, "metadata.recovery.strategy": "none"}
     consumer = Consumer(
         {
-            "bootstrap.servers": bootstrap,
+            **session,
+            **client,
             "group.id": group,
             "isolation.level": "read_committed",
             "enable.auto.commit": False,
@@ -31,7 +47,7 @@ def main() -> int:
     )
     producer = Producer(
         {
-            "bootstrap.servers": bootstrap,
+            **client,
             "transactional.id": txn_id,
             "transaction.timeout.ms": 30000,
             "linger.ms": 5,
@@ -40,7 +56,7 @@ def main() -> int:
     producer.init_transactions(60)
     consumer.subscribe([source])
     while True:
-        batch = consumer.consume(500, 1.0)
+        batch = consumer.consume(batch_size, 1.0)
         records = [m for m in batch if not m.error()]
         for m in batch:
             error = m.error()
