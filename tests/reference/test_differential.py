@@ -20,7 +20,6 @@ import pytest
 
 from protocol.api_keys import ApiKey
 from tests.integration.broker_process import BrokerProcess
-from tests.reference.conftest import SUMMARY
 from tests.reference.corpus import (
     api_scenarios,
     consumer_group_scenarios,
@@ -41,6 +40,7 @@ from tests.support.differential import (
     warm_up,
 )
 from tests.support.kafka_reference import KafkaBroker
+from tests.support.reference_summary import add_summary_line
 
 ROOT = Path(__file__).resolve().parents[2]
 #: the corpus runs in the first test's set-up: under a minute, several on a loaded machine
@@ -249,7 +249,7 @@ def test_odradek_answers_like_kafka(
         if len(o.unexplained) > 20:
             lines.append(f"    ... {len(o.unexplained) - 20} more")
     report = "\n".join(lines)
-    request.config.stash.setdefault(SUMMARY, []).append(f"differential corpus: {lines[0]}")
+    add_summary_line(request.config, f"differential corpus: {lines[0]}")
     assert not failing, f"{len(failing)} scenarios differ from Kafka:\n{report}"
 
 
