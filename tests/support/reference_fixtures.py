@@ -11,7 +11,8 @@
 
 Shared for the session (tests use unique topic and group names), so the suite pays for each JVM
 start once. A fixture whose Kafka cannot run here skips with the reason
-(:func:`tests.support.kafka_reference.reference_missing`).
+(:func:`tests.support.kafka_reference.reference_missing`), or fails with it under CI
+(:func:`tests.support.kafka_reference.skip_or_fail`).
 """
 
 from __future__ import annotations
@@ -30,9 +31,10 @@ from tests.support.kafka_reference import (
     classpath,
     kraft_version,
     require_reference,
+    skip_or_fail,
     zk_version,
 )
-from tests.support.zookeeper import ZooKeeperServer, require_zookeeper
+from tests.support.zookeeper import ZooKeeperServer, zookeeper_missing
 
 #: Broker settings both sides share in the side-by-side tests (Kafka's defaults otherwise).
 SHARED_BROKER_SETTINGS = {
@@ -48,7 +50,9 @@ SHARED_BROKER_SETTINGS = {
 
 @pytest.fixture(scope="session")
 def reference_zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
-    require_zookeeper()
+    missing = zookeeper_missing()
+    if missing:
+        skip_or_fail(missing)
     server = ZooKeeperServer(tmp_path_factory.mktemp("reference-zookeeper"))
     server.start()
     yield server
@@ -121,7 +125,7 @@ def _java_sources(version: str) -> list[Path]:
 def java_scenarios(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """ClientScenarios compiled once per client release: {version: classes directory}."""
     if shutil.which("javac") is None:
-        pytest.skip("javac is missing: run scripts/install-system-deps.sh (or `make test`)")
+        skip_or_fail("javac is missing: run scripts/install-system-deps.sh (or `make test`)")
     out: dict[str, Path] = {}
     for version in (zk_version(), kraft_version()):
         require_reference(version)
