@@ -1669,7 +1669,7 @@ def edge_scenarios(prefix: str) -> list[Scenario]:
     )
 
     add(
-        "transactions-not-yet",
+        "transaction-coordinator-and-producer-id",
         [
             Exchange(
                 FindCoordinatorRequest(key=f"{p}-txn", key_type=1),
