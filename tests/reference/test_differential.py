@@ -26,6 +26,7 @@ from tests.reference.corpus import (
     controller_scenarios,
     edge_scenarios,
     security_scenarios,
+    telemetry_scenarios,
     transaction_scenarios,
 )
 from tests.support.differential import (
@@ -154,6 +155,31 @@ ALLOWED = [
     ),
 ]
 
+#: Client telemetry (KIP-714, telemetry_scenarios in the corpus): the reference Kafka has no
+#: metrics reporter that receives client telemetry (its distribution ships none), Odradek is its
+#: own receiver (its metrics endpoint, on in ``odradek_zk``).
+ALLOWED += [
+    Allowance(
+        "D17",
+        "telemetry/advertised",
+        r"#0 telemetry APIs advertised v3 ",
+        "Kafka advertises GetTelemetrySubscriptions and PushTelemetry only when a metrics "
+        "reporter implementing ClientTelemetry is configured, and its distribution ships none; "
+        "Kafka 4.x serves both all the same (the corpus compares them with it), Kafka 3.9 in "
+        "ZooKeeper mode has no client metrics and closes the connection. Odradek advertises "
+        "them while its metrics endpoint, where pushed metrics go, is on (metrics.port).",
+    ),
+    Allowance(
+        "D18",
+        "telemetry/push/v0",
+        r"not OTLP v0 \.error_code",
+        "A PushTelemetry payload that is not OpenTelemetry metrics: Kafka passes payloads to "
+        "its telemetry receivers, which decode them, and answers INVALID_RECORD when one fails; "
+        "with none configured it answers NONE. Odradek is its own receiver: it decodes every "
+        "payload and answers INVALID_RECORD.",
+    ),
+]
+
 
 def _choose_reference(
     scenario: Scenario, ranges: dict[str, dict[int, tuple[int, int]]]
@@ -167,7 +193,7 @@ def _choose_reference(
             <= e.version
             <= ranges[line].get(e.api_key, (0, -1))[1]
             for e in scenario.exchanges
-            if e.version >= 0 and not _is_raw(e)
+            if e.version >= 0 and not _is_raw(e) and e.api_key not in scenario.unadvertised
         ):
             return line
     return None
@@ -196,6 +222,7 @@ def corpus_outcomes(
         + security_scenarios(prefix)
         + consumer_group_scenarios(prefix)
         + controller_scenarios(prefix)
+        + telemetry_scenarios(prefix)
     )
     references = {
         "3": Connection(kafka_reference.bootstrap),

@@ -5,7 +5,8 @@
 - ``kafka_reference``: Kafka 3.9 (``KAFKA_ZK_VERSION``) in ZooKeeper mode, -Xmx512m.
 - ``kafka_kraft``: the newest Kafka 4.x (``KAFKA_KRAFT_VERSION``), a KRaft single node.
 - ``odradek_zk``: Odradek in ZooKeeper mode, configured like ``kafka_reference`` (same partition
-  defaults, no initial rebalance delay), so the two answer the same requests side by side.
+  defaults, no initial rebalance delay), so the two answer the same requests side by side; its
+  metrics endpoint is on (a free port), so it advertises client telemetry (KIP-714).
 - ``java_scenarios``: tests/reference/java/ClientScenarios.java compiled against each client
   release's jars (javac, once per session), with java/v4/ (4.0 client API) for 4.x releases.
 
@@ -29,6 +30,7 @@ from tests.support.kafka_reference import (
     REFERENCE_DIR,
     KafkaBroker,
     classpath,
+    free_port,
     kraft_version,
     require_reference,
     skip_or_fail,
@@ -101,6 +103,9 @@ def odradek_zk(
         {
             "broker.id": "0",
             "zookeeper.connect": reference_zookeeper.chroot_connect("odradek"),
+            # the metrics endpoint on: client telemetry (KIP-714) is advertised, so the corpus
+            # covers it and the Java clients push their metrics as they would in production
+            "metrics.port": str(free_port()),
             **SHARED_BROKER_SETTINGS,
         },
         log_path=home / "broker.log",
