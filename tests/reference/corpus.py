@@ -2696,3 +2696,91 @@ def telemetry_scenarios(prefix: str) -> list[Scenario]:
         ],
     )
     return out
+
+
+# --- replication throttles (kafka-reassign-partitions) -------------------------------------------
+
+#: Kafka's broker-level replication quota configs (``QuotaConfig``), which kafka-reassign-partitions
+#: sets with ``--throttle`` and clears with ``--verify``: dynamic only, never in server.properties
+REPLICATION_THROTTLES = (
+    "leader.replication.throttled.rate",
+    "follower.replication.throttled.rate",
+    "replica.alter.log.dirs.io.max.bytes.per.second",
+)
+
+
+def broker_config_ops(entity: str, ops: list[tuple[str, int, str | None]], label: str) -> Exchange:
+    return Exchange(
+        IncrementalAlterConfigsRequest(
+            resources=[
+                IncResource(
+                    resource_type=BROKER_RESOURCE,
+                    resource_name=entity,
+                    configs=[IncConfig(name=k, config_operation=op, value=v) for k, op, v in ops],
+                )
+            ],
+            validate_only=False,
+        ),
+        1,
+        label=label,
+    )
+
+
+def describe_broker_configs(
+    entity: str, keys: list[str] | None, label: str, *, count: int | None = None
+) -> Exchange:
+    """DescribeConfigs of a broker (or of the cluster default, ``""``); with ``count``, asked
+    again until that many configs are listed (a change of the cluster default reaches a broker
+    a moment later: in Kafka's ZooKeeper mode, through a change notification)."""
+
+    def project(answer: Any) -> Any:
+        # every key of the broker when none is named: keep the throttles
+        for result in answer["results"]:
+            result["configs"] = [c for c in result["configs"] if c["name"] in REPLICATION_THROTTLES]
+        return answer
+
+    return Exchange(
+        DescribeConfigsRequest(
+            resources=[
+                DescribeConfigsResource(
+                    resource_type=BROKER_RESOURCE, resource_name=entity, configuration_keys=keys
+                )
+            ],
+            include_synonyms=True,
+        ),
+        4,
+        label=label,
+        project=project if keys is None else None,
+        until=None if count is None else (lambda r: len(r.results[0].configs) == count),
+    )
+
+
+def replication_throttle_scenarios(prefix: str) -> list[Scenario]:
+    """The replication throttle rates kafka-reassign-partitions sets (``--throttle``) and clears
+    (every ``--verify``): set on the broker and at the cluster default, described by name and
+    among all of a broker's configs, refused when negative, and deleted."""
+    names = list(REPLICATION_THROTTLES)
+    delete_all = [(n, DELETE, None) for n in names]
+    return [
+        Scenario(
+            "edge/replication-throttles",
+            [
+                describe_broker_configs("0", names, "unset, by name"),
+                broker_config_ops("0", delete_all, "clear when unset (as --verify does)"),
+                broker_config_ops(
+                    "0",
+                    [(names[0], SET, "1000000"), (names[1], SET, "2000000")],
+                    "set on the broker",
+                ),
+                broker_config_ops("", [(names[2], SET, "3000000")], "set at the default"),
+                describe_broker_configs("0", names, "set, by name", count=3),
+                describe_broker_configs("0", None, "set, among all"),
+                describe_broker_configs("", None, "the default"),
+                broker_config_ops("0", [(names[0], SET, "-5")], "negative"),
+                broker_config_ops("0", [(names[0], SET, "fast")], "not a number"),
+                broker_config_ops("0", delete_all, "clear on the broker"),
+                broker_config_ops("", delete_all, "clear at the default"),
+                describe_broker_configs("0", names, "cleared", count=0),
+            ],
+        )
+    ]

@@ -25,6 +25,7 @@ from tests.reference.corpus import (
     consumer_group_scenarios,
     controller_scenarios,
     edge_scenarios,
+    replication_throttle_scenarios,
     security_scenarios,
     telemetry_scenarios,
     transaction_scenarios,
@@ -223,6 +224,7 @@ def corpus_outcomes(
         + consumer_group_scenarios(prefix)
         + controller_scenarios(prefix)
         + telemetry_scenarios(prefix)
+        + replication_throttle_scenarios(prefix)
     )
     references = {
         "3": Connection(kafka_reference.bootstrap),
