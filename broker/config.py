@@ -535,6 +535,8 @@ class BrokerConfig:
         merged = dict(self.static_values)
         for level in (default, per_broker):
             for name, raw in level.items():
+                if name in REPLICATION_THROTTLE_CONFIGS:
+                    continue  # kept for DescribeConfigs only (see REPLICATION_THROTTLE_CONFIGS)
                 key = BROKER_CONFIGS.get(name)
                 if key is None or name not in DYNAMIC_BROKER_CONFIGS:
                     log.warning("ignoring dynamic broker config %s: not a dynamic key", name)
@@ -1005,6 +1007,18 @@ DYNAMIC_BROKER_CONFIGS: frozenset[str] = frozenset(
     }
 )  # fmt: skip
 
+#: Kafka's broker-level replication quota configs (``QuotaConfig``): dynamic only (set on a
+#: broker or at the cluster default with IncrementalAlterConfigs, as kafka-reassign-partitions
+#: does with ``--throttle`` and undoes on every ``--verify``; never in server.properties), bytes
+#: per second, at least 0, and listed by DescribeConfigs only where set. Kafka's replica
+#: fetchers throttle reassignment traffic by them; Odradek keeps and reports them but does not
+#: throttle replication.
+REPLICATION_THROTTLE_CONFIGS: tuple[str, ...] = (
+    "leader.replication.throttled.rate",
+    "follower.replication.throttled.rate",
+    "replica.alter.log.dirs.io.max.bytes.per.second",
+)
+
 #: Dynamic keys that only a broker's own entity may set, never the cluster-wide default
 #: (Kafka's ``PerBrokerConfigs``: listener configs).
 PER_BROKER_CONFIGS: frozenset[str] = frozenset(
@@ -1046,10 +1060,16 @@ def validate_dynamic_broker_configs(
     """Checks dynamic broker configs as Kafka's ``DynamicBrokerConfig.validateConfigs`` does:
     known keys, dynamic ones, per-broker keys not at the cluster default, values of the right
     type. Raises ConfigError; returns the parsed values."""
-    unknown = sorted(k for k in configs if k not in BROKER_CONFIGS)
+    unknown = sorted(
+        k for k in configs if k not in BROKER_CONFIGS and k not in REPLICATION_THROTTLE_CONFIGS
+    )
     if unknown:
         raise ConfigError(f"Unknown broker configs: {unknown}")
-    static = sorted(k for k in configs if k not in DYNAMIC_BROKER_CONFIGS)
+    static = sorted(
+        k
+        for k in configs
+        if k not in DYNAMIC_BROKER_CONFIGS and k not in REPLICATION_THROTTLE_CONFIGS
+    )
     if static:
         raise ConfigError(
             f"Cannot update these configs dynamically: {static} (they are read-only: set them "  # noqa: S608 - a message, not SQL
@@ -1064,9 +1084,15 @@ def validate_dynamic_broker_configs(
             )
     parsed: dict[str, Any] = {}
     for name, raw in configs.items():
-        key = BROKER_CONFIGS[name]
         if raw is None:
             raise ConfigError(f"Null value not supported for broker config: {name}")
+        if name in REPLICATION_THROTTLE_CONFIGS:
+            rate = parse_value(name, "long", raw)
+            if rate < 0:
+                raise ConfigError(f"Invalid value {raw} for configuration {name}: must be >= 0")
+            parsed[name] = rate
+            continue
+        key = BROKER_CONFIGS[name]
         value = parse_value(name, key.kind, raw)
         choices = _VALID_CHOICES.get(name)
         if choices and value not in choices:

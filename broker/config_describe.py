@@ -10,6 +10,7 @@ from enum import IntEnum
 from broker.config import (
     BROKER_CONFIGS,
     DYNAMIC_BROKER_CONFIGS,
+    REPLICATION_THROTTLE_CONFIGS,
     TOPIC_CONFIGS,
     BrokerConfig,
     broker_synonyms,
@@ -187,6 +188,39 @@ def describe_broker(config: BrokerConfig, keys: Iterable[str] | None = None) -> 
                 synonyms=synonyms,
             )
         )
+    entries.extend(_replication_throttles(config, wanted, default_only=False))
+    return entries
+
+
+def _replication_throttles(
+    config: BrokerConfig, wanted: set[str] | None, *, default_only: bool
+) -> list[ConfigEntry]:
+    """The replication throttle rates set on this broker or at the cluster default (Kafka lists
+    them only where set, read-only, each with its own synonyms: the broker's value, then the
+    default's)."""
+    entries = []
+    for name in REPLICATION_THROTTLE_CONFIGS:
+        if wanted is not None and name not in wanted:
+            continue
+        levels = [(config.dynamic_default, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)]
+        if not default_only:
+            levels.insert(0, (config.dynamic_broker, ConfigSource.DYNAMIC_BROKER_CONFIG))
+        synonyms: list[tuple[str, str | None, ConfigSource]] = [
+            (name, level[name], source) for level, source in levels if name in level
+        ]
+        if not synonyms:
+            continue
+        entries.append(
+            ConfigEntry(
+                name=name,
+                value=synonyms[0][1],
+                source=synonyms[0][2],
+                read_only=True,
+                sensitive=False,
+                type=ConfigType.LONG,
+                synonyms=synonyms,
+            )
+        )
     return entries
 
 
@@ -214,6 +248,7 @@ def describe_broker_default(
                 synonyms=[(name, None if key.sensitive else raw, source)],
             )
         )
+    entries.extend(_replication_throttles(config, wanted, default_only=True))
     return entries
 
 

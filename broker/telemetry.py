@@ -14,7 +14,9 @@ the metrics of the subscriptions it matches and the smallest interval among them
 compression types accepted (zstd, lz4, gzip, snappy, as Kafka) and ``telemetry.max.bytes``. The
 instance is re-evaluated when the subscriptions change. A request sooner than the push interval
 since the last one is THROTTLING_QUOTA_EXCEEDED, except after an UNKNOWN_SUBSCRIPTION_ID or
-UNSUPPORTED_COMPRESSION_TYPE (Kafka means to allow those; its check never does).
+UNSUPPORTED_COMPRESSION_TYPE (as Kafka 4 allows; Kafka 3.x meant to and never did), and such an
+early request does not count as the last one: a push right after it is still early, as in
+Kafka.
 
 **PushTelemetry**, checked in Kafka's order: after a terminating push, INVALID_REQUEST; sooner
 than the interval (the first push after a Get may come early: clients add jitter),
@@ -289,9 +291,14 @@ class ClientMetricsManager:
                 ErrorCode.UNKNOWN_SUBSCRIPTION_ID,
                 ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
             )
-            if last and now - last < instance.push_interval_ms and not retry_allowed:
+            early = bool(last) and now - last < instance.push_interval_ms
+            if early and not retry_allowed:
                 return GetResult(ErrorCode.THROTTLING_QUOTA_EXCEEDED, instance_id)
-            instance.last_get_ms = now
+            if not early:
+                # as Kafka's ClientMetricsInstance: an early request let through after an
+                # error leaves the time of the last one as it was, so the push that follows
+                # it is still early
+                instance.last_get_ms = now
             instance.last_error = ErrorCode.NONE
             return GetResult(
                 ErrorCode.NONE,

@@ -5,9 +5,14 @@ Each test file is one unit of work, so module fixtures start once; the tests tha
 expensive session fixture are kept on one worker (Kafka's JVMs, Spark's), and the tests that run
 clusters of brokers under load are kept on one worker so that two of them never share the two
 cores (they SIGKILL brokers and wait on timeouts meant for a machine they have to themselves).
+
+The reference tests' summary lines (tests/support/reference_summary.py) are printed at the end of
+the run by the controller, gathered from the workers under pytest-xdist.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 
@@ -18,6 +23,7 @@ from tests.support.reference_fixtures import (
     odradek_zk,
     reference_zookeeper,
 )
+from tests.support.reference_summary import SECTION, collect_worker_lines, summary_lines
 
 __all__ = ["java_scenarios", "kafka_kraft", "kafka_reference", "odradek_zk", "reference_zookeeper"]
 
@@ -69,3 +75,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         groups[item] = group = _group(item)
         item.add_marker(pytest.mark.xdist_group(group))
     items.sort(key=lambda item: _FIRST.get(groups[item], len(_FIRST)))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """pytest-xdist's controller: a worker finished; its reference summary lines (the
+    differential corpus's count) join the controller's, which prints them below."""
+    collect_worker_lines(node.config, getattr(node, "workeroutput", None))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The lines the reference tests asked for (tests/support/reference_summary.py), with or
+    without pytest-xdist."""
+    lines = summary_lines(terminalreporter.config)
+    if lines:
+        terminalreporter.section(SECTION)
+        for line in lines:
+            terminalreporter.write_line(line)

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from broker import loggers
 from broker.config import (
     BROKER_CONFIGS,
+    REPLICATION_THROTTLE_CONFIGS,
     TOPIC_CONFIGS,
     ConfigError,
     format_value,
@@ -165,6 +166,8 @@ def _kind(resource_type: int, name: str) -> str:
             raise InvalidRequest(f"Unknown client metrics configuration: {name}")
         return "int" if name == "interval.ms" else "list"
     if resource_type == ConfigResourceType.BROKER:
+        if name in REPLICATION_THROTTLE_CONFIGS:
+            return "long"
         broker_key = BROKER_CONFIGS.get(name)
         if broker_key is None:
             raise InvalidConfig(f"Unknown broker config name: {name}")

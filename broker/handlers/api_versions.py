@@ -2,6 +2,10 @@
 
 Unsupported ApiVersions versions are answered by the dispatcher (error 35, v0 body). Default-valued
 tagged fields are left out (librdkafka 2.0.2 misparses some optional tagged fields here).
+
+v3+ carry the client's software name and version (KIP-511): they are kept on the connection's
+session (Kafka's ``ClientInformation``), where client telemetry subscriptions match them
+(KIP-714's ``client_software_name`` and ``client_software_version``).
 """
 
 from __future__ import annotations
@@ -34,6 +38,9 @@ def _advertised(ctx: RequestContext, key: int) -> bool:
 
 @handler(ApiKey.API_VERSIONS, "0-4", before_authentication=True)
 def handle_api_versions(ctx: RequestContext, request: ApiVersionsRequest) -> ApiVersionsResponse:
+    if ctx.api_version >= 3:
+        ctx.session.client_software_name = request.client_software_name or ""
+        ctx.session.client_software_version = request.client_software_version or ""
     return ApiVersionsResponse(
         error_code=ErrorCode.NONE,
         api_keys=[

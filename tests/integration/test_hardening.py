@@ -386,7 +386,7 @@ def test_broken_records_inside_a_compressed_batch_are_refused(broker, topic_name
     decompressed records show the damage. Answered as Kafka 3.9 answers them (checked side by
     side), but for a record length of 2^31-1, which Kafka's validator of compressed batches
     does not look at: Kafka stores that batch, Odradek refuses it as it does uncompressed
-    (docs/compatibility.md, D19)."""
+    (docs/compatibility.md, D22)."""
     from confluent_kafka import Producer
 
     from tests.support.kafka_clients import consume_from_start
@@ -802,7 +802,7 @@ def test_auto_creation_on_a_full_disk_answers_storage_error(tmp_path, small_tmpf
     KAFKA_STORAGE_ERROR for that topic, with one log line and no traceback. Apache Kafka 3.9
     keeps its metadata in ZooKeeper: it creates the topic, answers LEADER_NOT_AVAILABLE, fails
     to create the log and, with all its log dirs failed, shuts down (seen with the reference
-    Kafka; docs/compatibility.md, D18). A partition in the other, healthy dir keeps being
+    Kafka; docs/compatibility.md, D21). A partition in the other, healthy dir keeps being
     served, and once space is freed the topic is created."""
     from confluent_kafka import Producer
 

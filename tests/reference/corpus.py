@@ -20,6 +20,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from protocol import otlp
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest
@@ -101,6 +102,7 @@ from protocol.messages.elect_leaders import TopicPartitions as ElectLeadersTopic
 from protocol.messages.end_txn import EndTxnRequest
 from protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic, ForgottenTopic
 from protocol.messages.find_coordinator import FindCoordinatorRequest
+from protocol.messages.get_telemetry_subscriptions import GetTelemetrySubscriptionsRequest
 from protocol.messages.heartbeat import HeartbeatRequest
 from protocol.messages.incremental_alter_configs import AlterableConfig as IncConfig
 from protocol.messages.incremental_alter_configs import AlterConfigsResource as IncResource
@@ -142,6 +144,7 @@ from protocol.messages.offset_for_leader_epoch import (
     OffsetForLeaderTopic,
 )
 from protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
+from protocol.messages.push_telemetry import PushTelemetryRequest
 from protocol.messages.sasl_authenticate import SaslAuthenticateRequest
 from protocol.messages.sasl_handshake import SaslHandshakeRequest
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupRequestAssignment
@@ -1676,7 +1679,7 @@ def edge_scenarios(prefix: str) -> list[Scenario]:
     )
 
     add(
-        "transactions-not-yet",
+        "transaction-coordinator-and-producer-id",
         [
             Exchange(
                 FindCoordinatorRequest(key=f"{p}-txn", key_type=1),
@@ -2560,3 +2563,282 @@ def controller_scenarios(prefix: str) -> list[Scenario]:
             )
         )
     return out
+
+
+# --- client telemetry (KIP-714) ----------------------------------------------------------------
+
+CLIENT_METRICS_RESOURCE = 16
+ZERO_INSTANCE = uuid.UUID(int=0)
+#: an instance id neither broker handed out
+STRANGER_INSTANCE = uuid.UUID("0b6c51a2-3f7e-4d0a-8a51-6f4e2c9d1e70")
+
+
+def telemetry_get(key: str, *, label: str = "", fresh: bool = True, **kw: Any) -> Exchange:
+    """GetTelemetrySubscriptions, as a new client (the zero instance id: the broker hands one
+    out) or as instance ``key``; keeps the instance and subscription ids under ``key``."""
+
+    def build(ctx: Context) -> Message:
+        # (the probe context that asks an exchange its API key has no instance yet)
+        instance = ZERO_INSTANCE if fresh else ctx.values.get(f"{key}-instance", ZERO_INSTANCE)
+        return GetTelemetrySubscriptionsRequest(client_instance_id=instance)
+
+    def capture(ctx: Context, response: Any) -> None:
+        if response.error_code == 0:
+            ctx.values[f"{key}-instance"] = response.client_instance_id
+            ctx.values[f"{key}-subscription"] = response.subscription_id
+
+    return Exchange(build, 0, capture, label=label or f"get {key}", **kw)
+
+
+def telemetry_push(
+    key: str,
+    *,
+    label: str,
+    payload: bytes = b"",
+    compression_type: int = 0,
+    terminating: bool = False,
+    subscription_delta: int = 0,
+    instance: uuid.UUID | None = None,
+) -> Exchange:
+    """PushTelemetry as instance ``key`` (or as ``instance``, an id given outright)."""
+
+    def build(ctx: Context) -> Message:
+        return PushTelemetryRequest(
+            client_instance_id=(
+                instance
+                if instance is not None
+                else ctx.values.get(f"{key}-instance", ZERO_INSTANCE)
+            ),
+            subscription_id=ctx.values.get(f"{key}-subscription", 0) + subscription_delta,
+            terminating=terminating,
+            compression_type=compression_type,
+            metrics=payload,
+        )
+
+    return Exchange(build, 0, label=label)
+
+
+def _telemetry_keys(answer: Any) -> Any:
+    """An ApiVersions answer reduced to the client telemetry APIs (keys 71 and 72)."""
+    return [k for k in answer["api_keys"] if k["api_key"] in (71, 72)]
+
+
+def client_metrics_subscription(name: str, ops: list[tuple[str, int, str | None]]) -> Exchange:
+    return Exchange(
+        IncrementalAlterConfigsRequest(
+            resources=[
+                IncResource(
+                    resource_type=CLIENT_METRICS_RESOURCE,
+                    resource_name=name,
+                    configs=[IncConfig(name=k, config_operation=op, value=v) for k, op, v in ops],
+                )
+            ],
+            validate_only=False,
+        ),
+        1,
+        label=f"subscription {name}",
+    )
+
+
+def telemetry_scenarios(prefix: str) -> list[Scenario]:
+    """GetTelemetrySubscriptions and PushTelemetry (KIP-714) at every version Odradek
+    advertises (it does while its metrics endpoint, where pushed metrics go, is on: the
+    ``odradek_zk`` fixture turns it on).
+
+    Compared with Kafka 4.x: it serves both APIs without advertising them when no metrics
+    reporter receives client telemetry (its distribution ships none), and Kafka 3.9 in ZooKeeper
+    mode has no client metrics at all (it closes the connection). The advertising is the one
+    difference, D17; everything a client can be told is compared: a new instance's
+    subscription, the throttling of early requests, unknown subscription ids and instances,
+    compression types, payload size, terminating pushes, and a subscription's metrics and
+    interval once one is configured (a CLIENT_METRICS resource, as kafka-client-metrics
+    writes it) and after it is removed.
+    """
+    p = f"{prefix}-telemetry"
+    gauge = otlp.encode_metrics_data(
+        [
+            otlp.ResourceMetrics(
+                (("service.name", "odradek-diff"),),
+                (otlp.Metric("odradek.diff.gauge", otlp.GAUGE, (otlp.DataPoint((), 42.0),)),),
+            )
+        ]
+    )
+    too_large = b"\x00" * (1024 * 1024 + 1)  # one byte past telemetry.max.bytes' default
+    unadvertised = frozenset({int(ApiKey.GET_TELEMETRY_SUBSCRIPTIONS), int(ApiKey.PUSH_TELEMETRY)})
+    out: list[Scenario] = []
+
+    def add(name: str, exchanges: list[Exchange]) -> None:
+        out.append(Scenario(f"telemetry/{name}", exchanges, prefer="4", unadvertised=unadvertised))
+
+    add(
+        "advertised",
+        [
+            Exchange(
+                ApiVersionsRequest(
+                    client_software_name="odradek-diff", client_software_version="1.0"
+                ),
+                3,
+                label="telemetry APIs advertised",
+                project=_telemetry_keys,
+            ),
+        ],
+    )
+    for v in versions(ApiKey.GET_TELEMETRY_SUBSCRIPTIONS):
+        assert v == 0, f"GetTelemetrySubscriptions v{v}: extend the telemetry scenarios"
+    for v in versions(ApiKey.PUSH_TELEMETRY):
+        assert v == 0, f"PushTelemetry v{v}: extend the telemetry scenarios"
+    add(
+        "subscriptions/v0",
+        [
+            telemetry_get("a", label="a new client"),
+            telemetry_get("a", fresh=False, label="again before the push interval"),
+            telemetry_push("a", subscription_delta=1, label="another subscription id"),
+            telemetry_get("a", fresh=False, label="again after an unknown subscription id"),
+            telemetry_push("a", label="early again"),
+        ],
+    )
+    add(
+        "push/v0",
+        [
+            telemetry_get("b", label="a new client"),
+            telemetry_push("b", payload=gauge, label="metrics"),
+            telemetry_push("b", payload=gauge, label="before the push interval"),
+            telemetry_push("b", terminating=True, label="terminating"),
+            telemetry_push("b", label="after terminating"),
+            telemetry_get("b", fresh=False, label="get after terminating"),
+            telemetry_get("c", label="another client"),
+            telemetry_push("c", payload=gauge, compression_type=ZSTD, label="zstd, not zstd"),
+            telemetry_get("d", label="a third client"),
+            telemetry_push("d", compression_type=9, label="unknown compression type"),
+            telemetry_get("e", label="a fourth client"),
+            telemetry_push("e", payload=too_large, label="past telemetry.max.bytes"),
+            telemetry_get("f", label="a fifth client"),
+            telemetry_push("f", payload=b"\xff\xfe\xfd", label="not OTLP"),
+            telemetry_push("z", instance=ZERO_INSTANCE, label="the zero instance id"),
+            telemetry_push("z", instance=STRANGER_INSTANCE, label="an instance never handed out"),
+        ],
+    )
+    sub = f"{p}-sub"
+    add(
+        "configured/v0",
+        [
+            client_metrics_subscription(
+                sub,
+                [
+                    ("metrics", SET, "org.apache.kafka.producer.,org.apache.kafka.consumer."),
+                    ("interval.ms", SET, "2000"),
+                    ("match", SET, "client_software_name=odradek-diff"),
+                ],
+            ),
+            telemetry_get(
+                "s",
+                label="a client the subscription matches",
+                until=lambda r: r.error_code != 0 or bool(r.requested_metrics),
+            ),
+            telemetry_push("s", payload=gauge, label="metrics"),
+            client_metrics_subscription(sub, [("metrics", SET, "*")]),
+            telemetry_get(
+                "t",
+                label="every metric",
+                until=lambda r: r.error_code != 0 or r.requested_metrics == ["*"],
+            ),
+            client_metrics_subscription(
+                sub,
+                [("metrics", DELETE, None), ("interval.ms", DELETE, None), ("match", DELETE, None)],
+            ),
+            telemetry_get(
+                "u",
+                label="after the subscription is removed",
+                until=lambda r: r.error_code != 0 or not r.requested_metrics,
+            ),
+        ],
+    )
+    return out
+
+
+# --- replication throttles (kafka-reassign-partitions) -------------------------------------------
+
+#: Kafka's broker-level replication quota configs (``QuotaConfig``), which kafka-reassign-partitions
+#: sets with ``--throttle`` and clears with ``--verify``: dynamic only, never in server.properties
+REPLICATION_THROTTLES = (
+    "leader.replication.throttled.rate",
+    "follower.replication.throttled.rate",
+    "replica.alter.log.dirs.io.max.bytes.per.second",
+)
+
+
+def broker_config_ops(entity: str, ops: list[tuple[str, int, str | None]], label: str) -> Exchange:
+    return Exchange(
+        IncrementalAlterConfigsRequest(
+            resources=[
+                IncResource(
+                    resource_type=BROKER_RESOURCE,
+                    resource_name=entity,
+                    configs=[IncConfig(name=k, config_operation=op, value=v) for k, op, v in ops],
+                )
+            ],
+            validate_only=False,
+        ),
+        1,
+        label=label,
+    )
+
+
+def describe_broker_configs(
+    entity: str, keys: list[str] | None, label: str, *, count: int | None = None
+) -> Exchange:
+    """DescribeConfigs of a broker (or of the cluster default, ``""``); with ``count``, asked
+    again until that many configs are listed (a change of the cluster default reaches a broker
+    a moment later: in Kafka's ZooKeeper mode, through a change notification)."""
+
+    def project(answer: Any) -> Any:
+        # every key of the broker when none is named: keep the throttles
+        for result in answer["results"]:
+            result["configs"] = [c for c in result["configs"] if c["name"] in REPLICATION_THROTTLES]
+        return answer
+
+    return Exchange(
+        DescribeConfigsRequest(
+            resources=[
+                DescribeConfigsResource(
+                    resource_type=BROKER_RESOURCE, resource_name=entity, configuration_keys=keys
+                )
+            ],
+            include_synonyms=True,
+        ),
+        4,
+        label=label,
+        project=project if keys is None else None,
+        until=None if count is None else (lambda r: len(r.results[0].configs) == count),
+    )
+
+
+def replication_throttle_scenarios(prefix: str) -> list[Scenario]:
+    """The replication throttle rates kafka-reassign-partitions sets (``--throttle``) and clears
+    (every ``--verify``): set on the broker and at the cluster default, described by name and
+    among all of a broker's configs, refused when negative, and deleted."""
+    names = list(REPLICATION_THROTTLES)
+    delete_all = [(n, DELETE, None) for n in names]
+    return [
+        Scenario(
+            "edge/replication-throttles",
+            [
+                describe_broker_configs("0", names, "unset, by name"),
+                broker_config_ops("0", delete_all, "clear when unset (as --verify does)"),
+                broker_config_ops(
+                    "0",
+                    [(names[0], SET, "1000000"), (names[1], SET, "2000000")],
+                    "set on the broker",
+                ),
+                broker_config_ops("", [(names[2], SET, "3000000")], "set at the default"),
+                describe_broker_configs("0", names, "set, by name", count=3),
+                describe_broker_configs("0", None, "set, among all"),
+                describe_broker_configs("", None, "the default"),
+                broker_config_ops("0", [(names[0], SET, "-5")], "negative"),
+                broker_config_ops("0", [(names[0], SET, "fast")], "not a number"),
+                broker_config_ops("0", delete_all, "clear on the broker"),
+                broker_config_ops("", delete_all, "clear at the default"),
+                describe_broker_configs("0", names, "cleared", count=0),
+            ],
+        )
+    ]

@@ -27,13 +27,14 @@ import pytest
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from tests.integration.broker_process import BrokerProcess
-from tests.reference.conftest import SUMMARY
 from tests.reference.corpus import (
     api_scenarios,
     consumer_group_scenarios,
     controller_scenarios,
     edge_scenarios,
+    replication_throttle_scenarios,
     security_scenarios,
+    telemetry_scenarios,
     transaction_scenarios,
 )
 from tests.support.differential import (
@@ -48,6 +49,7 @@ from tests.support.differential import (
     warm_up,
 )
 from tests.support.kafka_reference import KafkaBroker
+from tests.support.reference_summary import add_summary_line
 from tests.support.zookeeper import ZooKeeperServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -164,6 +166,31 @@ ALLOWED = [
     ),
 ]
 
+#: Client telemetry (KIP-714, telemetry_scenarios in the corpus): the reference Kafka has no
+#: metrics reporter that receives client telemetry (its distribution ships none), Odradek is its
+#: own receiver (its metrics endpoint, on in ``odradek_zk``).
+ALLOWED += [
+    Allowance(
+        "D17",
+        "telemetry/advertised",
+        r"#0 telemetry APIs advertised v3 ",
+        "Kafka advertises GetTelemetrySubscriptions and PushTelemetry only when a metrics "
+        "reporter implementing ClientTelemetry is configured, and its distribution ships none; "
+        "Kafka 4.x serves both all the same (the corpus compares them with it), Kafka 3.9 in "
+        "ZooKeeper mode has no client metrics and closes the connection. Odradek advertises "
+        "them while its metrics endpoint, where pushed metrics go, is on (metrics.port).",
+    ),
+    Allowance(
+        "D18",
+        "telemetry/push/v0",
+        r"not OTLP v0 \.error_code",
+        "A PushTelemetry payload that is not OpenTelemetry metrics: Kafka passes payloads to "
+        "its telemetry receivers, which decode them, and answers INVALID_RECORD when one fails; "
+        "with none configured it answers NONE. Odradek is its own receiver: it decodes every "
+        "payload and answers INVALID_RECORD.",
+    ),
+]
+
 
 def _choose_reference(
     scenario: Scenario, ranges: dict[str, dict[int, tuple[int, int]]]
@@ -177,7 +204,7 @@ def _choose_reference(
             <= e.version
             <= ranges[line].get(e.api_key, (0, -1))[1]
             for e in scenario.exchanges
-            if e.version >= 0 and not _is_raw(e)
+            if e.version >= 0 and not _is_raw(e) and e.api_key not in scenario.unadvertised
         ):
             return line
     return None
@@ -206,6 +233,8 @@ def corpus_outcomes(
         + security_scenarios(prefix)
         + consumer_group_scenarios(prefix)
         + controller_scenarios(prefix)
+        + telemetry_scenarios(prefix)
+        + replication_throttle_scenarios(prefix)
     )
     if ONLY:
         scenarios = [s for s in scenarios if any(fnmatch.fnmatch(s.name, p.strip()) for p in ONLY)]
@@ -264,7 +293,7 @@ def test_odradek_answers_like_kafka(
         if len(o.unexplained) > 20:
             lines.append(f"    ... {len(o.unexplained) - 20} more")
     report = "\n".join(lines)
-    request.config.stash.setdefault(SUMMARY, []).append(f"differential corpus: {lines[0]}")
+    add_summary_line(request.config, f"differential corpus: {lines[0]}")
     assert not failing, f"{len(failing)} scenarios differ from Kafka:\n{report}"
 
 
@@ -288,7 +317,7 @@ def test_every_allowance_is_documented() -> None:
 def test_internal_topics_are_protected_where_kafka_is_not(
     reference_zookeeper: ZooKeeperServer, odradek_zk: BrokerProcess, tmp_path: Path
 ) -> None:
-    """D17, outside the corpus because Kafka does what is asked: Kafka 3.9 adds partitions to
+    """D20, outside the corpus because Kafka does what is asked: Kafka 3.9 adds partitions to
     ``__consumer_offsets`` and ``__transaction_state`` and deletes them when a client asks
     (error NONE; its kafka-topics tool refuses both, the broker does not), which would change
     every group's coordinator or erase every group's offsets on the session's shared Kafka, so

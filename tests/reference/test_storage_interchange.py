@@ -5,7 +5,9 @@ Kafka's ZooKeeper layout, so each can take over the other's log directories and 
   and producer snapshot Odradek wrote (every codec, a compacted topic, an idempotent producer,
   ``__consumer_offsets``) with ``--deep-iteration``, ``--index-sanity-check`` and
   ``--verify-index-only``, reports no error, and prints the same batches and records as
-  ``odradek dump-log``.
+  ``odradek dump-log``; after a SIGKILL of the writer too, on the files as it left them, where
+  it accepts exactly what Kafka's recovery would (a torn tail and unchecked indexes only in the
+  segments recovery re-reads).
 - Odradek writes, stops (cleanly, or SIGKILL), and Kafka 3.9 starts on the same log directory and
   chroot: it serves every record (offsets, keys, values, headers) and the group's committed
   offsets; and the reverse, Kafka writing and Odradek serving. After a SIGKILL the reader
@@ -15,6 +17,7 @@ Kafka's ZooKeeper layout, so each can take over the other's log directories and 
 from __future__ import annotations
 
 import re
+import struct
 import subprocess
 import sys
 import time
@@ -67,11 +70,11 @@ class Site:
     def data(self) -> Path:
         return self.home / "data"
 
-    def odradek(self) -> BrokerProcess:
+    def odradek(self, overrides: dict[str, str] | None = None) -> BrokerProcess:
         (self.home / "odradek").mkdir(exist_ok=True)
         return BrokerProcess(
             self.data,
-            {"zookeeper.connect": self.chroot, **SHARED},
+            {"zookeeper.connect": self.chroot, **SHARED, **(overrides or {})},
             log_path=self.home / "odradek" / "broker.log",
         ).start()
 
@@ -301,24 +304,108 @@ def _stop(writer: BrokerProcess | KafkaBroker, how: str) -> None:
 # --- DumpLogSegments ---------------------------------------------------------------------------
 
 _RECORD_LINE = re.compile(r"^(\| offset: .*|baseOffset: .*)$")
+#: a log's unreadable tail, which both tools report (and both stop reading at)
+_TAIL_LINE = re.compile(r"^Found \d+ invalid bytes at the end of .*$")
+_BATCH_LENGTH = struct.Struct(">qi")
+#: the partition whose last batch a simulated torn write cuts in half (SIGKILL case)
+TORN = "codec-none-1"
 
 
 def _dump_lines(text: str) -> list[str]:
     return [line for line in text.splitlines() if _RECORD_LINE.match(line)]
 
 
-def test_kafka_dump_log_segments_reads_odradek_segments(site: Site) -> None:
-    writer = site.odradek()
+def _sections(stdout: str) -> dict[str, list[str]]:
+    """DumpLogSegments' output by file (each file's lines follow its ``Dumping <path>``)."""
+    out: dict[str, list[str]] = {}
+    current: list[str] = []
+    for line in stdout.splitlines():
+        if line.startswith("Dumping "):
+            current = out.setdefault(line[len("Dumping ") :], [])
+        else:
+            current.append(line)
+    return out
+
+
+def _recovery_points(data: Path) -> dict[str, int]:
+    """The writer's ``recovery-point-offset-checkpoint`` (Kafka's format: a version line, a
+    count line, then ``topic partition offset`` lines) by partition directory; a partition it
+    does not list has nothing flushed."""
+    path = data / "recovery-point-offset-checkpoint"
+    if not path.exists():
+        return {}
+    lines = path.read_text().splitlines()
+    points = {}
+    for line in lines[2 : 2 + int(lines[1])]:
+        topic, partition, offset = line.split()
+        points[f"{topic}-{partition}"] = int(offset)
+    return points
+
+
+def _unflushed_segments(logs: list[Path], recovery_points: dict[str, int]) -> set[Path]:
+    """The log files of the segments Kafka's recovery after an unclean shutdown re-reads: in
+    each partition, the segment holding its recovery point and every later one (LogLoader's
+    recoverLog). It validates their batches, truncates at the first that is not whole, and
+    rebuilds their offset, time and transaction indexes; the segments below the recovery point
+    it takes as they are."""
+    by_partition: dict[Path, list[Path]] = {}
+    for log in logs:
+        by_partition.setdefault(log.parent, []).append(log)
+    unflushed: set[Path] = set()
+    for directory, segments in by_partition.items():
+        segments.sort()
+        point = recovery_points.get(directory.name, 0)
+        for log, following in zip(segments, [*segments[1:], None], strict=True):
+            if following is None or int(following.stem) > point:
+                unflushed.add(log)
+    return unflushed
+
+
+def _tear_last_batch(log: Path) -> None:
+    """Cuts the last batch of ``log`` in half: what a SIGKILL in the middle of a write leaves
+    (a kill cannot be timed to land inside one on demand)."""
+    data = log.read_bytes()
+    pos = last = 0
+    while pos + _BATCH_LENGTH.size <= len(data):
+        last = pos
+        pos += _BATCH_LENGTH.size + _BATCH_LENGTH.unpack_from(data, pos)[1]
+    assert pos == len(data) > 0, f"{log} does not end with a whole batch"
+    with open(log, "r+b") as f:
+        f.truncate(last + (len(data) - last) // 2)
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
+def test_kafka_dump_log_segments_reads_odradek_segments(site: Site, how: str) -> None:
+    """Clean stop: every file passes every check. SIGKILL: the files are read as the writer
+    left them (its active segments' preallocated indexes, a torn last batch), and Kafka's tool
+    must accept exactly what Kafka's recovery would: below each partition's recovery point
+    everything as after a clean stop; above it a tail that is not a whole batch (recovery
+    truncates it) and indexes that are not checked (recovery rebuilds them)."""
+    # the recovery point checkpoint is written soon, so that segments below it are checked too
+    writer = site.odradek({"log.flush.offset.checkpoint.interval.ms": "200"})
     write_workload(writer.bootstrap)
     time.sleep(1.5)  # the cleaner compacts the rolled segments of the compacted topic
-    writer.stop()
+    _stop(writer, how)
     files = sorted(
         p
         for p in site.data.glob("*-*/*")
         if p.suffix in (".log", ".index", ".timeindex", ".snapshot", ".txnindex")
     )
-    logs = [str(p) for p in files if p.suffix == ".log"]
-    indexes = [str(p) for p in files if p.suffix in (".index", ".timeindex")]
+    log_files = [p for p in files if p.suffix == ".log"]
+    unflushed: set[Path] = set()
+    if how == "SIGKILL":
+        unflushed = _unflushed_segments(log_files, _recovery_points(site.data))
+        torn = max(p for p in log_files if p.parent.name == TORN)
+        assert torn in unflushed
+        _tear_last_batch(torn)
+        # an index of a flushed segment is checked as after a clean stop
+        assert any(p not in unflushed for p in log_files), "no segment below a recovery point"
+    logs = [str(p) for p in log_files]
+    indexes = [
+        str(p)
+        for p in files
+        if p.suffix in (".index", ".timeindex") and p.with_suffix(".log") not in unflushed
+    ]
     assert any("__consumer_offsets" in p for p in logs) and any("compacted" in p for p in logs)
     assert any("__transaction_state" in p for p in logs)
     version = zk_version()
@@ -335,9 +422,12 @@ def test_kafka_dump_log_segments_reads_odradek_segments(site: Site) -> None:
     for proc in runs:
         problems = [line for line in proc.stderr.splitlines() if line.strip()]
         problems += [
-            line
-            for line in proc.stdout.splitlines()
-            if "invalid bytes" in line or "isvalid: false" in line or "failed sanity" in line
+            f"{path}: {line}"
+            for path, lines in _sections(proc.stdout).items()
+            for line in lines
+            if ("invalid bytes" in line or "isvalid: false" in line or "failed sanity" in line)
+            # the torn tail of a segment Kafka's recovery re-reads
+            and not (_TAIL_LINE.match(line) and Path(path) in unflushed)
         ]
         assert not problems, "\n".join(problems[:40])
     assert sanity.stdout.count("passed sanity check") + sanity.stdout.count("is empty") == len(
@@ -354,6 +444,12 @@ def test_kafka_dump_log_segments_reads_odradek_segments(site: Site) -> None:
     kafka_lines, our_lines = _dump_lines(deep.stdout), _dump_lines(ours.stdout)
     assert len(kafka_lines) > 500
     assert our_lines == kafka_lines
+    tails = [
+        [line for line in out.splitlines() if _TAIL_LINE.match(line)]
+        for out in (deep.stdout, ours.stdout)
+    ]
+    assert tails[1] == tails[0]
+    assert len(tails[0]) == (1 if how == "SIGKILL" else 0)
 
 
 COMPACTED_TXN = "compacted-transactional"

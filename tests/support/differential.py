@@ -9,9 +9,9 @@ while staying the same request. Both sides are spoken to with Odradek's own prot
 
 :func:`normalise` turns a decoded response into plain values and replaces what differs by
 nature between two clusters: cluster ids, ports, topic ids, producer ids, fetch session ids,
-member ids' random part, throttle times, broker-chosen timestamps, error message wording (kept:
-whether there is one). Record batches are decoded into their records so that compression output
-(which differs between codec libraries) is compared by content.
+telemetry subscription ids, member ids' random part, throttle times, broker-chosen timestamps,
+error message wording (kept: whether there is one). Record batches are decoded into their records
+so that compression output (which differs between codec libraries) is compared by content.
 
 :func:`compare` lists the paths at which two normalised answers differ; :class:`Allowance`
 rows say which differences are known and why (docs/compatibility.md lists them).
@@ -107,6 +107,10 @@ class Scenario:
     #: the Kafka line to compare with when it speaks the scenario's versions (KIP-848 groups:
     #: Kafka 3.9 in ZooKeeper mode advertises them but serves no consumer group)
     prefer: str | None = None
+    #: API keys the reference serves without advertising them, whose versions the choice of
+    #: the reference does not check (Kafka 4.x serves KIP-714's client telemetry APIs with no
+    #: telemetry receiver configured, and advertises them only with one)
+    unadvertised: frozenset[int] = frozenset()
 
 
 class Connection:
@@ -180,9 +184,15 @@ _ZERO = {"throttle_time_ms"}
 #: Ids a broker picks at random where 0 means none (a KIP-227 fetch session): compared for
 #: being set or not.
 _NONZERO_IDS = {"session_id"}
+#: Ids a broker derives from random ones, any value (a KIP-714 subscription id: a CRC of the
+#: subscription XORed with the client instance id's hash)
+_ANY_IDS = {"subscription_id"}
 #: Fields whose text is free wording: compared for presence only (null and "" alike: Kafka
 #: itself answers either for "no message", depending on the API).
 _WORDING = {"error_message", "batch_index_error_message", "documentation"}
+#: Lists of strings that are sets to the broker (Kafka keeps a KIP-714 subscription's metric
+#: prefixes in a HashSet, whose order means nothing): sorted before comparing.
+_STRING_SETS = {"requested_metrics"}
 #: Unordered lists: sorted by these keys before comparing.
 _SORT_KEYS = (
     "name",
@@ -239,6 +249,8 @@ def normalise(value: Any, key: str = "") -> Any:
         return {k: normalise(v, k) for k, v in value.items()}
     if isinstance(value, list):
         items = [normalise(v, key) for v in value]
+        if key in _STRING_SETS and all(isinstance(i, str) for i in items):
+            return sorted(items)
         if items and all(isinstance(i, dict) for i in items):
             for sort_key in _SORT_KEYS:
                 if all(sort_key in i for i in items):
@@ -248,6 +260,8 @@ def normalise(value: Any, key: str = "") -> Any:
         return 0
     if key in _NONZERO_IDS and isinstance(value, int):
         return "<set>" if value else 0
+    if key in _ANY_IDS and isinstance(value, int):
+        return "<id>"
     if key in _PLACEHOLDERS and value not in (None, "", -1):
         return _PLACEHOLDERS[key]
     if key in _SET_OR_NOT and isinstance(value, int):

@@ -10,7 +10,9 @@ The jars come from ``tests/reference/pom.xml``: ``make reference-kafka`` (a prer
 - :func:`run_tool` runs one of Kafka's command-line tools (``kafka-topics`` and friends) as
   ``java -cp <release's jars> <main class> ARGS``, the way Kafka's ``bin/*.sh`` scripts do.
 - :func:`reference_missing` says why a release cannot run here (its jars or Java are missing);
-  tests skip with that reason rather than silently.
+  tests skip with that reason rather than silently, and fail with it under CI (the ``CI``
+  environment variable set, as .ci/run's environment has it), so that a missing install step
+  cannot pass as a skip (:func:`skip_or_fail`).
 """
 
 from __future__ import annotations
@@ -86,10 +88,19 @@ def reference_missing(version: str) -> str | None:
     return None
 
 
+def skip_or_fail(reason: str) -> None:
+    """Skips the test for a missing part of the reference (Kafka's jars, Java); under CI (the
+    ``CI`` environment variable set and not empty) fails it instead: CI installs everything,
+    so a part missing there is a broken install step, not a machine without Java."""
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason} (CI is set: the reference must be installed)", pytrace=False)
+    pytest.skip(reason)
+
+
 def require_reference(version: str) -> None:
     reason = reference_missing(version)
     if reason:
-        pytest.skip(reason)
+        skip_or_fail(reason)
 
 
 def classpath(version: str, *extra: Path) -> str:

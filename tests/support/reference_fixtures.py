@@ -5,13 +5,15 @@
 - ``kafka_reference``: Kafka 3.9 (``KAFKA_ZK_VERSION``) in ZooKeeper mode, -Xmx512m.
 - ``kafka_kraft``: the newest Kafka 4.x (``KAFKA_KRAFT_VERSION``), a KRaft single node.
 - ``odradek_zk``: Odradek in ZooKeeper mode, configured like ``kafka_reference`` (same partition
-  defaults, no initial rebalance delay), so the two answer the same requests side by side.
+  defaults, no initial rebalance delay), so the two answer the same requests side by side; its
+  metrics endpoint is on (a free port), so it advertises client telemetry (KIP-714).
 - ``java_scenarios``: tests/reference/java/ClientScenarios.java compiled against each client
   release's jars (javac, once per session), with java/v4/ (4.0 client API) for 4.x releases.
 
 Shared for the session (tests use unique topic and group names), so the suite pays for each JVM
 start once. A fixture whose Kafka cannot run here skips with the reason
-(:func:`tests.support.kafka_reference.reference_missing`).
+(:func:`tests.support.kafka_reference.reference_missing`), or fails with it under CI
+(:func:`tests.support.kafka_reference.skip_or_fail`).
 """
 
 from __future__ import annotations
@@ -28,11 +30,13 @@ from tests.support.kafka_reference import (
     REFERENCE_DIR,
     KafkaBroker,
     classpath,
+    free_port,
     kraft_version,
     require_reference,
+    skip_or_fail,
     zk_version,
 )
-from tests.support.zookeeper import ZooKeeperServer, require_zookeeper
+from tests.support.zookeeper import ZooKeeperServer, zookeeper_missing
 
 #: Broker settings both sides share in the side-by-side tests (Kafka's defaults otherwise).
 SHARED_BROKER_SETTINGS = {
@@ -48,7 +52,9 @@ SHARED_BROKER_SETTINGS = {
 
 @pytest.fixture(scope="session")
 def reference_zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
-    require_zookeeper()
+    missing = zookeeper_missing()
+    if missing:
+        skip_or_fail(missing)
     server = ZooKeeperServer(tmp_path_factory.mktemp("reference-zookeeper"))
     server.start()
     yield server
@@ -97,6 +103,9 @@ def odradek_zk(
         {
             "broker.id": "0",
             "zookeeper.connect": reference_zookeeper.chroot_connect("odradek"),
+            # the metrics endpoint on: client telemetry (KIP-714) is advertised, so the corpus
+            # covers it and the Java clients push their metrics as they would in production
+            "metrics.port": str(free_port()),
             **SHARED_BROKER_SETTINGS,
         },
         log_path=home / "broker.log",
@@ -121,7 +130,7 @@ def _java_sources(version: str) -> list[Path]:
 def java_scenarios(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """ClientScenarios compiled once per client release: {version: classes directory}."""
     if shutil.which("javac") is None:
-        pytest.skip("javac is missing: run scripts/install-system-deps.sh (or `make test`)")
+        skip_or_fail("javac is missing: run scripts/install-system-deps.sh (or `make test`)")
     out: dict[str, Path] = {}
     for version in (zk_version(), kraft_version()):
         require_reference(version)

@@ -153,3 +153,44 @@ def test_connection_limit_overrides_by_address_and_host_name():
             overrides(bad)
     with pytest.raises(ConfigError, match=r"'no-such-host\.invalid' does not resolve"):
         overrides("no-such-host.invalid:5")
+
+
+def test_replication_throttles_are_dynamic_only_and_listed_where_set() -> None:
+    """Kafka's broker-level replication throttles (kafka-reassign-partitions --throttle sets
+    them, --verify deletes them): dynamic only, longs of at least 0, listed by DescribeConfigs
+    only where set, read-only, the broker's value before the cluster default's."""
+    from broker.config import REPLICATION_THROTTLE_CONFIGS, validate_dynamic_broker_configs
+    from broker.config_describe import (
+        ConfigSource,
+        ConfigType,
+        describe_broker,
+        describe_broker_default,
+    )
+
+    leader, follower, alter_dirs = REPLICATION_THROTTLE_CONFIGS
+    assert validate_dynamic_broker_configs({leader: "1000"}, per_broker=True) == {leader: 1000}
+    assert validate_dynamic_broker_configs({alter_dirs: "0"}, per_broker=False) == {alter_dirs: 0}
+    for bad in ("-5", "fast"):
+        with pytest.raises(ConfigError):
+            validate_dynamic_broker_configs({follower: bad}, per_broker=True)
+    config = BrokerConfig.from_dict({})
+    assert not [e for e in describe_broker(config) if e.name in REPLICATION_THROTTLE_CONFIGS]
+    # kept beside the broker's dynamic configs; they change no broker setting
+    assert config.apply_dynamic({leader: "7", alter_dirs: "9"}, {leader: "5"}) == set()
+    entries = {e.name: e for e in describe_broker(config)}
+    assert (entries[leader].value, entries[leader].source) == (
+        "5",
+        ConfigSource.DYNAMIC_BROKER_CONFIG,
+    )
+    assert entries[leader].synonyms == [
+        (leader, "5", ConfigSource.DYNAMIC_BROKER_CONFIG),
+        (leader, "7", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+    ]
+    assert entries[leader].read_only and entries[leader].type == ConfigType.LONG
+    assert entries[alter_dirs].source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
+    assert follower not in entries
+    assert [e.name for e in describe_broker(config, [follower, alter_dirs])] == [alter_dirs]
+    assert {e.name: e.value for e in describe_broker_default(config)} == {
+        leader: "7",
+        alter_dirs: "9",
+    }

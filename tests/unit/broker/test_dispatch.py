@@ -258,6 +258,22 @@ def test_the_gate_serves_only_the_sasl_exchange_before_authentication(registry: 
         call(dispatcher, conn, produce("t"), 9)
 
 
+def test_api_versions_keeps_the_client_software_on_the_session(registry: Any) -> None:
+    """KIP-511: what a client announces in ApiVersions v3+ stays with its connection, where
+    client telemetry subscriptions match it (KIP-714's ``client_software_name``)."""
+    dispatcher = Dispatcher(services(FakeReplicaManager()), registry)
+    conn = FakeConnection(session())
+    request = ApiVersionsRequest(client_software_name="librdkafka", client_software_version="2.6.1")
+    assert call(dispatcher, conn, request, 3).error_code == ErrorCode.NONE
+    assert (conn.session.client_software_name, conn.session.client_software_version) == (
+        "librdkafka",
+        "2.6.1",
+    )
+    # v0-2 carry none: what the connection announced before stays
+    assert call(dispatcher, conn, ApiVersionsRequest(), 2).error_code == ErrorCode.NONE
+    assert conn.session.client_software_name == "librdkafka"
+
+
 def test_cluster_requirements_are_checked_at_the_gate(registry: Any) -> None:
     dispatcher = Dispatcher(services(FakeReplicaManager(), DenyCluster()), registry)
     conn = FakeConnection(session())
