@@ -282,9 +282,10 @@ def test_dynamic_retention_on_the_cluster_default_deletes_old_segments(
 
 
 def test_message_max_bytes_per_broker_sources_restart_and_confluent_admin(tmp_path: Path) -> None:
-    """Two standalone brokers stand for two brokers of a cluster: the per-broker entity changes
-    one broker only (the other's own entity is untouched), the sources show it, a restart keeps
-    it, and confluent-kafka's admin client sees and makes the same changes."""
+    """Standalone brokers: the per-broker entity is kept in the embedded store, the sources show
+    it, a restart keeps it, and confluent-kafka's admin client sees and makes the same changes
+    (two brokers of one ZooKeeper cluster, one changed and not the other, the cluster default
+    reaching both: tests/integration/test_dynamic_config_cluster.py)."""
     one = BrokerProcess(tmp_path / "one").start()
     two = BrokerProcess(tmp_path / "two").start()
     try:
