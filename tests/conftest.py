@@ -40,6 +40,7 @@ _CLUSTER_FILES = frozenset(
         "test_quotas.py",
         "test_log_dir_failure.py",
         "test_dynamic_config_cluster.py",
+        "test_runbook.py",
     }
 )
 
