@@ -213,7 +213,7 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in [
     _k("transaction.state.log.load.buffer.size", "int", 5242880, implemented=False),
     _k("transaction.abort.timed.out.transaction.cleanup.interval.ms", "int", 10000),
     _k("transaction.remove.expired.transaction.cleanup.interval.ms", "int", 3600000),
-    _k("transaction.partition.verification.enable", "boolean", True, read_only=False),
+    _k("transaction.partition.verification.enable", "boolean", True, "A transactional producer's first batch in a partition is verified with its transaction coordinator before it is appended (KIP-890); dynamic, as in Kafka: off or on at once with odradek config set.", read_only=False),
     _k("producer.id.expiration.ms", "int", 86400000),
     _k("zookeeper.connect", "string", None, "host:port[,host:port...][/chroot]; unset: standalone."),
     _k("zookeeper.session.timeout.ms", "int", 18000),
@@ -884,8 +884,6 @@ class HandlerConfig:
     fetch_max_bytes: int
     #: DescribeTopicPartitions: partitions one response carries at most (KIP-966)
     max_request_partition_size_limit: int
-    #: Produce: transactional batches are verified with their coordinator first (KIP-890)
-    transaction_partition_verification_enable: bool
     #: ApiVersions: the client telemetry APIs (KIP-714) are advertised only with a metrics
     #: endpoint (0: none)
     metrics_port: int
@@ -897,9 +895,6 @@ class HandlerConfig:
             auto_create_topics_enable=bool(config["auto.create.topics.enable"]),
             fetch_max_bytes=int(config["fetch.max.bytes"]),
             max_request_partition_size_limit=int(config["max.request.partition.size.limit"]),
-            transaction_partition_verification_enable=bool(
-                config["transaction.partition.verification.enable"]
-            ),
             metrics_port=int(config["metrics.port"]),
         )
 
@@ -1002,8 +997,11 @@ DYNAMIC_BROKER_CONFIGS: frozenset[str] = frozenset(
         "max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides",
         # DynamicListenerConfig (per broker only)
         "listeners", "advertised.listeners", "listener.security.protocol.map",
-        # DynamicProducerStateManagerConfig, metric reporters
-        "producer.id.expiration.ms", "metric.reporters",
+        # DynamicProducerStateManagerConfig (ProducerStateManagerConfig's reconfigurable keys:
+        # KIP-890's switch included, so an operator can turn verification off at once)
+        "producer.id.expiration.ms", "transaction.partition.verification.enable",
+        # metric reporters
+        "metric.reporters",
     }
 )  # fmt: skip
 

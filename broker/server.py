@@ -150,6 +150,8 @@ class Broker:
         self.blocking = BlockingCalls()
         self._stopping = False
         self.started = asyncio.Event()
+        #: what start() is doing, for /ready's answer until it is done
+        self.startup_phase = "not started"
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -169,6 +171,7 @@ class Broker:
                 health=self.health,
                 ready=self.ready,
             )
+        self.startup_phase = "registering in the metadata store"
         await self._resolve_broker_id()
         self.metadata = metadata = self._make_metadata_store()
         self._start_metadata_store(metadata)
@@ -196,7 +199,9 @@ class Broker:
             inter_broker=self.inter_broker,
         )
         # log recovery may take long: off the main loop, which answers /health and /ready
+        self.startup_phase = "loading logs"
         await asyncio.to_thread(replica_manager.startup)
+        self.startup_phase = "starting the coordinators and network threads"
         self.metrics.add(lambda: controller_metrics(metadata))
         self._add_reconfigurables(dynamic, replica_manager, log_manager)
         dynamic.follow(metadata)
@@ -330,16 +335,20 @@ class Broker:
 
     def ready(self) -> tuple[bool, str]:
         """Ready for traffic: started (logs loaded, registered in the metadata store, accepting),
-        still registered, and no coordinator partition still loading."""
+        still registered, and no partition of ``__consumer_offsets`` or ``__transaction_state``
+        this broker leads still loading (its group or transaction coordinator would answer
+        COORDINATOR_LOAD_IN_PROGRESS meanwhile)."""
         if self._stopping:
             return False, "shutting down"
         if not self.started.is_set():
-            return False, "starting: loading logs and registering"
+            return False, f"starting: {self.startup_phase}"
         metadata = self.metadata
         if metadata is None or self.broker_id not in metadata.view.brokers:
             return False, f"broker {self.broker_id} is not registered in the cluster"
         if self.groups is not None and self.groups.topic.loading:
             return False, "loading group coordinator partitions"
+        if self.transactions is not None and self.transactions.topic.loading:
+            return False, "loading transaction coordinator partitions"
         healthy, why = self.health()
         if not healthy:
             return False, why

@@ -45,6 +45,8 @@ _CLUSTER_FILES = frozenset(
         "test_zookeeper_brokers.py",
         "test_quotas.py",
         "test_log_dir_failure.py",
+        "test_dynamic_config_cluster.py",
+        "test_runbook.py",
     }
 )
 

@@ -8,7 +8,8 @@ its own whole ISR. v0-2 legacy message sets are converted to magic 2 by the part
 validator. v13 names topics by id.
 
 KIP-890 part 1 (Kafka's ``ReplicaManager.handleProduceAppend``): with
-``transaction.partition.verification.enable``, a transactional producer's first batch in a
+``transaction.partition.verification.enable`` (a dynamic broker config, as in Kafka: turned off
+or on at runtime, for the next request), a transactional producer's first batch in a
 partition (no open transaction of that producer there yet) is verified with the producer's
 transaction coordinator before it is appended: this broker's own coordinator when it leads the
 id's ``__transaction_state`` partition, otherwise the coordinator broker, asked broker to broker
@@ -88,7 +89,8 @@ def _start_verification(
     partitions to verify are verified here at once when this broker coordinates the id. No
     verification when it is off."""
     service = ctx.services.transactions
-    if service is None or not ctx.services.handler_config.transaction_partition_verification_enable:
+    # a dynamic broker config (Kafka's ProducerStateManagerConfig): read at each request
+    if service is None or not ctx.services.config["transaction.partition.verification.enable"]:
         return None, False
     producers = {(h.producer_id, h.producer_epoch) for h in batches.values()}
     if len(producers) > 1:

@@ -359,7 +359,8 @@ def consume_(
     print_headers: bool,
 ) -> None:
     """Print records of topic NAME (like kcat -C). Without --follow it stops at the end offsets
-    it found when it started; with --num it waits until that many records arrived."""
+    it found when it started; with --num it waits until that many records arrived. Ctrl-C
+    stops it as it stops kafka-console-consumer: the count on stderr, exit status 130."""
     meta = client.topic(name)
     chosen = list(partitions) or sorted(meta.partitions)
     missing = [p for p in chosen if p not in meta.partitions]
@@ -373,13 +374,22 @@ def consume_(
     if num is not None and num <= 0:
         return
     out = sys.stdout
-    for count, record in enumerate(consume(client, start, stop_at=stop_at), start=1):
-        if fmt == "json":
-            json_line(record_json(record))
-        else:
-            out.write(
-                record_text(record, key_separator=key_separator, print_headers=print_headers) + "\n"
-            )
-            out.flush()
-        if num is not None and count >= num:
-            break
+    count = 0
+    try:
+        for record in consume(client, start, stop_at=stop_at):
+            if fmt == "json":
+                json_line(record_json(record))
+            else:
+                out.write(
+                    record_text(record, key_separator=key_separator, print_headers=print_headers)
+                    + "\n"
+                )
+                out.flush()
+            count += 1
+            if num is not None and count >= num:
+                break
+    except KeyboardInterrupt:
+        # the usual end of --follow: not an error, but the shell is told it was interrupted
+        # (128 + SIGINT), as Kafka's console consumer exits
+        click.echo(f"Processed a total of {count} records", err=True)
+        raise click.exceptions.Exit(130) from None

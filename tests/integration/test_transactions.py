@@ -335,7 +335,7 @@ def _end_offsets(bootstrap: str, topic: str) -> tuple[int, int]:
             assert p.error_code == ErrorCode.NONE, ErrorCode(p.error_code)
             out.append(p.offset)
     finally:
-        client.close()
+        client.sock.close()
     return out[0], out[1]
 
 
@@ -556,7 +556,7 @@ def test_require_stable_offset_fetch_while_a_transactional_commit_is_pending(
                 assert fetch(v) == {0: (now, E.NONE), 1: (4, E.NONE)}, v
             previous = now
     finally:
-        client.close()
+        client.sock.close()
         consumer.close()
 
 
@@ -627,7 +627,7 @@ def _copied(bootstrap: str, source: str) -> int | None:
     except (OSError, AssertionError):
         return None
     finally:
-        client.close()
+        client.sock.close()
     if code != ErrorCode.NONE or any(error != ErrorCode.NONE for _, error in got.values()):
         return None
     return sum(max(offset, 0) for offset, _ in got.values())
@@ -799,3 +799,54 @@ def test_kafkajs_transactions(txn_broker: BrokerProcess) -> None:
     assert out["outcomes"] == ["commit", "abort", "commit"]
     got = _committed_values(bs, topic, 1, 6)
     assert got == [b"commit-0-%d" % j for j in range(3)] + [b"commit-2-%d" % j for j in range(3)]
+
+
+def test_verification_is_turned_off_and_on_at_runtime(tmp_path: Path) -> None:
+    """``transaction.partition.verification.enable`` is a dynamic broker config, as in Kafka
+    (its ProducerStateManagerConfig): set to false with ``odradek config set``, the next
+    transactional batch for a partition the transaction never added is appended unverified (the
+    hanging transaction KIP-890 prevents); deleted again, such a batch is refused at once."""
+    from protocol.messages.init_producer_id import InitProducerIdRequest
+    from tests.integration.test_operations import as_json, odradek
+    from tests.integration.test_transactions_cluster import _produce, _txn_batch
+
+    proc = BrokerProcess(tmp_path / "data", TXN_BROKER).start()
+    try:
+        b = proc.bootstrap
+        create_topic(b, "verified", 3)
+        # the broker coordinates every id (it is alone): it verifies locally
+        Producer({"bootstrap.servers": b, "transactional.id": "probe"}).init_transactions(60)
+        client = RawClient(b)
+
+        def first_batch(txn_id: str, partition: int) -> tuple[ErrorCode, str | None]:
+            init = client.request(
+                InitProducerIdRequest(transactional_id=txn_id, transaction_timeout_ms=60000), 4
+            )
+            assert init.error_code == ErrorCode.NONE
+            batch = _txn_batch(init.producer_id, init.producer_epoch, 0, b"never added")
+            result: tuple[ErrorCode, str | None] = _produce(
+                client, txn_id, "verified", partition, batch, 9
+            )
+            return result
+
+        def source() -> tuple[str, str]:
+            [entry] = as_json("config", "describe", "--broker", "0",
+                              "transaction.partition.verification.enable", "-b", b)  # fmt: skip
+            return entry["value"], entry["source"]
+
+        assert source() == ("true", "DEFAULT_CONFIG")
+        assert first_batch("one", 0) == (
+            ErrorCode.INVALID_TXN_STATE,
+            "Partition was not added to the transaction",
+        )
+        odradek("config", "set", "--broker", "0",
+                "transaction.partition.verification.enable=false", "-b", b)  # fmt: skip
+        assert source() == ("false", "DYNAMIC_BROKER_CONFIG")
+        assert first_batch("two", 1) == (ErrorCode.NONE, None)
+        odradek("config", "delete", "--broker", "0",
+                "transaction.partition.verification.enable", "-b", b)  # fmt: skip
+        assert source() == ("true", "DEFAULT_CONFIG")
+        assert first_batch("three", 2)[0] == ErrorCode.INVALID_TXN_STATE
+        client.sock.close()
+    finally:
+        proc.stop()

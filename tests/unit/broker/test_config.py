@@ -118,7 +118,6 @@ def test_the_handlers_section_reads_its_keys_once() -> None:
             "auto.create.topics.enable": "false",
             "fetch.max.bytes": "1000",
             "max.request.partition.size.limit": "7",
-            "transaction.partition.verification.enable": "false",
             "metrics.port": "9404",
         }
     )
@@ -127,7 +126,6 @@ def test_the_handlers_section_reads_its_keys_once() -> None:
         auto_create_topics_enable=False,
         fetch_max_bytes=1000,
         max_request_partition_size_limit=7,
-        transaction_partition_verification_enable=False,
         metrics_port=9404,
     )
 
