@@ -338,7 +338,7 @@ class Dispatcher:
         metrics = conn.request_metrics
         metrics.received(header.api_key, len(frame))
         if handler.is_async:
-            return self._run_async(handler, ctx, body, metrics, time.monotonic_ns() - received)
+            return self._run_async(handler, ctx, body, metrics)
         if handler.blocking:
             return self._run_blocking(handler, ctx, body, metrics)
         try:
@@ -415,15 +415,16 @@ class Dispatcher:
         ctx: RequestContext,
         body: Any,
         metrics: RequestMetrics,
-        decode_ns: int = 0,
     ) -> Response:
-        """``decode_ns``: the time the request took before its handler was called."""
         try:
             if self._authorizer is not None:
                 self._authorize_cluster(handler, ctx)
             awaitable: Awaitable[Any] = handler.fn(ctx, body)
             quotas = self._quotas
             if quotas is not None and quotas.request.enabled and hasattr(awaitable, "send"):
+                # charged: the time before the handler ran (decoding, the gate), then the
+                # handler's own steps
+                decode_ns = time.monotonic_ns() - ctx.received_ns
                 timed = _Timed(awaitable)  # type: ignore[arg-type]
                 try:
                     result = await timed
