@@ -27,7 +27,8 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from tests.integration.broker_process import BrokerProcess
-from tests.integration.test_operations import ODRADEK, _consume, as_json, odradek, unique
+from tests.integration.test_operations import _consume
+from tests.support.cli import ODRADEK, as_json, odradek, unique
 
 
 @pytest.fixture(scope="module")

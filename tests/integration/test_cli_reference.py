@@ -23,7 +23,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from tests.integration.broker_process import BrokerProcess
-from tests.integration.test_operations import as_json, odradek, unique
+from tests.support.cli import as_json, odradek, unique
 from tests.support.waiting import wait_for
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.test_operations import as_json, odradek
+from tests.support.cli import as_json, odradek
 from tests.support.cluster import (
     ProcessCluster,
     bootstrap,

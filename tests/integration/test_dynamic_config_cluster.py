@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, Producer
 
-from tests.integration.test_operations import as_json, odradek, unique
+from tests.support.cli import as_json, odradek, unique
 from tests.support.cluster import ProcessCluster, bootstrap, create, restart, start_cluster
 from tests.support.waiting import wait_for
 from tests.support.zookeeper import ZooKeeperServer

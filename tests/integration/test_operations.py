@@ -8,12 +8,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import threading
 import time
 import urllib.error
 import urllib.request
-import uuid
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -34,32 +32,9 @@ from cli.client import KafkaError
 from cli.records import OutRecord, Producer
 from protocol.error_codes import ErrorCode
 from tests.integration.broker_process import BrokerProcess
+from tests.support.cli import as_json, odradek, unique
 from tests.support.ports import free_port
 from tests.support.waiting import wait_for
-
-ODRADEK = str(Path(sys.executable).parent / "odradek")
-
-
-def odradek(
-    *args: str, stdin: str | None = None, check: bool = True
-) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(
-        [ODRADEK, *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=dict(os.environ, COLUMNS="200"),
-    )
-    if check:
-        assert result.returncode == 0, (
-            f"odradek {' '.join(args)}:\n{result.stdout}\n{result.stderr}"
-        )
-    return result
-
-
-def as_json(*args: str, stdin: str | None = None) -> Any:
-    return json.loads(odradek(*args, "--format", "json", stdin=stdin).stdout)
 
 
 def http(url: str) -> tuple[int, str]:
@@ -92,10 +67,6 @@ def ops_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProce
     proc.start()
     yield proc
     proc.stop()
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
 # --- the command line ------------------------------------------------------------------------

@@ -807,8 +807,8 @@ def test_verification_is_turned_off_and_on_at_runtime(tmp_path: Path) -> None:
     transactional batch for a partition the transaction never added is appended unverified (the
     hanging transaction KIP-890 prevents); deleted again, such a batch is refused at once."""
     from protocol.messages.init_producer_id import InitProducerIdRequest
-    from tests.integration.test_operations import as_json, odradek
     from tests.integration.test_transactions_cluster import _produce, _txn_batch
+    from tests.support.cli import as_json, odradek
 
     proc = BrokerProcess(tmp_path / "data", TXN_BROKER).start()
     try:
