@@ -14,6 +14,7 @@ import sys
 import time
 import uuid
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -241,17 +242,25 @@ EOS_RECORDS = 10_000
 EOS_KILLS = 3
 
 
-def _copy_loop(boot: str, source: str, sink: str) -> subprocess.Popen[Any]:
-    return subprocess.Popen(
-        [sys.executable, str(LOOP), boot, source, sink, "eos-rf3", "eos-rf3", str(EOS_RECORDS)],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+def _copy_loop(boot: str, source: str, sink: str, log: Path) -> subprocess.Popen[Any]:
+    """One instance of the copy loop; its stderr (progress, client errors) is appended to
+    ``log``, printed if the test fails."""
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            [sys.executable, str(LOOP), boot, source, sink, "eos-rf3", "eos-rf3", str(EOS_RECORDS)],
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=out,
+        )
+
+
+def _tail(log: Path, lines: int = 60) -> str:
+    return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
 
 
 def test_exactly_once_copy_with_three_replicas_survives_broker_kills(
     cluster: ProcessCluster,  # noqa: F811
+    tmp_path: Path,
 ) -> None:
     """The consume-transform-produce loop of test_transactions (read_committed consumer,
     send_offsets_to_transaction) copying 10k records between topics with three replicas while
@@ -268,11 +277,13 @@ def test_exactly_once_copy_with_three_replicas_survives_broker_kills(
             filler.poll(0)
     assert filler.flush(60) == 0
     rng = random.Random(5)
-    loop = _copy_loop(boot, source, sink)
+    log = tmp_path / "copy_loop.log"
+    loop = _copy_loop(boot, source, sink, log)
     kills = 0
     #: whether the loop was still copying when each broker died
     copying: list[bool] = []
-    deadline = time.monotonic() + 300
+    # below pytest's timeout, so that a stuck loop fails here, with its log
+    deadline = time.monotonic() + 240
     try:
         while time.monotonic() < deadline:
             if kills < EOS_KILLS:
@@ -289,12 +300,15 @@ def test_exactly_once_copy_with_three_replicas_survives_broker_kills(
                 wait_for(lambda v=victim: v in cluster.registered(), f"broker {victim} back")
                 kills += 1
                 if loop.poll() is not None:
-                    loop = _copy_loop(boot, source, sink)
+                    loop = _copy_loop(boot, source, sink, log)
                 continue
-            code = loop.wait(timeout=max(deadline - time.monotonic(), 1))
+            try:
+                code = loop.wait(timeout=max(deadline - time.monotonic(), 1))
+            except subprocess.TimeoutExpired:
+                pytest.fail(f"the copy loop did not finish; its log ends:\n{_tail(log)}")
             if code == 0:
                 break
-            loop = _copy_loop(boot, source, sink)  # a client error: start again
+            loop = _copy_loop(boot, source, sink, log)  # a client error: start again
         assert kills == EOS_KILLS
         print(f"the loop was copying at the kills: {copying}")
         assert copying[0], "the copy ended before the first broker died"

@@ -16,9 +16,15 @@ again. BATCH (500 by default) is the most records one transaction copies.
 
 from __future__ import annotations
 
+import os
 import sys
+import time
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+
+
+def log(line: str) -> None:
+    print(f"{time.time():.3f} {line}", file=sys.stderr, flush=True)
 
 
 def main() -> int:
@@ -33,7 +39,13 @@ def main() -> int:
     # of a pending send_offsets_to_transaction, which then waits for it forever, past its
     # timeout (seen here: a hung loop, not a failed one). The loop reconnects to the same
     # address meanwhile.
-    client = {"bootstrap.servers": bootstrap, "metadata.recovery.strategy": "none"}
+    client: dict[str, str | int] = {
+        "bootstrap.servers": bootstrap,
+        "metadata.recovery.strategy": "none",
+    }
+    if os.environ.get("ODRADEK_WORKER_DEBUG"):
+        # librdkafka's debug contexts (e.g. "eos,cgrp,fetch"), written to this process's stderr
+        client["debug"] = os.environ["ODRADEK_WORKER_DEBUG"]
     consumer = Consumer(
         {
             **session,
@@ -70,6 +82,7 @@ def main() -> int:
             if done >= int(total) and positions:
                 print("done", file=sys.stderr)
                 return 0
+            log(f"idle: assigned {len(positions)} partitions, committed {done}")
             continue
         producer.begin_transaction()
         for m in records:
@@ -80,6 +93,7 @@ def main() -> int:
         ]
         producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata(), 30)
         producer.commit_transaction(60)
+        log(f"committed {len(records)} records")
 
 
 if __name__ == "__main__":
