@@ -240,6 +240,7 @@ def test_the_coordinators_broker_killed_mid_transaction(cluster: ProcessCluster)
 LOOP = ROOT / "tests" / "clients" / "eos" / "copy_loop.py"
 EOS_RECORDS = 10_000
 EOS_KILLS = 3
+EOS_BATCH = 20
 
 
 def _copy_loop(boot: str, source: str, sink: str, log: Path) -> subprocess.Popen[Any]:
@@ -247,7 +248,21 @@ def _copy_loop(boot: str, source: str, sink: str, log: Path) -> subprocess.Popen
     ``log``, printed if the test fails."""
     with log.open("ab") as out:
         return subprocess.Popen(
-            [sys.executable, str(LOOP), boot, source, sink, "eos-rf3", "eos-rf3", str(EOS_RECORDS)],
+            [
+                sys.executable,
+                str(LOOP),
+                boot,
+                source,
+                sink,
+                "eos-rf3",
+                "eos-rf3",
+                str(EOS_RECORDS),
+                # a restarted loop waits for the group to drop its predecessor: the smallest
+                # session the broker allows keeps that wait short
+                "6000",
+                # small transactions keep the copy going while the brokers are killed
+                str(EOS_BATCH),
+            ],
             cwd=ROOT,
             stdout=subprocess.DEVNULL,
             stderr=out,
@@ -299,7 +314,7 @@ def test_exactly_once_copy_with_three_replicas_survives_broker_kills(
                 restart(cluster, victim)
                 wait_for(lambda v=victim: v in cluster.registered(), f"broker {victim} back")
                 kills += 1
-                if loop.poll() is not None:
+                if loop.poll() not in (None, 0):  # a client error: start again
                     loop = _copy_loop(boot, source, sink, log)
                 continue
             try:
