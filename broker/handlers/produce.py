@@ -22,6 +22,12 @@ answer now NOT_ENOUGH_REPLICAS (retriable, no metadata refresh), instead of star
 transaction no coordinator knows (a hanging transaction). The verification's guard goes with
 the append: a marker written meanwhile voids it (the batch is then refused).
 
+A partition this broker does not lead yet but is about to (its leader died and this broker, in
+its ISR, is being elected: a client may learn of the election from another broker first) is
+not refused at once: the request waits briefly for the new state, then appends there or answers
+NOT_LEADER_OR_FOLLOWER (:mod:`broker.replication.delayed_leadership` says why: an idempotent
+producer's requests in flight stay in order).
+
 Authorization (Kafka's KafkaApis): a produce with transactional records needs a transactional id
 and WRITE on it (otherwise every partition answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED), and
 each topic needs WRITE (TOPIC_AUTHORIZATION_FAILED). Quotas: the request's record bytes count
@@ -32,6 +38,7 @@ and the connection is muted (KIP-219).
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import cast
 
 from broker.dispatch import Later, RequestContext
@@ -155,6 +162,20 @@ async def _verified_then_appended(
 
 
 Waiting = list[tuple[PartitionProduceResponse, ProducePartitionStatus]]
+#: the longest a produce waits for a leadership this broker is about to learn of
+LEADERSHIP_WAIT_MS = 1000
+
+
+@dataclass(slots=True)
+class _Retry:
+    """A partition answered NOT_LEADER_OR_FOLLOWER while its leadership is expected here: where
+    its answer sits, and what to append again."""
+
+    answers: list[PartitionProduceResponse]
+    position: int
+    name: str
+    records: memoryview | None
+    counters: list[int] | None
 
 
 def _partition(
@@ -231,6 +252,34 @@ async def _when_replicated(
     return response
 
 
+async def _after_election(
+    ctx: RequestContext,
+    request: ProduceRequest,
+    response: ProduceResponse,
+    retries: list[_Retry],
+    waiting: Waiting,
+    verification: ProduceVerification | None,
+) -> ProduceResponse:
+    """The partitions refused while their leadership was expected here are appended again once
+    their state changed (or the wait ended: they are refused again); then the answer waits for
+    the ISR as any acks=all produce."""
+    rm = ctx.services.replica_manager
+    partitions = [(r.name, r.answers[r.position].index) for r in retries]
+    await rm.wait_for_leadership(partitions, min(request.timeout_ms, LEADERSHIP_WAIT_MS))
+    now_ms = ctx.now_ms()
+    for r in retries:
+        if r.counters is not None:  # the first attempt is not counted
+            r.counters[PRODUCE_REQUESTS] -= 1
+            r.counters[FAILED_PRODUCE] -= 1
+        index = r.answers[r.position].index
+        r.answers[r.position] = _partition(
+            ctx, r.name, index, r.records, now_ms, request.acks, waiting, verification, r.counters
+        )
+    if waiting:
+        return await _when_replicated(ctx, response, waiting, request.timeout_ms)
+    return response
+
+
 @handler(ApiKey.PRODUCE, "0-13", acl=(AclOperation.WRITE, ResourceType.TOPIC))
 def handle_produce(ctx: RequestContext, request: ProduceRequest) -> ProduceResponse | Later | None:
     version = ctx.api_version
@@ -278,6 +327,7 @@ def _produce(
     by_id = ctx.services.metadata.view.topics_by_id if version >= 13 else None
     responses = []
     waiting: Waiting = []
+    retries: list[_Retry] = []
     failed = False
     size = 0
     stats = ctx.conn.request_metrics if ctx.conn is not None else None
@@ -289,7 +339,7 @@ def _produce(
         denied = name is not None and not ctx.authorize(
             AclOperation.WRITE, ResourceType.TOPIC, name
         )
-        partitions = []
+        partitions: list[PartitionProduceResponse] = []
         counters: list[int] | None = None  # Kafka's BrokerTopicMetrics of this topic
         for p in topic.partition_data:
             if p.records is not None:
@@ -314,6 +364,13 @@ def _produce(
                 result = _partition(
                     ctx, name, p.index, p.records, now_ms, acks, waiting, verification, counters
                 )
+                if (
+                    result.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+                    and acks != 0
+                    and (verification is None or (name, p.index) not in verification.errors)
+                    and ctx.services.replica_manager.leadership_expected(name, p.index)
+                ):
+                    retries.append(_Retry(partitions, len(partitions), name, p.records, counters))
             failed = failed or result.error_code != ErrorCode.NONE
             partitions.append(result)
         responses.append(
@@ -340,6 +397,9 @@ def _produce(
             raise CloseConnection("acks=0 produce failed: " + "; ".join(errors))
         return None
     response = ProduceResponse(responses=responses, throttle_time_ms=0)
+    if retries:
+        # not pipelined: this connection's next requests wait behind this one
+        return Later(_after_election(ctx, request, response, retries, waiting, verification))
     if waiting:
         # the records are appended: the producer's next requests need not wait for this one
         return Later(_when_replicated(ctx, response, waiting, request.timeout_ms), pipelined=True)

@@ -40,6 +40,7 @@ from broker.metrics import MetricSamples, MetricsRegistry, label_value
 from broker.purgatory import DelayedOperationPurgatory
 from broker.replication.delayed_create import DelayedCreateTopics
 from broker.replication.delayed_fetch import DelayedFetch
+from broker.replication.delayed_leadership import DelayedLeadership
 from broker.replication.delayed_produce import DelayedProduce, ProducePartitionStatus
 from broker.replication.errors import NotLeaderOrFollower, UnknownTopicOrPartition, error_of
 from broker.replication.fetcher import FetcherConfig, ReplicaFetcherManager
@@ -219,7 +220,8 @@ class ReplicaManager:
         self.partitions: dict[TopicPartition, Partition] = {}
         #: partitions being moved to another log dir: (destination, future replica directory)
         self.moves: dict[TopicPartition, tuple[Path, Path]] = {}
-        #: CreateTopics / CreatePartitions answers waiting for their partitions, by topic name
+        #: CreateTopics / CreatePartitions answers waiting for their partitions, and produces
+        #: waiting for a leadership about to arrive (:meth:`wait_for_leadership`), by topic name
         self.topic_purgatory: DelayedOperationPurgatory[str] = DelayedOperationPurgatory("topic")
         self.fetch_purgatory: DelayedOperationPurgatory[TopicPartition] = DelayedOperationPurgatory(
             "Fetch"
@@ -792,6 +794,45 @@ class ReplicaManager:
             if status.error != ErrorCode.NONE:
                 return AppendResult(status.error, None)
         return AppendResult(ErrorCode.NONE, info)
+
+    def leadership_expected(self, topic: str, partition: int) -> bool:
+        """Whether this broker, which does not lead the partition, may learn a moment later
+        that it does (see :mod:`broker.replication.delayed_leadership`): it hosts the partition
+        in a log dir that is online, belongs to its ISR (only an ISR member can be elected),
+        and the leader in its view is not a live broker (the leader died; its successor is
+        being elected), or this broker is the preferred replica (a preferred election)."""
+        part = self.partitions.get((topic, partition))
+        if part is None or part.is_leader or part.offline or self.broker_id not in part.isr:
+            return False
+        if part.leader_id not in self.metadata.view.brokers:
+            return True
+        return bool(part.replicas) and part.replicas[0] == self.broker_id
+
+    async def wait_for_leadership(
+        self, partitions: Sequence[TopicPartition], timeout_ms: int
+    ) -> None:
+        """Waits (up to ``timeout_ms``) until each of ``partitions`` has a new state applied
+        (a leader epoch other than now), or is led here, or is no longer
+        :meth:`leadership_expected`. Runs on the request's loop."""
+
+        def settled(tp: TopicPartition, epoch: int) -> bool:
+            part = self.partitions.get(tp)
+            return (
+                part is None
+                or part.is_leader
+                or part.leader_epoch != epoch
+                or not self.leadership_expected(*tp)
+            )
+
+        epochs = {}
+        for tp in partitions:
+            part = self.partitions.get(tp)
+            epochs[tp] = part.leader_epoch if part is not None else -1
+        op = DelayedLeadership(
+            asyncio.get_running_loop(), timeout_ms=timeout_ms, epochs=epochs, settled=settled
+        )
+        self.topic_purgatory.try_complete_else_watch(op, {t for t, _ in partitions})
+        await op.future
 
     def start_transaction_verification(
         self,
