@@ -335,25 +335,19 @@ _LZ4_FIRST_GUESS = 8
 
 
 def lz4_decompress(data: Buffer, *, max_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> bytes:
-    """LZ4 frames (usually one), with either the correct or Kafka 0.8-0.9's header checksum."""
+    """LZ4 frames (usually one), with either the correct or Kafka 0.8-0.9's header checksum.
+
+    liblz4 checks the header checksum itself; only a frame it refuses for that is hashed here
+    (in Python, slowly), to accept Kafka 0.8-0.9's checksum of the magic and descriptor."""
     chunks: list[bytes] = []
     total = 0
     rest = memoryview(data)
     while True:
         end = _lz4_descriptor_end(rest)
-        correct, broken = lz4_header_checksums(rest)
-        stored = rest[end]
-        if stored != correct:
-            if stored != broken:
-                raise CorruptRecord("LZ4 frame header checksum mismatch")
-            fixed = bytearray(rest)
-            fixed[end] = correct
-            rest = memoryview(fixed)
         if rest[4] & 0x08:
             content_size = int.from_bytes(rest[6:14], "little")
             if content_size > max_bytes - total:
                 raise _exceeded(max_bytes)
-        decompressor = lz4.frame.LZ4FrameDecompressor()
         # The output buffer is allocated up front: guess a typical ratio, then grow, never past
         # the budget (nor past what the frame could expand to).
         step = min(
@@ -361,8 +355,21 @@ def lz4_decompress(data: Buffer, *, max_bytes: int = DEFAULT_MAX_DECOMPRESSED_BY
             len(rest) * _LZ4_MAX_RATIO,
             max(len(rest) * _LZ4_FIRST_GUESS, 1 << 16),
         )
+        decompressor = lz4.frame.LZ4FrameDecompressor()
         try:
-            out = decompressor.decompress(rest, max_length=step)
+            try:
+                out = decompressor.decompress(rest, max_length=step)
+            except RuntimeError as e:
+                if "headerChecksum" not in str(e):
+                    raise
+                correct, broken = lz4_header_checksums(rest)
+                if rest[end] != broken:
+                    raise CorruptRecord("LZ4 frame header checksum mismatch") from None
+                fixed = bytearray(rest)
+                fixed[end] = correct
+                rest = memoryview(fixed)
+                decompressor = lz4.frame.LZ4FrameDecompressor()
+                out = decompressor.decompress(rest, max_length=step)
             while True:
                 total += len(out)
                 if total > max_bytes:
