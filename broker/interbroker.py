@@ -29,7 +29,6 @@ from protocol.client import ClientConnection, UnsupportedApi, api_versions_reque
 from protocol.error_codes import ErrorCode
 from protocol.errors import ProtocolError
 from protocol.messages import SCHEMAS
-from protocol.messages.api_versions import ApiVersionsRequest
 
 #: Every API a broker may ask of another, with every version our schemas know.
 INTER_BROKER_VERSIONS = {
@@ -116,7 +115,7 @@ class InterBrokerConnection:
             body = self.request(request, version)
             retry = ClientConnection.api_versions_retry_version(body)
             if retry is not None:
-                body = self.request(ApiVersionsRequest(), retry)
+                body = self.request(request, retry)
             if body.error_code != ErrorCode.NONE:
                 raise InterBrokerUnavailable(f"ApiVersions from {self}: error {body.error_code}")
             self._protocol.apply_api_versions(body)

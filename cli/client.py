@@ -30,7 +30,6 @@ from protocol.api_keys import ApiKey
 from protocol.client import ClientConnection, UnsupportedApi, api_versions_request
 from protocol.error_codes import ErrorCode
 from protocol.errors import ProtocolError
-from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.scram import SaslClient, ScramError
 
 T = TypeVar("T")
@@ -195,7 +194,7 @@ class Connection:
             body = self.request(request, version)
             retry = ClientConnection.api_versions_retry_version(body)
             if retry is not None:
-                body = self.request(ApiVersionsRequest(), retry)
+                body = self.request(request, retry)
             self._protocol.apply_api_versions(body)
             if self.security.sasl:
                 self._authenticate()

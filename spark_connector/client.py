@@ -33,7 +33,6 @@ from protocol.api_keys import ApiKey
 from protocol.client import ClientConnection, UnsupportedApi, api_versions_request
 from protocol.error_codes import ErrorCode
 from protocol.errors import ProtocolError
-from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.create_topics import (
     CreatableTopic,
     CreatableTopicConfig,
@@ -263,7 +262,7 @@ class BrokerConnection:
         body = self.request(request, version)
         retry = ClientConnection.api_versions_retry_version(body)
         if retry is not None:
-            body = self.request(ApiVersionsRequest(), retry)
+            body = self.request(request, retry)
         if body.error_code != ErrorCode.NONE:
             raise KafkaErrorResponse(body.error_code, f"ApiVersions from {self.host}:{self.port}")
         self._protocol.apply_api_versions(body)

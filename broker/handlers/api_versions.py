@@ -5,10 +5,15 @@ tagged fields are left out (librdkafka 2.0.2 misparses some optional tagged fiel
 
 v3+ carry the client's software name and version (KIP-511): they are kept on the connection's
 session (Kafka's ``ClientInformation``), where client telemetry subscriptions match them
-(KIP-714's ``client_software_name`` and ``client_software_version``).
+(KIP-714's ``client_software_name`` and ``client_software_version``). As Kafka's
+``ApiVersionsRequest.isValid``, each must be letters, digits, ``-`` and ``.``, beginning and
+ending with a letter or digit; otherwise the answer is INVALID_REQUEST with no API listed, and
+the session keeps no client information.
 """
 
 from __future__ import annotations
+
+import re
 
 from broker.dispatch import RequestContext
 from broker.registry import REGISTRY, error_response, handler
@@ -27,6 +32,14 @@ CONSUMER_PROTOCOL_APIS = frozenset(
 TELEMETRY_APIS = frozenset({ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, ApiKey.PUSH_TELEMETRY})
 
 
+#: KIP-511's rule for client_software_name and client_software_version
+SOFTWARE_NAME_OR_VERSION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+
+
+def _valid(value: str | None) -> bool:
+    return value is not None and SOFTWARE_NAME_OR_VERSION.fullmatch(value) is not None
+
+
 def _advertised(ctx: RequestContext, key: int) -> bool:
     if key in CONSUMER_PROTOCOL_APIS:
         groups = ctx.services.groups
@@ -39,6 +52,8 @@ def _advertised(ctx: RequestContext, key: int) -> bool:
 @handler(ApiKey.API_VERSIONS, "0-4", before_authentication=True)
 def handle_api_versions(ctx: RequestContext, request: ApiVersionsRequest) -> ApiVersionsResponse:
     if ctx.api_version >= 3:
+        if not (_valid(request.client_software_name) and _valid(request.client_software_version)):
+            return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST, throttle_time_ms=0)
         ctx.session.client_software_name = request.client_software_name or ""
         ctx.session.client_software_version = request.client_software_version or ""
     return ApiVersionsResponse(

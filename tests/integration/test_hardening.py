@@ -18,12 +18,11 @@ import pytest
 
 from protocol.error_codes import ErrorCode
 from protocol.headers import decode_response, encode_request
-from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
 from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 from tests.integration.broker_process import BrokerProcess
 from tests.support.kafka_clients import create_topic
-from tests.support.raw_client import call, connect, is_closed, read_frame
+from tests.support.raw_client import api_versions, call, connect, is_closed, read_frame
 
 
 def rss_bytes(pid: int) -> int:
@@ -41,7 +40,7 @@ def cpu_seconds(pid: int) -> float:
 def served(bootstrap: str) -> bool:
     """A well-behaved client's ApiVersions is answered."""
     with connect(bootstrap) as sock:
-        return call(sock, ApiVersionsRequest(), 0).error_code == ErrorCode.NONE
+        return call(sock, api_versions(), 0).error_code == ErrorCode.NONE
 
 
 def test_size_prefixes_alone_pin_no_frames_and_time_out(fresh_broker):
@@ -77,7 +76,7 @@ def test_metadata_by_topic_id_is_answered_in_order_at_every_version(broker):
             )
             response = call(sock, request, version, correlation_id=version)
             assert response.topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_ID
-        assert call(sock, ApiVersionsRequest(), 0, correlation_id=99).error_code == 0
+        assert call(sock, api_versions(), 0, correlation_id=99).error_code == 0
 
 
 def test_metadata_by_topic_id_with_an_empty_name_answers_the_topic(broker, topic_name):
@@ -216,7 +215,7 @@ def test_connection_limits_refuse_cleanly(fresh_broker):
     broker = fresh_broker(**{"max.connections.per.ip": "5"})
     held = [connect(broker.bootstrap) for _ in range(5)]
     for s in held:
-        assert call(s, ApiVersionsRequest(), 0).error_code == 0
+        assert call(s, api_versions(), 0).error_code == 0
     extra = connect(broker.bootstrap)
     assert is_closed(extra, timeout=10)
     held.pop().close()
@@ -253,14 +252,14 @@ def test_connection_limit_overrides_per_address_and_host_name(fresh_broker):
     for source, limit in (("127.0.0.1", 4), ("127.0.0.2", 2), ("127.0.0.3", 1)):
         for _ in range(limit):
             sock = from_address(source)
-            assert call(sock, ApiVersionsRequest(), 0).error_code == ErrorCode.NONE
+            assert call(sock, api_versions(), 0).error_code == ErrorCode.NONE
             held.append(sock)
         extra = from_address(source)
         assert is_closed(extra, timeout=10), f"connection {limit + 1} from {source} was kept"
         broker.wait_for_log(f"refused a connection from {source} on PLAINTEXT")
     # the refusals closed only the extra connections
     for sock in held:
-        assert call(sock, ApiVersionsRequest(), 0, 2).error_code == ErrorCode.NONE
+        assert call(sock, api_versions(), 0, 2).error_code == ErrorCode.NONE
         sock.close()
 
 
@@ -281,9 +280,9 @@ def test_at_max_connections_the_next_client_waits_until_one_closes(fresh_broker)
     broker = fresh_broker(**{"max.connections": "3"})
     held = [connect(broker.bootstrap) for _ in range(3)]
     for s in held:
-        call(s, ApiVersionsRequest(), 0)
+        call(s, api_versions(), 0)
     waiting = connect(broker.bootstrap)  # completes in the kernel's backlog, not accepted
-    waiting.sendall(encode_request(ApiVersionsRequest(), 0, 5))
+    waiting.sendall(encode_request(api_versions(), 0, 5))
     waiting.settimeout(1.0)
     with pytest.raises(TimeoutError):
         read_frame(waiting)

@@ -18,11 +18,11 @@ from kafka import KafkaProducer
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.headers import decode_response, encode_request
-from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.init_producer_id import InitProducerIdRequest
 from protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
 from protocol.records.record import SimpleRecord, build_batch
 from tests.support.kafka_clients import create_topic
+from tests.support.raw_client import api_versions
 
 
 def read_all(bootstrap: str, topic: str, partitions: int, expected: int) -> list:
@@ -234,7 +234,7 @@ def test_transaction_apis_are_advertised(broker):
     r = client.request(
         InitProducerIdRequest(transactional_id="txn", transaction_timeout_ms=60000), 4
     )
-    versions = client.request(ApiVersionsRequest(), 3)
+    versions = client.request(api_versions(), 3)
     client.close()
     assert r.error_code in (
         ErrorCode.NONE,

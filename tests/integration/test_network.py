@@ -12,10 +12,9 @@ from confluent_kafka.admin import AdminClient
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.headers import RequestHeader, decode_response, encode_request, encode_request_header
-from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.metadata import MetadataRequest
 from tests.support import raw_client
-from tests.support.raw_client import is_closed, read_frame
+from tests.support.raw_client import api_versions, is_closed, read_frame
 
 
 def connect(broker) -> socket.socket:
@@ -27,7 +26,7 @@ def test_pipelined_requests_get_in_order_responses(broker):
     requests = []
     for cid in range(200):
         if cid % 2:
-            requests.append(encode_request(ApiVersionsRequest(), 3, cid))
+            requests.append(encode_request(api_versions(), 3, cid))
         else:
             requests.append(encode_request(MetadataRequest(topics=None), 12, cid))
     sock.sendall(b"".join(requests))
@@ -52,7 +51,7 @@ def test_api_versions_unknown_version_answers_v0_error_35(broker):
     assert correlation == 9 and body.error_code == ErrorCode.UNSUPPORTED_VERSION
     assert [(k.api_key, k.min_version) for k in body.api_keys] == [(18, 0)]
     # the connection is still usable: the client retries with a version we know
-    sock.sendall(encode_request(ApiVersionsRequest(), 0, 10))
+    sock.sendall(encode_request(api_versions(), 0, 10))
     assert decode_response(ApiKey.API_VERSIONS, 0, read_frame(sock))[1].error_code == 0
     sock.close()
 
@@ -64,7 +63,7 @@ def test_malformed_frame_closes_only_its_connection(broker):
     garbage = header + b"\xff\xff\xff\xff\x7f"  # a compact array claiming ~2**35 entries
     bad.sendall(struct.pack(">i", len(garbage)) + garbage)
     assert is_closed(bad)
-    good.sendall(encode_request(ApiVersionsRequest(), 3, 5))
+    good.sendall(encode_request(api_versions(), 3, 5))
     assert decode_response(ApiKey.API_VERSIONS, 3, read_frame(good))[0] == 5
     good.close()
 
@@ -74,7 +73,7 @@ def test_oversize_frame_closes_only_its_connection(broker):
     bad = connect(broker)
     bad.sendall(struct.pack(">i", 2**31 - 1) + b"x" * 100)
     assert is_closed(bad)
-    good.sendall(encode_request(ApiVersionsRequest(), 3, 6))
+    good.sendall(encode_request(api_versions(), 3, 6))
     assert decode_response(ApiKey.API_VERSIONS, 3, read_frame(good))[0] == 6
     good.close()
 
@@ -92,7 +91,7 @@ def test_unknown_api_and_garbage_header_close_the_connection(broker):
 def test_idle_connections_are_closed(fresh_broker):
     proc = fresh_broker(**{"connections.max.idle.ms": "300"})
     sock = connect(proc)
-    sock.sendall(encode_request(ApiVersionsRequest(), 3, 1))
+    sock.sendall(encode_request(api_versions(), 3, 1))
     read_frame(sock)
     time.sleep(1.5)
     assert is_closed(sock, timeout=5)

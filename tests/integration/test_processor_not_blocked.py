@@ -15,12 +15,11 @@ from pathlib import Path
 import pytest
 
 from protocol.headers import decode_response, encode_request
-from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.find_coordinator import FindCoordinatorRequest
 from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 from tests.integration.broker_process import BrokerProcess
 from tests.support.gated_proxy import GatedProxy
-from tests.support.raw_client import call, connect, read_frame
+from tests.support.raw_client import api_versions, call, connect, read_frame
 from tests.support.waiting import wait_for
 from tests.support.zookeeper import ZooKeeperServer
 
@@ -72,7 +71,7 @@ def test_a_stalled_zookeeper_stalls_only_the_requests_that_need_it(
     bystander = connect(proc.bootstrap, timeout=120)
     try:
         # every connection is on the broker's one processor thread
-        assert call(bystander, ApiVersionsRequest(), 3).error_code == 0
+        assert call(bystander, api_versions(), 3).error_code == 0
         proxy.hold()
         send(
             creating,
@@ -86,7 +85,7 @@ def test_a_stalled_zookeeper_stalls_only_the_requests_that_need_it(
         # ZooKeeper is stalled: the bystander is answered on the same processor, every time,
         # while both requests that need ZooKeeper wait
         for i in range(5):
-            response = call(bystander, ApiVersionsRequest(), 3, correlation_id=10 + i)
+            response = call(bystander, api_versions(), 3, correlation_id=10 + i)
             assert response.error_code == 0
             assert call(bystander, MetadataRequest(topics=[]), 9, 20 + i).topics == []
         assert not answered(creating), "the auto-creation was answered with ZooKeeper stalled"

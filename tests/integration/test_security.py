@@ -38,7 +38,6 @@ from kafka import KafkaConsumer, KafkaProducer
 from broker.security.scram import ScramClient
 from protocol.error_codes import ErrorCode
 from protocol.headers import encode_request
-from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.metadata import MetadataRequest
 from protocol.messages.sasl_authenticate import SaslAuthenticateRequest
 from protocol.messages.sasl_handshake import SaslHandshakeRequest
@@ -48,7 +47,7 @@ from tests.support.certs import TlsFiles, make_tls_files
 from tests.support.kafka_clients import consume_from_start
 from tests.support.metrics import scrape
 from tests.support.ports import free_port
-from tests.support.raw_client import call, connect, is_closed, read_frame
+from tests.support.raw_client import api_versions, call, connect, is_closed, read_frame
 from tests.support.secure_broker import (
     MODES,
     PASSWORDS,
@@ -339,7 +338,7 @@ def test_sasl_failures_are_answered_then_closed(secure, bystander):
     # after SaslHandshake only SaslAuthenticate
     sock = sasl_connect(secure, "PLAIN")
     during = sock.getsockname()[1]
-    sock.sendall(encode_request(ApiVersionsRequest(), 3, 2))
+    sock.sendall(encode_request(api_versions(), 3, 2))
     assert is_closed(sock)
     secure.wait_for_log(f"from 127.0.0.1:{during} on listener SASL_PLAINTEXT")
     log = secure.log()
@@ -396,7 +395,7 @@ def test_tls_refusals(secure, tls, bystander):
                 ctx.wrap_socket(raw, server_hostname=host) as s,
             ):
                 # TLS 1.3: the server's refusal of a client certificate arrives on read
-                s.sendall(encode_request(ApiVersionsRequest(), 3, 1))
+                s.sendall(encode_request(api_versions(), 3, 1))
                 data = s.recv(4)
                 return "answered" if data else "closed"
         except (ssl.SSLError, OSError) as e:
@@ -418,7 +417,7 @@ def test_tls_refusals(secure, tls, bystander):
     for listener in ("SSL", "SASL_SSL"):
         sock = connect(secure.address(listener))
         port = sock.getsockname()[1]
-        sock.sendall(encode_request(ApiVersionsRequest(), 3, 1))
+        sock.sendall(encode_request(api_versions(), 3, 1))
         assert closed_after_alert(sock)
         expected.append(f"TLS handshake failed: client 127.0.0.1:{port} on listener {listener}: ")
     garbage = b"\x16\x03\x01\x00\x05garbage-garbage-garbage" * 4

@@ -21,7 +21,7 @@ from protocol.records import compression
 from tests.integration.broker_process import BrokerProcess
 from tests.support.metrics import scrape
 from tests.support.ports import free_port
-from tests.support.raw_client import call, connect
+from tests.support.raw_client import api_versions, call, connect
 from tests.support.waiting import wait_for
 
 
@@ -188,10 +188,9 @@ def test_telemetry_apis_are_advertised_only_with_the_metrics_endpoint(
     """As Kafka advertises them only with a telemetry receiver: without metrics.port, pushed
     metrics would go nowhere, so clients are not asked to collect them."""
     from protocol.api_keys import ApiKey
-    from protocol.messages.api_versions import ApiVersionsRequest
 
     telemetry = {ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, ApiKey.PUSH_TELEMETRY}
     for proc, expected in ((telemetry_broker, telemetry), (broker, set())):
         with connect(proc.bootstrap) as sock:
-            keys = {a.api_key for a in call(sock, ApiVersionsRequest(), 3).api_keys}
+            keys = {a.api_key for a in call(sock, api_versions(), 3).api_keys}
         assert keys & telemetry == expected

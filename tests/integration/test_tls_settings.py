@@ -37,11 +37,10 @@ from confluent_kafka.admin import (
 )
 
 from protocol.error_codes import ErrorCode
-from protocol.messages.api_versions import ApiVersionsRequest
 from tests.integration.broker_process import BrokerProcess
 from tests.support.certs import KEY_PASSWORD, TlsFiles, make_tls_files
 from tests.support.kafka_clients import consume_from_start, create_topic
-from tests.support.raw_client import call
+from tests.support.raw_client import api_versions, call
 
 LISTENERS = ("PLAINTEXT", "ENCFILE", "ENCINLINE", "REQUESTED", "TLS13", "TLS12", "SUITE")
 SUITE = "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"
@@ -129,7 +128,7 @@ def handshake(
             socket.create_connection(("127.0.0.1", broker.ports[listener]), timeout=10) as raw,
             ctx.wrap_socket(raw, server_hostname="localhost") as sock,
         ):
-            assert call(sock, ApiVersionsRequest(), 3).error_code == ErrorCode.NONE
+            assert call(sock, api_versions(), 3).error_code == ErrorCode.NONE
             version, cipher = sock.version(), sock.cipher()
             assert version is not None and cipher is not None
             return version, cipher[0]

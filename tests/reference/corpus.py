@@ -815,6 +815,20 @@ def api_scenarios(prefix: str, advertised: dict[int, tuple[int, int]]) -> list[S
             ],
         )
 
+    # KIP-511: a software name or version outside [a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?
+    for v in (v for v in versions(ApiKey.API_VERSIONS) if v >= 3):
+        add(
+            f"api_versions/v{v}-malformed-software",
+            [
+                Exchange(
+                    ApiVersionsRequest(
+                        client_software_name="odradek diff", client_software_version="1.0+x"
+                    ),
+                    v,
+                )
+            ],
+        )
+
     for v in versions(ApiKey.METADATA):
         t = f"{prefix}-md{v}"
         add(

@@ -37,7 +37,6 @@ from typing import Any
 from protocol.api_keys import ApiKey
 from protocol.headers import decode_response, encode_request
 from protocol.messages import SCHEMAS
-from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.records.record import RecordBatchBuilder
 from protocol.schema import (
     BOOL,
@@ -56,6 +55,7 @@ from protocol.schema import (
     Field,
     Struct,
 )
+from tests.support.raw_client import api_versions
 
 #: Topics the fuzzer creates before it starts, so seeds name partitions that exist.
 TOPICS = ("fuzz-a", "fuzz-b")
@@ -298,7 +298,7 @@ def _batch(
             key = struct.unpack_from(">h", frame, 4)[0] if len(frame) >= 6 else -1
             sent_keys[i] = key
             payload += frame
-        payload += encode_request(ApiVersionsRequest(), 0, SENTINEL_ID)
+        payload += encode_request(api_versions(), 0, SENTINEL_ID)
         try:
             sock.sendall(payload)
         except OSError:
@@ -387,7 +387,7 @@ def _raw(host: str, port: int, rng: random.Random, report: Report) -> None:
 
 def advertised_versions(host: str, port: int) -> list[tuple[int, int, int]]:
     with _connect(host, port) as sock:
-        sock.sendall(encode_request(ApiVersionsRequest(), 0, 1))
+        sock.sendall(encode_request(api_versions(), 0, 1))
         buffer = bytearray()
         while True:
             chunk = sock.recv(1 << 16)

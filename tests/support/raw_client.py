@@ -8,6 +8,13 @@ import struct
 from typing import Any
 
 from protocol.headers import decode_response, encode_request
+from protocol.messages.api_versions import ApiVersionsRequest
+
+
+def api_versions() -> ApiVersionsRequest:
+    """An ApiVersions request as clients send it: from v3 (KIP-511) a software name and version
+    a broker accepts (Kafka answers INVALID_REQUEST to empty or malformed ones)."""
+    return ApiVersionsRequest(client_software_name="odradek-tests", client_software_version="1")
 
 
 def connect(bootstrap: str, timeout: float = 10.0) -> socket.socket:

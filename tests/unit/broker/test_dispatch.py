@@ -35,6 +35,7 @@ from protocol.messages.describe_cluster import DescribeClusterRequest
 from protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
 from protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
 from storage.log import AppendInfo
+from tests.support.raw_client import api_versions
 from tests.unit.storage.util import make_batch
 
 
@@ -252,7 +253,7 @@ def test_the_gate_serves_only_the_sasl_exchange_before_authentication(registry: 
     dispatcher = Dispatcher(services(FakeReplicaManager()), registry)
     conn = FakeConnection(session("SASL_PLAINTEXT"))
     assert not conn.session.authenticated
-    response = call(dispatcher, conn, ApiVersionsRequest(), 3)
+    response = call(dispatcher, conn, api_versions(), 3)
     assert response.error_code == ErrorCode.NONE
     with pytest.raises(CloseConnection, match="PRODUCE before authentication"):
         call(dispatcher, conn, produce("t"), 9)
@@ -270,8 +271,29 @@ def test_api_versions_keeps_the_client_software_on_the_session(registry: Any) ->
         "2.6.1",
     )
     # v0-2 carry none: what the connection announced before stays
-    assert call(dispatcher, conn, ApiVersionsRequest(), 2).error_code == ErrorCode.NONE
+    assert call(dispatcher, conn, api_versions(), 2).error_code == ErrorCode.NONE
     assert conn.session.client_software_name == "librdkafka"
+
+
+@pytest.mark.parametrize(
+    ("name", "version"),
+    [("", "1.0"), ("librdkafka", ""), ("bad name", "1.0"), ("-lead", "1"), ("x", "2.6.1+local")],
+)
+def test_api_versions_refuses_a_malformed_client_software(
+    registry: Any, name: str, version: str
+) -> None:
+    """Kafka's ApiVersionsRequest.isValid (KIP-511): v3+ software names and versions are
+    letters, digits, '-' and '.', starting and ending with a letter or digit; otherwise
+    INVALID_REQUEST, no API listed, and the session keeps what it had."""
+    dispatcher = Dispatcher(services(FakeReplicaManager()), registry)
+    conn = FakeConnection(session())
+    for v in (3, 4):
+        request = ApiVersionsRequest(client_software_name=name, client_software_version=version)
+        response = call(dispatcher, conn, request, v)
+        assert (response.error_code, response.api_keys) == (ErrorCode.INVALID_REQUEST, [])
+        assert conn.session.client_software_name == ""
+    # a valid one is still answered on the same connection
+    assert call(dispatcher, conn, api_versions(), 3).error_code == ErrorCode.NONE
 
 
 def test_cluster_requirements_are_checked_at_the_gate(registry: Any) -> None:

@@ -13,6 +13,7 @@ from protocol.headers import (
 from protocol.messages import SCHEMAS
 from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from protocol.messages.metadata import MetadataRequest
+from tests.support.raw_client import api_versions
 
 
 def test_request_header_v2_keeps_int16_client_id():
@@ -57,4 +58,4 @@ def test_unknown_api_version_header_still_parses():
     raw = encode_request_header(RequestHeader(18, 99, 3, "x"), 2)
     header, _ = decode_request_header(raw + b"junk")
     assert header.api_version == 99 and header.correlation_id == 3
-    assert isinstance(ApiVersionsRequest(), ApiVersionsRequest)
+    assert isinstance(api_versions(), ApiVersionsRequest)
