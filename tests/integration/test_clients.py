@@ -255,7 +255,7 @@ def test_aiokafka_produce_consume(broker, topic_name, codec):
 @pytest.mark.skipif(
     shutil.which("kcat") is None, reason="kcat not installed (make test installs it)"
 )
-@pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4"])
+@pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
 def test_kcat_produce_consume(broker, topic_name, codec):
     lines = "\n".join(f"key{i}:value{i}" for i in range(100)) + "\n"
     subprocess.run(
