@@ -31,8 +31,16 @@ value without a key.
   target, read_committed at >= 0.8x the read_uncommitted rate, is quoted in offsets/s; the
   delivered-records ratio is about half of it by construction).
 
-Run: ``python -m bench bench_transactions [--records N] [--repeats R]``. Figures are printed,
-never asserted.
+With ``--kafka``, the produce comparison also runs against Apache Kafka 4.x (the newest of
+tests/reference/versions.mk; `make reference-kafka` fetches it), a KRaft single node with
+kafka-server-start's JVM options and the same two settings, started beside Odradek for the
+run: after an unmeasured warm-up of each broker (the JVM compiles Kafka's hot paths in its first
+seconds), every round runs idempotent then transactional on Odradek, then on Kafka, and the
+ratio of each broker's medians is printed. That says what this machine and this client allow,
+Kafka's coordinator included.
+
+Run: ``python -m bench bench_transactions [--records N] [--repeats R] [--kafka]``. Figures are
+printed, never asserted.
 """
 
 from __future__ import annotations
@@ -47,7 +55,9 @@ from pathlib import Path
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from bench.bench_kafka import KAFKA_JVM_OPTS
 from tests.integration.broker_process import BrokerProcess
+from tests.support.kafka_reference import KafkaBroker, kraft_version, reference_missing
 
 COMMAND = "python -m bench bench_transactions"
 TXN_SIZE = 1000
@@ -144,6 +154,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog=COMMAND)
     parser.add_argument("--records", type=int, default=200_000)
     parser.add_argument("--repeats", type=int, default=3, help="runs of each kind (alternating)")
+    parser.add_argument(
+        "--kafka", action="store_true", help="also run the produce comparison on Apache Kafka 4.x"
+    )
     args = parser.parse_args(argv or [])
     n = args.records - args.records % (2 * TXN_SIZE)
     repeats = max(args.repeats, 1)
@@ -152,28 +165,66 @@ def main(argv: list[str] | None = None) -> None:
         tmp / "data",
         {"transaction.state.log.num.partitions": "4", "offsets.topic.num.partitions": "4"},
     )
+    kafka: KafkaBroker | None = None
+    if args.kafka:
+        version = kraft_version()
+        reason = reference_missing(version)
+        if reason:
+            raise SystemExit(f"bench_transactions --kafka: {reason}")
+        kafka = KafkaBroker(
+            tmp / "kafka",
+            version,
+            overrides={
+                "transaction.state.log.num.partitions": "4",
+                "offsets.topic.num.partitions": "4",
+            },
+            jvm_opts=KAFKA_JVM_OPTS,
+        )
     broker.start()
     try:
+        if kafka is not None:
+            kafka.start()
+            print(f"Apache Kafka {kafka.version} (KRaft) on {kafka.bootstrap}")
         bs = broker.bootstrap
         for r in range(repeats):
             _topic(bs, f"idem-{r}")
             _topic(bs, f"txn-{r}")
         _topic(bs, "mixed")
 
+        if kafka is not None:
+            for b, b_bs in (("odradek", bs), ("kafka", kafka.bootstrap)):
+                _topic(b_bs, f"warm-idem-{b}")
+                _topic(b_bs, f"warm-txn-{b}")
+                _idempotent(b_bs, f"warm-idem-{b}", n // 2)
+                _transactional(b_bs, f"warm-txn-{b}", n // 2, f"bench-warm-{b}")
+            for r in range(repeats):
+                _topic(kafka.bootstrap, f"idem-{r}")
+                _topic(kafka.bootstrap, f"txn-{r}")
+        targets = [("odradek", bs)] + ([("kafka", kafka.bootstrap)] if kafka is not None else [])
         print(
             f"produce {n} records of 100 B to one partition; {repeats} runs of each, "
             "alternating (idempotent first):"
         )
-        print(f"  {'run':<6} {'idempotent':>15} {f'transactional ({TXN_SIZE}/txn)':>28}")
-        idem: list[float] = []
-        txn: list[float] = []
+        print(
+            f"  {'run':<6} {'broker':<8} {'idempotent':>15} {f'transactional ({TXN_SIZE}/txn)':>28}"
+        )
+        idem: dict[str, list[float]] = {name: [] for name, _ in targets}
+        txn: dict[str, list[float]] = {name: [] for name, _ in targets}
         for r in range(repeats):
-            idem.append(_idempotent(bs, f"idem-{r}", n))
-            txn.append(_transactional(bs, f"txn-{r}", n, f"bench-txn-{r}"))
-            print(f"  {r + 1:<6} {idem[-1]:>11,.0f} r/s {txn[-1]:>24,.0f} r/s", flush=True)
-        idem_m, txn_m = statistics.median(idem), statistics.median(txn)
-        print(f"  {'median':<6} {idem_m:>11,.0f} r/s {txn_m:>24,.0f} r/s")
-        print(f"  ratio of the medians, transactional / idempotent: {txn_m / idem_m:.2f}x")
+            for name, b_bs in targets:
+                idem[name].append(_idempotent(b_bs, f"idem-{r}", n))
+                txn[name].append(_transactional(b_bs, f"txn-{r}", n, f"bench-txn-{r}"))
+                print(
+                    f"  {r + 1:<6} {name:<8} {idem[name][-1]:>11,.0f} r/s "
+                    f"{txn[name][-1]:>24,.0f} r/s",
+                    flush=True,
+                )
+        for name, _ in targets:
+            idem_m, txn_m = statistics.median(idem[name]), statistics.median(txn[name])
+            print(f"  {'median':<6} {name:<8} {idem_m:>11,.0f} r/s {txn_m:>24,.0f} r/s")
+            print(
+                f"  {name}: ratio of the medians, transactional / idempotent: {txn_m / idem_m:.2f}x"
+            )
 
         _transactional(bs, "mixed", n, "bench-mixed", abort_every_other=True)
         # the warm-up record and its marker, n data records, one marker per transaction
@@ -214,6 +265,8 @@ def main(argv: list[str] | None = None) -> None:
         )
     finally:
         broker.stop()
+        if kafka is not None:
+            kafka.stop()
         shutil.rmtree(tmp, ignore_errors=True)
 
 
