@@ -165,7 +165,12 @@ def test_kcat(compression):
         )
         batches = wait_all(broker, len(lines))
     records, decoded = captured_records(batches)
-    assert {b.compression for b in decoded} == {c.CompressionType.from_name(compression)}
+    wanted = c.CompressionType.from_name(compression)
+    codecs = {b.compression for b in decoded}
+    # librdkafka sends a batch uncompressed when compressing would not shrink it
+    # (rd_kafka_msgset_writer_compress): a batch of one short line, when kcat's lines leave in
+    # batches of their own on a loaded machine; the 5,000-byte line always compresses
+    assert wanted in codecs and codecs <= {wanted, c.CompressionType.NONE}
     assert [(r.key, r.value, r.headers) for r in records] == [
         (k, v, [("h1", b"v1"), ("h2", b"")]) for k, v in lines
     ]
