@@ -25,7 +25,12 @@ from typing import Any
 from broker.security.inter_broker import InterBrokerAuthenticationError, InterBrokerSecurity
 from coordination.metadata.view import BrokerInfo, ClusterView, Endpoint
 from protocol.api_keys import ApiKey
-from protocol.client import ClientConnection, UnsupportedApi, api_versions_request
+from protocol.client import (
+    ClientConnection,
+    UnsupportedApi,
+    api_versions_request,
+    exchange_api_versions,
+)
 from protocol.error_codes import ErrorCode
 from protocol.errors import ProtocolError
 from protocol.messages import SCHEMAS
@@ -111,11 +116,7 @@ class InterBrokerConnection:
         self._sock = sock
         self._protocol = self._new_protocol()
         try:
-            request, version = api_versions_request("odradek-broker", "1")
-            body = self.request(request, version)
-            retry = ClientConnection.api_versions_retry_version(body)
-            if retry is not None:
-                body = self.request(request, retry)
+            body = exchange_api_versions(self.request, "odradek-broker", "1")
             if body.error_code != ErrorCode.NONE:
                 raise InterBrokerUnavailable(f"ApiVersions from {self}: error {body.error_code}")
             self._protocol.apply_api_versions(body)

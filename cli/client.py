@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 from cli.security import Security
 from protocol.api_keys import ApiKey
-from protocol.client import ClientConnection, UnsupportedApi, api_versions_request
+from protocol.client import ClientConnection, UnsupportedApi, exchange_api_versions
 from protocol.error_codes import ErrorCode
 from protocol.errors import ProtocolError
 from protocol.scram import SaslClient, ScramError
@@ -190,11 +190,7 @@ class Connection:
         self._sock = sock
         self._protocol = ClientConnection(CLIENT_VERSIONS, client_id=self.client_id)
         try:
-            request, version = api_versions_request("odradek-cli", "0.1.0")
-            body = self.request(request, version)
-            retry = ClientConnection.api_versions_retry_version(body)
-            if retry is not None:
-                body = self.request(request, retry)
+            body = exchange_api_versions(self.request, "odradek-cli", "0.1.0")
             self._protocol.apply_api_versions(body)
             if self.security.sasl:
                 self._authenticate()

@@ -22,7 +22,7 @@ a time.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,6 +88,21 @@ def api_versions_request(
         ),
         3,
     )
+
+
+def exchange_api_versions(
+    send: Callable[[Any, int], Any], client_software_name: str, client_software_version: str
+) -> Any:
+    """The ApiVersions exchange a client opens with: ``send(request, version)`` returns the
+    peer's answer. After UNSUPPORTED_VERSION the request is sent again, with the same software
+    name and version (Kafka refuses empty ones from v3, KIP-511), at the highest version the
+    peer listed. Returns the last answer."""
+    request, version = api_versions_request(client_software_name, client_software_version)
+    body = send(request, version)
+    retry = ClientConnection.api_versions_retry_version(body)
+    if retry is not None:
+        body = send(request, retry)
+    return body
 
 
 def negotiate(

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from protocol.api_keys import ApiKey
-from protocol.client import ClientConnection, UnsupportedApi, api_versions_request
+from protocol.client import ClientConnection, UnsupportedApi, exchange_api_versions
 from protocol.error_codes import ErrorCode
 from protocol.errors import ProtocolError
 from protocol.messages.create_topics import (
@@ -258,11 +258,7 @@ class BrokerConnection:
             raise
 
     def _negotiate(self) -> None:
-        request, version = api_versions_request("odradek-spark", "0.1.0")
-        body = self.request(request, version)
-        retry = ClientConnection.api_versions_retry_version(body)
-        if retry is not None:
-            body = self.request(request, retry)
+        body = exchange_api_versions(self.request, "odradek-spark", "0.1.0")
         if body.error_code != ErrorCode.NONE:
             raise KafkaErrorResponse(body.error_code, f"ApiVersions from {self.host}:{self.port}")
         self._protocol.apply_api_versions(body)
