@@ -817,12 +817,8 @@ class ReplicaManager:
 
         def settled(tp: TopicPartition, epoch: int) -> bool:
             part = self.partitions.get(tp)
-            return (
-                part is None
-                or part.is_leader
-                or part.leader_epoch != epoch
-                or not self.leadership_expected(*tp)
-            )
+            # (leadership_expected is False for a partition gone or led here)
+            return part is None or part.leader_epoch != epoch or not self.leadership_expected(*tp)
 
         epochs = {}
         for tp in partitions:

@@ -334,6 +334,27 @@ _LZ4_MAX_RATIO = 256
 _LZ4_FIRST_GUESS = 8
 
 
+def _lz4_frame_start(
+    frame: memoryview, end: int, step: int
+) -> tuple[memoryview, lz4.frame.LZ4FrameDecompressor, bytes]:
+    """The first output (at most ``step`` bytes) of the frame at the start of ``frame``, with
+    its decompressor, and the frame read: ``frame`` itself, or a copy whose header checksum
+    (at ``end``) was corrected when liblz4 refused Kafka 0.8-0.9's. RuntimeError from liblz4."""
+    decompressor = lz4.frame.LZ4FrameDecompressor()
+    try:
+        return frame, decompressor, decompressor.decompress(frame, max_length=step)
+    except RuntimeError as e:
+        if "headerChecksum" not in str(e):
+            raise
+    correct, broken = lz4_header_checksums(frame)
+    if frame[end] != broken:
+        raise CorruptRecord("LZ4 frame header checksum mismatch")
+    fixed = bytearray(frame)
+    fixed[end] = correct
+    decompressor = lz4.frame.LZ4FrameDecompressor()
+    return memoryview(fixed), decompressor, decompressor.decompress(fixed, max_length=step)
+
+
 def lz4_decompress(data: Buffer, *, max_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES) -> bytes:
     """LZ4 frames (usually one), with either the correct or Kafka 0.8-0.9's header checksum.
 
@@ -355,21 +376,8 @@ def lz4_decompress(data: Buffer, *, max_bytes: int = DEFAULT_MAX_DECOMPRESSED_BY
             len(rest) * _LZ4_MAX_RATIO,
             max(len(rest) * _LZ4_FIRST_GUESS, 1 << 16),
         )
-        decompressor = lz4.frame.LZ4FrameDecompressor()
         try:
-            try:
-                out = decompressor.decompress(rest, max_length=step)
-            except RuntimeError as e:
-                if "headerChecksum" not in str(e):
-                    raise
-                correct, broken = lz4_header_checksums(rest)
-                if rest[end] != broken:
-                    raise CorruptRecord("LZ4 frame header checksum mismatch") from None
-                fixed = bytearray(rest)
-                fixed[end] = correct
-                rest = memoryview(fixed)
-                decompressor = lz4.frame.LZ4FrameDecompressor()
-                out = decompressor.decompress(rest, max_length=step)
+            rest, decompressor, out = _lz4_frame_start(rest, end, step)
             while True:
                 total += len(out)
                 if total > max_bytes:
