@@ -10,11 +10,11 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -36,8 +36,9 @@ from protocol.messages.offset_fetch import (
     OffsetFetchRequestTopic,
     OffsetFetchRequestTopics,
 )
-from tests.integration.broker_process import ROOT, BrokerProcess
+from tests.integration.broker_process import BrokerProcess
 from tests.integration.test_idempotence import RawClient
+from tests.support.eos import start_copy_loop
 from tests.support.kafka_clients import consume_from_start, create_topic
 from tests.support.waiting import wait_for
 
@@ -562,7 +563,6 @@ def test_require_stable_offset_fetch_while_a_transactional_commit_is_pending(
 
 # -- exactly-once consume-transform-produce --------------------------------------------------------
 
-LOOP = ROOT / "tests" / "clients" / "eos" / "copy_loop.py"
 EOS_RECORDS = int(os.environ.get("ODRADEK_EOS_RECORDS", "100000"))
 KILLS = 10
 
@@ -576,34 +576,12 @@ def _fill_input(bootstrap: str, topic: str, total: int) -> None:
     assert p.flush(60) == 0
 
 
-#: records per transaction: small transactions keep the copy going long enough for every kill
-#: to land in it (and put more transaction boundaries in the way of the kills)
-EOS_BATCH = 20
-
-
-def _loop(bootstrap: str, source: str, sink: str, log: Path) -> subprocess.Popen:
-    """The copy loop (group ``eos``, transactional id ``eos-copy``), its stderr appended to
-    ``log``."""
-    with open(log, "ab") as errors:
-        return subprocess.Popen(
-            [
-                sys.executable,
-                str(LOOP),
-                bootstrap,
-                source,
-                sink,
-                "eos",
-                "eos-copy",
-                str(EOS_RECORDS),
-                # a restarted loop waits for the group to drop its SIGKILLed predecessor: the
-                # smallest session the broker allows keeps ten such waits short
-                "6000",
-                str(EOS_BATCH),
-            ],
-            cwd=ROOT,
-            stdout=subprocess.DEVNULL,
-            stderr=errors,
-        )
+def _loop(bootstrap: str, source: str, sink: str, log: Path) -> subprocess.Popen[Any]:
+    """The copy loop (group ``eos``, transactional id ``eos-copy``)."""
+    return start_copy_loop(
+        bootstrap, source, sink, group="eos", transactional_id="eos-copy", total=EOS_RECORDS,
+        log=log,
+    )  # fmt: skip
 
 
 def _check_exactly_once(bootstrap: str, sink: str) -> None:

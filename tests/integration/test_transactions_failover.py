@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import random
 import subprocess
-import sys
 import time
 import uuid
 from collections import defaultdict
@@ -28,7 +27,6 @@ from protocol.messages.add_partitions_to_txn import (
 from protocol.messages.init_producer_id import InitProducerIdRequest
 from protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
 from protocol.records.record import SimpleRecord, build_batch
-from tests.integration.broker_process import ROOT
 from tests.integration.test_idempotence import RawClient
 from tests.integration.test_replication import (  # noqa: F401 - fixtures
     BROKERS,
@@ -43,6 +41,7 @@ from tests.integration.test_replication import (  # noqa: F401 - fixtures
     zk,
 )
 from tests.support.cluster import ProcessCluster
+from tests.support.eos import log_tail, start_copy_loop
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.zookeeper
@@ -237,40 +236,15 @@ def test_the_coordinators_broker_killed_mid_transaction(cluster: ProcessCluster)
 
 # -- exactly once with RF=3 ------------------------------------------------------------------------
 
-LOOP = ROOT / "tests" / "clients" / "eos" / "copy_loop.py"
 EOS_RECORDS = 10_000
 EOS_KILLS = 3
-EOS_BATCH = 20
 
 
 def _copy_loop(boot: str, source: str, sink: str, log: Path) -> subprocess.Popen[Any]:
-    """One instance of the copy loop; its stderr (progress, client errors) is appended to
-    ``log``, printed if the test fails."""
-    with log.open("ab") as out:
-        return subprocess.Popen(
-            [
-                sys.executable,
-                str(LOOP),
-                boot,
-                source,
-                sink,
-                "eos-rf3",
-                "eos-rf3",
-                str(EOS_RECORDS),
-                # a restarted loop waits for the group to drop its predecessor: the smallest
-                # session the broker allows keeps that wait short
-                "6000",
-                # small transactions keep the copy going while the brokers are killed
-                str(EOS_BATCH),
-            ],
-            cwd=ROOT,
-            stdout=subprocess.DEVNULL,
-            stderr=out,
-        )
-
-
-def _tail(log: Path, lines: int = 60) -> str:
-    return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+    return start_copy_loop(
+        boot, source, sink, group="eos-rf3", transactional_id="eos-rf3", total=EOS_RECORDS,
+        log=log,
+    )  # fmt: skip
 
 
 def test_exactly_once_copy_with_three_replicas_survives_broker_kills(
@@ -320,7 +294,7 @@ def test_exactly_once_copy_with_three_replicas_survives_broker_kills(
             try:
                 code = loop.wait(timeout=max(deadline - time.monotonic(), 1))
             except subprocess.TimeoutExpired:
-                pytest.fail(f"the copy loop did not finish; its log ends:\n{_tail(log)}")
+                pytest.fail(f"the copy loop did not finish; its log ends:\n{log_tail(log)}")
             if code == 0:
                 break
             loop = _copy_loop(boot, source, sink, log)  # a client error: start again

@@ -195,32 +195,29 @@ def _produce(rm: ElectedReplicaManager, registry: Any, acks: int = 1) -> Any:
     return response.responses[0].partition_responses[0], conn
 
 
-def test_a_produce_waits_for_an_expected_leadership_then_appends(registry: Any) -> None:
-    rm = ElectedReplicaManager(expected=True, elected=True)
+@pytest.mark.parametrize(
+    ("expected", "elected", "error", "waits", "appends"),
+    [
+        # the leadership arrives during the wait: appended, counted once, as produced
+        (True, True, ErrorCode.NONE, 1, 2),
+        # it does not come: refused after the wait
+        (True, False, ErrorCode.NOT_LEADER_OR_FOLLOWER, 1, 2),
+        # led by another live broker (a stale client): refused at once
+        (False, True, ErrorCode.NOT_LEADER_OR_FOLLOWER, 0, 1),
+    ],
+)
+def test_a_produce_waits_only_for_an_expected_leadership(
+    registry: Any, expected: bool, elected: bool, error: ErrorCode, waits: int, appends: int
+) -> None:
+    rm = ElectedReplicaManager(expected=expected, elected=elected)
     answer, conn = _produce(rm, registry)
-    assert (answer.error_code, answer.base_offset) == (ErrorCode.NONE, 41)
-    assert [a[:2] for a in rm.appends] == [("t", 0), ("t", 0)]
-    # waited at most the request's timeout (1 s in this request), and not pipelined
-    assert rm.waits == [([("t", 0)], 1000)]
-    # the partition is counted once, as produced
+    assert answer.error_code == error
+    assert answer.base_offset == (41 if error == ErrorCode.NONE else -1)
+    assert rm.appends == [("t", 0, rm.appends[0][2])] * appends
+    # at most the request's timeout (1 s in this request)
+    assert rm.waits == [([("t", 0)], 1000)] * waits
     counters = conn.request_metrics.topics["t"]
-    assert (counters[PRODUCE_REQUESTS], counters[FAILED_PRODUCE]) == (1, 0)
-
-
-def test_a_leadership_that_does_not_come_is_refused_after_the_wait(registry: Any) -> None:
-    rm = ElectedReplicaManager(expected=True, elected=False)
-    answer, conn = _produce(rm, registry)
-    assert answer.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
-    assert len(rm.waits) == 1 and len(rm.appends) == 2
-    counters = conn.request_metrics.topics["t"]
-    assert (counters[PRODUCE_REQUESTS], counters[FAILED_PRODUCE]) == (1, 1)
-
-
-def test_a_partition_led_elsewhere_is_refused_at_once(registry: Any) -> None:
-    rm = ElectedReplicaManager(expected=False, elected=True)
-    answer, _ = _produce(rm, registry)
-    assert answer.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
-    assert rm.waits == [] and len(rm.appends) == 1
+    assert (counters[PRODUCE_REQUESTS], counters[FAILED_PRODUCE]) == (1, int(error != 0))
 
 
 def test_the_wait_is_not_pipelined(registry: Any) -> None:
