@@ -30,8 +30,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-import pytest
-
+from tests.support.missing import skip_or_fail
 from tests.support.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -86,15 +85,6 @@ def reference_missing(version: str) -> str | None:
             "(`make test` does it), which copies it from Maven Central with tests/reference/pom.xml"
         )
     return None
-
-
-def skip_or_fail(reason: str) -> None:
-    """Skips the test for a missing part of the reference (Kafka's jars, Java); under CI (the
-    ``CI`` environment variable set and not empty) fails it instead: CI installs everything,
-    so a part missing there is a broken install step, not a machine without Java."""
-    if os.environ.get("CI"):
-        pytest.fail(f"{reason} (CI is set: the reference must be installed)", pytrace=False)
-    pytest.skip(reason)
 
 
 def require_reference(version: str) -> None:

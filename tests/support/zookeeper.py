@@ -23,8 +23,7 @@ import time
 import uuid
 from pathlib import Path
 
-import pytest
-
+from tests.support.missing import skip_or_fail
 from tests.support.ports import free_port
 
 ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
@@ -47,7 +46,7 @@ def zookeeper_missing() -> str | None:
 def require_zookeeper() -> None:
     reason = zookeeper_missing()
     if reason:
-        pytest.skip(reason)
+        skip_or_fail(reason)
 
 
 def four_letter_word(host: str, port: int, command: str, timeout: float = 2.0) -> str:
