@@ -102,8 +102,9 @@ class Site:
 
 
 def write_workload(bootstrap: str) -> None:
-    """Every codec, a compacted topic with small segments, an idempotent producer, transactions
-    (committed and aborted), commits."""
+    """Every codec, a compacted topic with small segments (returns once the writer's cleaner has
+    compacted its rolled segments, so the reader gets cleaned segments), an idempotent producer,
+    transactions (committed and aborted), commits."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     topics = [NewTopic(f"codec-{c}", 2, 1) for c in CODECS]
     topics.append(
@@ -142,6 +143,11 @@ def write_workload(bootstrap: str) -> None:
             producer.produce("compacted", key=b"key-%d" % k, value=b"generation-%d" % generation)
         assert producer.flush(60) == 0
         time.sleep(0.15)  # segment.ms: the next generation starts a new segment
+    wait_for(
+        lambda: len(_read_partition(bootstrap, "compacted", 0)) < 6 * 20,
+        "the writer's cleaner to compact the rolled segments of 'compacted'",
+        timeout=60,
+    )
     producer = Producer(
         {"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 2}
     )
@@ -165,6 +171,30 @@ def write_workload(bootstrap: str) -> None:
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP})
     consumer.commit(offsets=[TopicPartition(t, p, o) for t, p, o in COMMITS], asynchronous=False)
     consumer.close()
+
+
+def _read_partition(bootstrap: str, topic: str, partition: int) -> list[Any]:
+    """(offset, key, value) of every record of one partition, from its start to its high
+    watermark."""
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "interchange-probe", "fetch.wait.max.ms": 50}
+    )
+    try:
+        tp = TopicPartition(topic, partition)
+        low, high = consumer.get_watermark_offsets(tp, timeout=30)
+        consumer.assign([TopicPartition(topic, partition, low)])
+        records: list[Any] = []
+        deadline = time.monotonic() + 60
+        while high > low and (not records or records[-1][0] < high - 1):
+            assert time.monotonic() < deadline, f"reading {topic}-{partition} to {high}"
+            records += [
+                (m.offset(), m.key(), m.value())
+                for m in consumer.consume(1000, 0.2)
+                if not m.error()
+            ]
+        return records
+    finally:
+        consumer.close()
 
 
 def _topics_with_leaders(bootstrap: str, expected: set[str]) -> Any:
@@ -384,7 +414,6 @@ def test_kafka_dump_log_segments_reads_odradek_segments(site: Site, how: str) ->
     # the recovery point checkpoint is written soon, so that segments below it are checked too
     writer = site.odradek({"log.flush.offset.checkpoint.interval.ms": "200"})
     write_workload(writer.bootstrap)
-    time.sleep(1.5)  # the cleaner compacts the rolled segments of the compacted topic
     _stop(writer, how)
     files = sorted(
         p
