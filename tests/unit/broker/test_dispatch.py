@@ -8,151 +8,37 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any
 
 import pytest
 
-from broker.config import BrokerConfig, HandlerConfig
-from broker.coordinators.groups import GroupService
+from broker.config import BrokerConfig
 from broker.dispatch import Dispatcher
 from broker.handlers import load_handlers
-from broker.metrics import FAILED_PRODUCE, PRODUCE_REQUESTS, RequestMetrics
+from broker.metrics import FAILED_PRODUCE, PRODUCE_REQUESTS
 from broker.net.connection import CloseConnection
-from broker.net.session import KafkaPrincipal, Session
-from broker.replication.partition import FetchIsolation, LogReadResult
-from broker.replication.replica_manager import AppendResult, FetchParams, FetchRead
-from broker.services import BrokerServices
-from coordination.metadata.view import BrokerInfo, ClusterView, Endpoint, TopicMetadata
-from protocol.acl import AclOperation, ResourceType
+from broker.replication.partition import FetchIsolation
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
-from protocol.headers import decode_response, encode_request
 from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.describe_cluster import DescribeClusterRequest
 from protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
-from protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
-from storage.log import AppendInfo
+from tests.support.fake_services import (
+    DenyCluster,
+    FakeConnection,
+    FakeReplicaManager,
+    call,
+    produce,
+    services,
+    session,
+)
 from tests.support.raw_client import api_versions
 from tests.unit.storage.util import make_batch
-
-
-@dataclass
-class FakeConnection:
-    session: Session
-    request_metrics: RequestMetrics = field(default_factory=RequestMetrics)
-    read_ns: int = 0
-
-
-class FakeReplicaManager:
-    """Records what handlers ask; answers from a script."""
-
-    def __init__(self) -> None:
-        self.appends: list[tuple[str | None, int, int]] = []
-        self.fetches: list[tuple[FetchParams, list[tuple[str | None, int, int]]]] = []
-
-    def append_records(
-        self,
-        topic: str | None,
-        partition: int,
-        records: Any,
-        *,
-        api_version: int,
-        now_ms: int,
-        required_acks: int = 1,
-        verification: object = None,
-    ) -> AppendResult:
-        self.appends.append((topic, partition, len(records)))
-        if topic == "missing":
-            return AppendResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-        return AppendResult(ErrorCode.NONE, AppendInfo(41, 42, -1, 41, -1, 0, 2, len(records)))
-
-    def get_partition(self, topic: str, partition: int) -> None:
-        return None
-
-    async def fetch_messages(self, params: FetchParams, reads: list[FetchRead]) -> None:
-        self.fetches.append((params, [(r.name, r.index, r.fetch_offset) for r in reads]))
-        for r in reads:
-            r.result = LogReadResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-
-
-class DenyCluster:
-    def authorize(
-        self, principal: KafkaPrincipal, host: str, operation: AclOperation,
-        resource_type: ResourceType, resource_name: str,
-    ) -> bool:  # fmt: skip
-        return resource_type != ResourceType.CLUSTER
-
-
-def services(
-    replica_manager: Any,
-    authorizer: Any = None,
-    *,
-    topics: Mapping[str, TopicMetadata] | None = None,
-    groups: GroupService | None = None,
-) -> BrokerServices:
-    """Services around a fake replica manager (and, for the group handlers, a group service);
-    ``topics`` are the metadata view's."""
-    view = ClusterView(
-        cluster_id="c" * 22,
-        controller_id=1,
-        brokers=MappingProxyType({1: BrokerInfo(1, (Endpoint("PLAINTEXT", "h", 9),))}),
-        topics=MappingProxyType(dict(topics or {})),
-    )
-    metadata = type("Metadata", (), {"view": view})()
-    config = BrokerConfig.from_dict({})
-    return BrokerServices(
-        broker_id=1,
-        config=config,
-        handler_config=HandlerConfig.from_broker(config),
-        metadata=metadata,  # type: ignore[arg-type]
-        replica_manager=replica_manager,
-        admin=None,  # type: ignore[arg-type]
-        groups=groups,  # type: ignore[arg-type]
-        producer_ids=None,  # type: ignore[arg-type]
-        authorizer=authorizer,
-    )
-
-
-def session(protocol: str = "PLAINTEXT") -> Session:
-    return Session.accepted("PLAINTEXT", protocol, ("127.0.0.1", 5555))
-
-
-def call(dispatcher: Dispatcher, conn: FakeConnection, body: Any, version: int) -> Any:
-    frame = encode_request(body, version, 7, "test")
-    result = dispatcher.handle(conn, memoryview(frame)[4:])  # type: ignore[arg-type]
-    if result is not None and not isinstance(result, list):
-        result = asyncio.run(_await(result))
-    if result is None:
-        return None
-    data = b"".join(bytes(p) for p in result)
-    correlation_id, response = decode_response(body.api_key, version, memoryview(data)[4:])
-    assert correlation_id == 7
-    return response
-
-
-async def _await(awaitable: Any) -> Any:
-    return await awaitable
 
 
 @pytest.fixture(scope="module")
 def registry() -> Any:
     return load_handlers()
-
-
-def produce(topic: str, acks: int = 1) -> Any:
-    return ProduceRequest(
-        acks=acks,
-        timeout_ms=1000,
-        topic_data=[
-            TopicProduceData(
-                name=topic,
-                partition_data=[PartitionProduceData(index=0, records=bytes(make_batch(2)))],
-            )
-        ],
-    )
 
 
 def test_produce_maps_the_replica_managers_answers(registry: Any) -> None:
@@ -344,7 +230,6 @@ def test_a_response_that_fails_to_encode_is_answered_with_the_apis_error() -> No
 
 
 def test_timed_coroutines_are_charged_their_running_time_not_their_waits():
-    import asyncio
     import time
 
     from broker.dispatch import _Timed

@@ -33,10 +33,10 @@ from protocol.error_codes import ErrorCode
 from protocol.headers import encode_request
 from storage.log import AppendInfo
 from storage.manager import LogManager
-from tests.unit.broker.test_dispatch import (
+from tests.support.fake_services import (
     FakeConnection,
     FakeReplicaManager,
-    _await,
+    awaited,
     call,
     produce,
     services,
@@ -228,5 +228,5 @@ def test_the_wait_is_not_pipelined(registry: Any) -> None:
     frame = encode_request(produce("t"), 9, 7, "test")
     result = dispatcher.handle(FakeConnection(session()), memoryview(frame)[4:])  # type: ignore[arg-type]
     assert not isinstance(result, Deferred) and inspect.isawaitable(result)
-    asyncio.run(_await(result))
+    asyncio.run(awaited(result))
     assert len(rm.appends) == 2

@@ -55,7 +55,7 @@ from protocol.messages.offset_for_leader_epoch import (
 )
 from storage.manager import LogManager
 from storage.producer_state import ProducerStateManager
-from tests.unit.broker.test_dispatch import (
+from tests.support.fake_services import (
     DenyCluster,
     FakeConnection,
     FakeReplicaManager,
