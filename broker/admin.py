@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 
-from broker.config import BrokerConfig, ConfigError, validate_topic_configs
+from broker.config import ConfigError, TopicAdminConfig, validate_topic_configs
 from coordination.errors import (
     InvalidConfig,
     InvalidPartitions,
@@ -34,18 +34,18 @@ log = logging.getLogger(__name__)
 class TopicAdmin:
     """Kafka's admin checks in front of the metadata store. Thread-safe (the store is)."""
 
-    def __init__(self, config: BrokerConfig, metadata: MetadataStore) -> None:
+    def __init__(self, config: TopicAdminConfig, metadata: MetadataStore) -> None:
         self.config = config
         self.metadata = metadata
 
     def check_request_size(self, partitions: int) -> None:
         """Refuses a request creating more than ``max.partitions.per.request`` partitions over
         all its topics, with the error Kafka's KRaft controller gives a batch that is too big."""
-        if partitions > self.config["max.partitions.per.request"]:
+        if partitions > self.config.max_partitions_per_request:
             raise PolicyViolation(
                 "Unable to perform excessively large batch operation "
                 f"({partitions} partitions in one request; max.partitions.per.request is "
-                f"{self.config['max.partitions.per.request']})."
+                f"{self.config.max_partitions_per_request})."
             )
 
     def _check_capacity(self, new_replicas: int) -> None:
@@ -53,7 +53,7 @@ class TopicAdmin:
         than ``max.broker.partitions`` per live broker."""
         view = self.metadata.view
         hosted = sum(len(p.replicas) for t in view.topics.values() for p in t.partitions)
-        per_broker = self.config["max.broker.partitions"]
+        per_broker = self.config.max_broker_partitions
         limit = per_broker * max(len(view.brokers), 1)
         if hosted + new_replicas > limit:
             raise PolicyViolation(
@@ -89,9 +89,9 @@ class TopicAdmin:
         else:
             assignment = None
             if num_partitions == -1:
-                num_partitions = int(self.config["num.partitions"])
+                num_partitions = self.config.num_partitions
             if replication_factor == -1:
-                replication_factor = int(self.config["default.replication.factor"])
+                replication_factor = self.config.default_replication_factor
             if num_partitions <= 0:
                 raise InvalidPartitions("Number of partitions must be larger than 0.")
             if replication_factor <= 0:
@@ -117,7 +117,7 @@ class TopicAdmin:
         return topic
 
     def delete_topic(self, name: str) -> TopicMetadata:
-        if not self.config["delete.topic.enable"]:
+        if not self.config.delete_topic_enable:
             raise TopicDeletionDisabled("Topic deletion is disabled.")
         if name in INTERNAL_TOPICS:
             raise InvalidTopic(

@@ -899,6 +899,82 @@ class HandlerConfig:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class ReplicationConfig:
+    """The replica manager's keys (Kafka's ``ReplicaManager``, ``ReplicaFetcherManager`` and
+    ``ProducerStateManagerConfig`` read them from its ``KafkaConfig``). Each field is its key
+    with dots as underscores. Built once, at start-up, after the dynamic broker configs stored
+    in the cluster are applied: the two dynamic keys among them, ``num.replica.fetchers`` and
+    ``producer.id.expiration.ms``, are in :data:`APPLIED_AT_RESTART` (the fetcher pool and the
+    producer states are built once). The topic defaults the replica manager reads (``log.*``,
+    ``min.insync.replicas``...) are not here: they are dynamic and read from the live
+    :class:`BrokerConfig` on each use."""
+
+    #: a follower that has not caught up for this long leaves the ISR
+    replica_lag_time_max_ms: int
+    #: fetcher threads per source broker
+    num_replica_fetchers: int
+    replica_fetch_max_bytes: int
+    replica_fetch_response_max_bytes: int
+    replica_fetch_wait_max_ms: int
+    replica_fetch_min_bytes: int
+    replica_fetch_backoff_ms: int
+    replica_socket_timeout_ms: int
+    #: incremental fetch sessions (KIP-227) with each leader
+    replica_fetch_session_enable: bool
+    #: idle producers are forgotten after this long
+    producer_id_expiration_ms: int
+    #: the key as configured (None: not set); the fetchers use it only without inter-broker
+    #: security, which otherwise names the listener (:class:`~broker.security.inter_broker.
+    #: InterBrokerSecurity`)
+    inter_broker_listener_name: str | None
+
+    @classmethod
+    def from_broker(cls, config: BrokerConfig) -> ReplicationConfig:
+        listener = config["inter.broker.listener.name"]
+        return cls(
+            replica_lag_time_max_ms=int(config["replica.lag.time.max.ms"]),
+            num_replica_fetchers=int(config["num.replica.fetchers"]),
+            replica_fetch_max_bytes=int(config["replica.fetch.max.bytes"]),
+            replica_fetch_response_max_bytes=int(config["replica.fetch.response.max.bytes"]),
+            replica_fetch_wait_max_ms=int(config["replica.fetch.wait.max.ms"]),
+            replica_fetch_min_bytes=int(config["replica.fetch.min.bytes"]),
+            replica_fetch_backoff_ms=int(config["replica.fetch.backoff.ms"]),
+            replica_socket_timeout_ms=int(config["replica.socket.timeout.ms"]),
+            replica_fetch_session_enable=bool(config["replica.fetch.session.enable"]),
+            producer_id_expiration_ms=int(config["producer.id.expiration.ms"]),
+            inter_broker_listener_name=None if listener is None else str(listener),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TopicAdminConfig:
+    """The keys :class:`~broker.admin.TopicAdmin` checks topic creation, growth and deletion
+    against (Kafka's controller reads them from its ``KafkaConfig``). Each field is its key with
+    dots as underscores; none of them is dynamic, so the section is read once, at start-up."""
+
+    #: partitions one CreateTopics or CreatePartitions request may create, over all its topics
+    max_partitions_per_request: int
+    #: partition replicas the cluster may hold per live broker
+    max_broker_partitions: int
+    #: partitions of a topic created without a count
+    num_partitions: int
+    #: replication factor of a topic created without one
+    default_replication_factor: int
+    #: whether DeleteTopics deletes
+    delete_topic_enable: bool
+
+    @classmethod
+    def from_broker(cls, config: BrokerConfig) -> TopicAdminConfig:
+        return cls(
+            max_partitions_per_request=int(config["max.partitions.per.request"]),
+            max_broker_partitions=int(config["max.broker.partitions"]),
+            num_partitions=int(config["num.partitions"]),
+            default_replication_factor=int(config["default.replication.factor"]),
+            delete_topic_enable=bool(config["delete.topic.enable"]),
+        )
+
+
 def _parse_overrides(text: str) -> dict[str, int]:
     """``max.connections.per.ip.overrides``: ``host:count,host:count``, by client address. A
     host is an IP address or a host name; a name counts for every address it resolves to now

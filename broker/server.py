@@ -33,6 +33,8 @@ from broker.config import (
     HandlerConfig,
     Listener,
     NetworkConfig,
+    ReplicationConfig,
+    TopicAdminConfig,
     ZooKeeperConfig,
 )
 from broker.controlled_shutdown import ControlledShutdownConfig, controlled_shutdown
@@ -193,6 +195,9 @@ class Broker:
         self.replica_manager = replica_manager = ReplicaManager(
             broker_id=self.broker_id,
             config=config,
+            # built after the stored dynamic configs applied (num.replica.fetchers and
+            # producer.id.expiration.ms take effect at the next start)
+            replication=ReplicationConfig.from_broker(config),
             metadata=metadata,
             log_manager=log_manager,
             metrics=self.metrics,
@@ -205,7 +210,7 @@ class Broker:
         self.metrics.add(lambda: controller_metrics(metadata))
         self._add_reconfigurables(dynamic, replica_manager, log_manager)
         dynamic.follow(metadata)
-        self.admin = admin = TopicAdmin(config, metadata)
+        self.admin = admin = TopicAdmin(TopicAdminConfig.from_broker(config), metadata)
         self.groups = groups = self._make_group_service(loop, metadata, replica_manager, admin)
         groups.startup()
         self.metrics.add(groups.metrics)

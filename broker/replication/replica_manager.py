@@ -35,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from broker.config import TOPIC_CONFIGS, BrokerConfig, parse_value
+from broker.config import TOPIC_CONFIGS, BrokerConfig, ReplicationConfig, parse_value
 from broker.metrics import MetricSamples, MetricsRegistry, label_value
 from broker.purgatory import DelayedOperationPurgatory
 from broker.replication.delayed_create import DelayedCreateTopics
@@ -207,13 +207,17 @@ class ReplicaManager:
         *,
         broker_id: int,
         config: BrokerConfig,
+        replication: ReplicationConfig,
         metadata: MetadataStore,
         log_manager: LogManager,
         metrics: MetricsRegistry,
         inter_broker: InterBrokerSecurity | None = None,
     ) -> None:
         self.broker_id = broker_id
+        #: the live broker config, for the topic defaults only (dynamic: read on each use)
         self.config = config
+        #: the replication keys, read once at start-up
+        self.replication = replication
         self.metadata = metadata
         self.log_manager = log_manager
         self.metrics = metrics
@@ -229,7 +233,7 @@ class ReplicaManager:
         self.produce_purgatory: DelayedOperationPurgatory[TopicPartition] = (
             DelayedOperationPurgatory("Produce")
         )
-        self._replica_lag_time_max_ms = int(config["replica.lag.time.max.ms"])
+        self._replica_lag_time_max_ms = replication.replica_lag_time_max_ms
         self.isr_manager = IsrManager(
             metadata,
             replica_lag_time_max_ms=self._replica_lag_time_max_ms,
@@ -240,23 +244,23 @@ class ReplicaManager:
         self.fetchers = ReplicaFetcherManager(
             FetcherConfig(
                 broker_id=broker_id,
-                num_fetchers=int(config["num.replica.fetchers"]),
-                fetch_max_bytes=int(config["replica.fetch.max.bytes"]),
-                fetch_response_max_bytes=int(config["replica.fetch.response.max.bytes"]),
-                fetch_wait_max_ms=int(config["replica.fetch.wait.max.ms"]),
-                fetch_min_bytes=int(config["replica.fetch.min.bytes"]),
-                fetch_backoff_ms=int(config["replica.fetch.backoff.ms"]),
-                socket_timeout_ms=int(config["replica.socket.timeout.ms"]),
+                num_fetchers=replication.num_replica_fetchers,
+                fetch_max_bytes=replication.replica_fetch_max_bytes,
+                fetch_response_max_bytes=replication.replica_fetch_response_max_bytes,
+                fetch_wait_max_ms=replication.replica_fetch_wait_max_ms,
+                fetch_min_bytes=replication.replica_fetch_min_bytes,
+                fetch_backoff_ms=replication.replica_fetch_backoff_ms,
+                socket_timeout_ms=replication.replica_socket_timeout_ms,
                 inter_broker_listener=inter_broker.listener
                 if inter_broker is not None
-                else config["inter.broker.listener.name"],
+                else replication.inter_broker_listener_name,
                 security=inter_broker,
-                sessions=bool(config["replica.fetch.session.enable"]),
+                sessions=replication.replica_fetch_session_enable,
             ),
             lambda: self.metadata.view,
             on_storage_error=self.handle_log_dir_failure,
         )
-        self._producer_id_expiration_ms = int(config["producer.id.expiration.ms"])
+        self._producer_id_expiration_ms = replication.producer_id_expiration_ms
         self._lock = threading.RLock()
         self._shut_down = False
         #: the last metadata view applied to the partitions (None before start-up)

@@ -5,11 +5,14 @@ from pathlib import Path
 import pytest
 
 from broker.config import (
+    APPLIED_AT_RESTART,
     BROKER_CONFIGS,
     DYNAMIC_BROKER_CONFIGS,
     BrokerConfig,
     ConfigError,
     HandlerConfig,
+    ReplicationConfig,
+    TopicAdminConfig,
     read_properties,
     validate_topic_configs,
 )
@@ -128,6 +131,96 @@ def test_the_handlers_section_reads_its_keys_once() -> None:
         max_request_partition_size_limit=7,
         metrics_port=9404,
     )
+
+
+def test_the_replication_section_reads_its_keys_once() -> None:
+    """Each field of ReplicationConfig is a broker key (dots as underscores) that is either
+    read-only or dynamic but applied at the next start: were one made dynamic at once, a
+    section built at start-up would keep its old value."""
+    keys = [f.name.replace("_", ".") for f in dataclasses.fields(ReplicationConfig)]
+    assert all(k in BROKER_CONFIGS for k in keys)
+    assert set(keys) & DYNAMIC_BROKER_CONFIGS <= APPLIED_AT_RESTART
+    assert ReplicationConfig.from_broker(BrokerConfig.from_dict({})) == ReplicationConfig(
+        replica_lag_time_max_ms=30000,
+        num_replica_fetchers=1,
+        replica_fetch_max_bytes=1048576,
+        replica_fetch_response_max_bytes=10485760,
+        replica_fetch_wait_max_ms=500,
+        replica_fetch_min_bytes=1,
+        replica_fetch_backoff_ms=1000,
+        replica_socket_timeout_ms=30000,
+        replica_fetch_session_enable=True,
+        producer_id_expiration_ms=86400000,
+        inter_broker_listener_name=None,
+    )
+    config = BrokerConfig.from_dict(
+        {
+            "listeners": "PLAINTEXT://127.0.0.1:9092,REPLICATION://127.0.0.1:9093",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,REPLICATION:PLAINTEXT",
+            "inter.broker.listener.name": "REPLICATION",
+            "replica.lag.time.max.ms": "5000",
+            "num.replica.fetchers": "2",
+            "replica.fetch.max.bytes": "1000",
+            "replica.fetch.response.max.bytes": "2000",
+            "replica.fetch.wait.max.ms": "100",
+            "replica.fetch.min.bytes": "10",
+            "replica.fetch.backoff.ms": "200",
+            "replica.socket.timeout.ms": "3000",
+            "replica.fetch.session.enable": "false",
+            "producer.id.expiration.ms": "60000",
+        }
+    )
+    assert ReplicationConfig.from_broker(config) == ReplicationConfig(
+        replica_lag_time_max_ms=5000,
+        num_replica_fetchers=2,
+        replica_fetch_max_bytes=1000,
+        replica_fetch_response_max_bytes=2000,
+        replica_fetch_wait_max_ms=100,
+        replica_fetch_min_bytes=10,
+        replica_fetch_backoff_ms=200,
+        replica_socket_timeout_ms=3000,
+        replica_fetch_session_enable=False,
+        producer_id_expiration_ms=60000,
+        inter_broker_listener_name="REPLICATION",
+    )
+    # the composition root builds it after the stored dynamic configs applied: a value stored
+    # for a key applied at restart is the one the section holds
+    config.apply_dynamic({"num.replica.fetchers": "3"}, {"producer.id.expiration.ms": "7"})
+    section = ReplicationConfig.from_broker(config)
+    assert (section.num_replica_fetchers, section.producer_id_expiration_ms) == (3, 7)
+
+
+def test_the_topic_admin_section_reads_its_keys_once() -> None:
+    """Each field of TopicAdminConfig is a broker key (dots as underscores) that cannot change
+    at runtime."""
+    keys = [f.name.replace("_", ".") for f in dataclasses.fields(TopicAdminConfig)]
+    assert all(k in BROKER_CONFIGS for k in keys)
+    assert not set(keys) & DYNAMIC_BROKER_CONFIGS
+    assert TopicAdminConfig.from_broker(BrokerConfig.from_dict({})) == TopicAdminConfig(
+        max_partitions_per_request=10000,
+        max_broker_partitions=100000,
+        num_partitions=1,
+        default_replication_factor=1,
+        delete_topic_enable=True,
+    )
+    config = BrokerConfig.from_dict(
+        {
+            "max.partitions.per.request": "50",
+            "max.broker.partitions": "500",
+            "num.partitions": "3",
+            "default.replication.factor": "2",
+            "delete.topic.enable": "false",
+        }
+    )
+    section = TopicAdminConfig.from_broker(config)
+    assert section == TopicAdminConfig(
+        max_partitions_per_request=50,
+        max_broker_partitions=500,
+        num_partitions=3,
+        default_replication_factor=2,
+        delete_topic_enable=False,
+    )
+    assert type(section.delete_topic_enable) is bool and type(section.num_partitions) is int
 
 
 def test_connection_limit_overrides_by_address_and_host_name():

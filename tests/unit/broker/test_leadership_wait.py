@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from broker.config import BrokerConfig
+from broker.config import BrokerConfig, ReplicationConfig
 from broker.dispatch import Dispatcher
 from broker.handlers import load_handlers
 from broker.metrics import FAILED_PRODUCE, PRODUCE_REQUESTS, MetricsRegistry
@@ -94,6 +94,7 @@ def make_manager(tmp_path: Path) -> Iterator[Callable[[ClusterView], ReplicaMana
         rm = ReplicaManager(
             broker_id=1,
             config=config,
+            replication=ReplicationConfig.from_broker(config),
             metadata=ScriptedStore(initial),  # type: ignore[arg-type]
             log_manager=LogManager(config.log_dirs),
             metrics=MetricsRegistry(),
