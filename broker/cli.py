@@ -44,9 +44,14 @@ async def _serve(config: BrokerConfig) -> int:
         log.exception("broker failed to start")
         await broker.stop()
         return 1
-    await stop.wait()
+    waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(broker.halted.wait())]
+    await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    for w in waits:
+        w.cancel()
+    if broker.halt_reason is not None:
+        log.critical("stopping the broker: %s", broker.halt_reason)
     await broker.stop()
-    return 0
+    return 1 if broker.halt_reason is not None else 0
 
 
 def serve(config_path: str | None, overrides: list[str], log_level: str = "INFO") -> int:

@@ -152,6 +152,10 @@ class Broker:
         self.blocking = BlockingCalls()
         self._stopping = False
         self.started = asyncio.Event()
+        #: set when the broker cannot go on (every log dir offline): whoever runs it stops it
+        #: and exits non-zero (:meth:`halt`)
+        self.halted = asyncio.Event()
+        self.halt_reason: str | None = None
         #: what start() is doing, for /ready's answer until it is done
         self.startup_phase = "not started"
 
@@ -202,6 +206,7 @@ class Broker:
             log_manager=log_manager,
             metrics=self.metrics,
             inter_broker=self.inter_broker,
+            on_all_log_dirs_offline=self.halt,
         )
         # log recovery may take long: off the main loop, which answers /health and /ready
         self.startup_phase = "loading logs"
@@ -638,6 +643,23 @@ class Broker:
         except ZooKeeperStartupError as e:
             log.error("broker %d cannot join the cluster: %s", self.broker_id, e)
             raise
+
+    def halt(self, reason: str) -> None:
+        """Any thread: the broker cannot go on (Kafka halts when its last log dir fails). Sets
+        :attr:`halted`; ``odradek serve`` then stops the broker and exits with status 1."""
+        loop = self.loop
+
+        def flag() -> None:
+            if self.halt_reason is None:
+                self.halt_reason = reason
+                self.halted.set()
+
+        if loop is None:
+            return
+        try:
+            loop.call_soon_threadsafe(flag)
+        except RuntimeError:
+            pass  # the main loop is closed: the broker is stopping anyway
 
     async def stop(self) -> None:
         if self._stopping:

@@ -296,13 +296,18 @@ class LogManager:
         """Offline log dirs and why they went offline."""
         return dict(self._offline_dirs)
 
+    @property
+    def all_offline(self) -> bool:
+        """Whether every log dir is offline."""
+        return len(self._offline_dirs) == len(self.log_dirs)
+
     def mark_dir_offline(self, log_dir: Path, reason: str) -> list[TopicPartition]:
         """Takes ``log_dir`` offline after an I/O error (a full or failing disk), as Kafka's
         ``LogManager.handleLogDirFailure`` does: its partitions answer KAFKA_STORAGE_ERROR, new
         partitions go to the other dirs, nothing more is written there (no checkpoint, no
         clean-shutdown marker, so the next start recovers it). Returns its partitions; [] if it
-        was offline already. The last online dir cannot go offline alone: the broker keeps it
-        and the error stays per request."""
+        was offline already. When no dir is left online the broker stops (the replica manager
+        tells it: :attr:`all_offline`), as Kafka halts then."""
         with self._lock:
             log_dir = Path(log_dir).absolute()
             if log_dir in self._offline_dirs or log_dir not in self.log_dirs:

@@ -31,7 +31,7 @@ import os
 import shutil
 import threading
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -212,8 +212,12 @@ class ReplicaManager:
         log_manager: LogManager,
         metrics: MetricsRegistry,
         inter_broker: InterBrokerSecurity | None = None,
+        on_all_log_dirs_offline: Callable[[str], None] | None = None,
     ) -> None:
+        """``on_all_log_dirs_offline(reason)``: called once, from the thread whose write failed,
+        when the last online log dir goes offline (the broker then stops, as Kafka halts)."""
         self.broker_id = broker_id
+        self._on_all_log_dirs_offline = on_all_log_dirs_offline
         #: the live broker config, for the topic defaults only (dynamic: read on each use)
         self.config = config
         #: the replication keys, read once at start-up
@@ -500,6 +504,13 @@ class ReplicaManager:
             self._update_fetchers(self.metadata.view)
             self._report_offline()
         log.warning("stopped serving the replicas in log dir %s", log_dir)
+        if self.log_manager.all_offline:
+            # Kafka's LogManager.handleLogDirFailure halts the broker: with no log dir left it
+            # can serve no partition, and in a cluster its leaderships move on only once it goes
+            dirs = ", ".join(str(d) for d in self.log_manager.log_dirs)
+            log.critical("Shutdown broker because all log dirs in %s have failed", dirs)
+            if self._on_all_log_dirs_offline is not None:
+                self._on_all_log_dirs_offline(f"all log dirs in {dirs} have failed")
 
     def _report_offline(self) -> None:
         """Under the lock: tells the metadata store which hosted replicas are offline, when

@@ -457,6 +457,56 @@ def test_a_full_log_dir_fails_its_partitions_only_and_loses_nothing(
         proc.stop()
 
 
+def test_a_broker_whose_last_log_dir_fails_stops_and_loses_nothing(
+    tmp_path: Path, small_tmpfs: Path
+) -> None:
+    """One log dir, and its disk fills: with no dir left to serve from, the broker stops with
+    status 1 and Kafka's fatal line (Kafka's LogManager halts then) instead of staying up
+    refusing everything; after space is freed it starts and serves every acknowledged record."""
+    proc = BrokerProcess(tmp_path / "unused", {"log.dirs": str(small_tmpfs)}).start()
+    topic = unique("full")
+    value = os.urandom(700 * 1024)
+    acknowledged = 0
+    try:
+        with OdradekAdmin(proc.bootstrap) as client:
+            client.create_topic(topic, 1, 1, {})
+            wait_for(lambda: len(client.topic(topic).partitions) == 1, "topic")
+            with pytest.raises((KafkaError, OSError)):
+                for _ in range(200):
+                    producer = Producer(client, topic)
+                    producer.add(OutRecord(value, partition=0))
+                    producer.flush()
+                    acknowledged += 1
+        assert acknowledged > 10
+        assert proc.proc is not None
+        assert proc.proc.wait(60) == 1
+        proc.wait_for_log("Shutdown broker because all log dirs in")
+        subprocess.run(["mount", "-o", "remount,size=256m", str(small_tmpfs)], check=True)
+        proc.start()
+        with OdradekAdmin(proc.bootstrap) as client:
+            ends = client.list_offsets({(topic, 0): -1})
+        assert ends[(topic, 0)][0] == acknowledged
+        consumer = Consumer(
+            {
+                "bootstrap.servers": proc.bootstrap,
+                "group.id": unique("g"),
+                "fetch.message.max.bytes": 2 * 1024 * 1024,
+            }
+        )
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        got = 0
+        deadline = time.monotonic() + 60
+        while got < acknowledged and time.monotonic() < deadline:
+            m = consumer.poll(1)
+            if m is not None and not m.error():
+                assert m.value() == value
+                got += 1
+        consumer.close()
+        assert got == acknowledged
+    finally:
+        proc.stop()
+
+
 # --- log lines ---------------------------------------------------------------------------------
 
 

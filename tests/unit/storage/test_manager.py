@@ -155,3 +155,17 @@ def test_deleted_files_and_dirs_are_removed_at_startup(tmp_path):
     assert not [n for n in os.listdir(tmp_path) if n.endswith("-delete")]
     assert m.get_log("t", 0).log_end_offset == 1
     m.shutdown()
+
+
+def test_dirs_go_offline_one_at_a_time_until_none_is_left(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    m = manager([a, b])
+    m.get_or_create_log("t", 0)
+    m.get_or_create_log("t", 1)
+    on_a = [tp for tp in (("t", 0), ("t", 1)) if m.log_dir_of(*tp) == a.absolute()]
+    assert m.mark_dir_offline(a, "disk full") == on_a
+    assert m.mark_dir_offline(a, "again") == []  # offline already
+    assert not m.all_offline
+    m.mark_dir_offline(b, "disk full")
+    assert m.all_offline
+    assert m.offline_dirs == {a.absolute(): "disk full", b.absolute(): "disk full"}
