@@ -1,13 +1,18 @@
 """AlterConfigs (replace a resource's whole config) and IncrementalAlterConfigs (SET, DELETE,
 APPEND, SUBTRACT per key) on topics, brokers and broker loggers.
 
+AlterConfigs, as Kafka's ``ConfigAdminManager.preprocess`` does, first refuses with
+INVALID_REQUEST a resource named twice, a key given twice, a key without a value, and BROKER_LOGGER
+resources (IncrementalAlterConfigs only, KIP-412).
+
 * TOPIC: the topic's overrides, checked and stored in the metadata store.
 * BROKER: dynamic broker configs (:mod:`broker.dynamic_config`): the resource name ``""`` is the
   cluster-wide default (entity ``<default>``), this broker's id its own configs. Only keys Kafka
   marks dynamic are accepted; a read-only key answers INVALID_REQUEST naming it (Kafka's
   "Cannot update these configs dynamically"). Another broker's id answers INVALID_REQUEST: send
   it to that broker, as Kafka's admin client does.
-* BROKER_LOGGER: logger levels of this broker (:mod:`broker.loggers`), not persisted.
+* BROKER_LOGGER: logger levels of this broker (:mod:`broker.loggers`), not persisted
+  (IncrementalAlterConfigs only).
 * CLIENT_METRICS: a client telemetry subscription (KIP-714: ``metrics``, ``interval.ms``,
   ``match``; :mod:`broker.telemetry`), checked as Kafka checks it and kept by the metadata store
   (in ZooKeeper under ``/config/client-metrics``); removing every key removes the subscription.
@@ -133,19 +138,45 @@ def alter_loggers(
         raise InvalidConfig(str(e)) from None
 
 
+def _legacy_refusal(resource: Struct, named: list[tuple[int, str]]) -> str | None:
+    """Why Kafka refuses a resource of a legacy AlterConfigs before looking at its configs
+    (``ConfigAdminManager.preprocess``: INVALID_REQUEST), or None. A resource named twice, a
+    key given twice or without a value would leave the replacement ambiguous; KIP-412 added
+    logger levels to IncrementalAlterConfigs only, so BROKER_LOGGER is no resource type here."""
+    if named.count((resource.resource_type, resource.resource_name)) > 1:
+        return "Each resource must appear at most once."
+    names = [c.name for c in resource.configs]
+    if len(set(names)) != len(names):
+        return "Error due to duplicate config keys"
+    nulls = [c.name for c in resource.configs if c.value is None]
+    if nulls:
+        return "Null value not supported for : " + ", ".join(nulls)
+    if resource.resource_type == ConfigResourceType.BROKER_LOGGER:
+        return (
+            "AlterConfigs does not support the resource type BROKER_LOGGER: set logger levels "
+            "with IncrementalAlterConfigs"
+        )
+    return None
+
+
 @handler(
     ApiKey.ALTER_CONFIGS, "0-2", acl=(AclOperation.ALTER_CONFIGS, ResourceType.TOPIC), blocking=True
 )
 def handle_alter_configs(ctx: RequestContext, request: AlterConfigsRequest) -> AlterConfigsResponse:
     responses = []
+    named = [(res.resource_type, res.resource_name) for res in request.resources]
     for res in request.resources:
-        # Kafka's AlterConfigs ignores entries without a value (AdminManager.alterConfigs)
-        replacement: dict[str, str] = {c.name: c.value for c in res.configs if c.value is not None}
+        message: str | None = _legacy_refusal(res, named)
+        if message is not None:
+            code = ErrorCode.INVALID_REQUEST
+        else:
+            # (every value is set: a missing one was refused above)
+            replacement = {c.name: c.value for c in res.configs if c.value is not None}
 
-        def replace(_old: dict[str, str], new: dict[str, str] = replacement) -> dict[str, str]:
-            return new
+            def replace(_old: dict[str, str], new: dict[str, str] = replacement) -> dict[str, str]:
+                return new
 
-        code, message = _alter(ctx, res, request.validate_only, replace)
+            code, message = _alter(ctx, res, request.validate_only, replace)
         responses.append(
             ac.AlterConfigsResourceResponse(
                 error_code=code,

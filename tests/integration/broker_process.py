@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 class BrokerProcess:
-    """``odradek serve`` in a subprocess. ``bootstrap`` is ``host:port`` once started."""
+    """``odradek serve`` in a subprocess (``python -m broker serve``, or ``command``).
+    ``bootstrap`` is ``host:port`` once started."""
 
     def __init__(
         self,
@@ -27,11 +28,16 @@ class BrokerProcess:
         *,
         log_path: Path | None = None,
         wrapper: list[str] | None = None,
+        command: list[str] | None = None,
     ) -> None:
         self.data_dir = data_dir
         self.overrides = dict(overrides or {})
         #: a command the broker runs under (e.g. ``["prlimit", "--nofile=64"]``)
         self.wrapper = list(wrapper or [])
+        #: the whole ``serve`` command line, as an operator types it (e.g. the installed
+        #: ``odradek serve`` with its options); ``overrides`` are appended, and neither the
+        #: listener on port 0 nor ``log.dir`` is added
+        self.command = list(command) if command is not None else None
         self.log_path = log_path or data_dir.parent / f"broker-{uuid.uuid4().hex[:8]}.log"
         self.proc: subprocess.Popen[bytes] | None = None
         self.port: int | None = None
@@ -55,9 +61,13 @@ class BrokerProcess:
         return self.proc.pid
 
     def start(self, timeout: float = 30.0) -> BrokerProcess:
-        settings = {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dir": str(self.data_dir)}
+        if self.command is None:
+            settings = {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dir": str(self.data_dir)}
+            command = [sys.executable, "-m", "broker", "serve"]
+        else:
+            settings, command = {}, self.command
         settings.update(self.overrides)
-        args = [*self.wrapper, sys.executable, "-m", "broker", "serve"]
+        args = [*self.wrapper, *command]
         for key, value in settings.items():
             args += ["--override", f"{key}={value}"]
         env = dict(os.environ, PYTHONUNBUFFERED="1")

@@ -1,10 +1,10 @@
 """The ``odradek`` subcommands test_operations.py leaves to one output format (or none), driven as a
 user drives them (a subprocess against a real broker) in both formats, checking what each one
-says: ``topic create``, ``cluster describe|brokers|controller``, ``group list``, ``transaction
-describe``, ``group reset-offsets`` with ``--to-latest``, ``--to-datetime`` and ``--shift-by``,
-``topic consume`` with ``-p/--partition`` and with ``--follow`` (a consumer left running that
-gets a record produced after it started, then stopped with Ctrl-C), and ``check-log`` on a batch
-whose CRC is wrong and on damaged index files.
+says: ``topic create``, ``cluster describe|brokers|controller``, ``log-dirs describe``, ``group
+list``, ``transaction describe``, ``group reset-offsets`` with ``--to-latest``,
+``--to-datetime`` and ``--shift-by``, ``topic consume`` with ``-p/--partition`` and with
+``--follow`` (a consumer left running that gets a record produced after it started, then stopped
+with Ctrl-C), and ``check-log`` on a batch whose CRC is wrong and on damaged index files.
 
 A table is read as a user reads it: a header line, then one line per row, cells separated by
 spaces; a single object is printed as KEY VALUE lines."""
@@ -132,6 +132,55 @@ def test_cluster_commands_in_both_formats(cli_broker: BrokerProcess) -> None:
         "rack": "-",
         "controller": "true",
     }
+
+
+# --- log-dirs describe ---------------------------------------------------------------------------
+
+
+def test_log_dirs_describe_in_both_formats(cli_broker: BrokerProcess) -> None:
+    """``log-dirs describe`` (which the bare ``log-dirs`` stands for): the broker's one log
+    directory, online, its space, and with ``--topic`` that topic's partitions and their sizes;
+    ``--broker 0`` answers the same."""
+    b = cli_broker.bootstrap
+    topic = unique("logdirs")
+    odradek("topic", "create", topic, "--partitions", "2", "-b", b)
+    odradek("topic", "produce", topic, "-p", "0", "-b", b, stdin="a\nb\nc\n")
+
+    (described,) = as_json("log-dirs", "describe", "--topic", topic, "-b", b)
+    partitions = described.pop("partitions")
+    usable = described.pop("usable_bytes")
+    assert described == {
+        "broker": 0,
+        "path": str(cli_broker.data_dir),
+        "error": None,
+        "total_bytes": described["total_bytes"],
+    }
+    assert described["total_bytes"] >= usable > 0
+    assert [(p["topic"], p["partition"], p["offset_lag"], p["is_future"]) for p in partitions] == [
+        (topic, 0, 0, False),
+        (topic, 1, 0, False),
+    ]
+    size = partitions[0]["size"]
+    assert size > 0 and partitions[1]["size"] == 0  # three records in partition 0, none in 1
+    (by_id,) = as_json("log-dirs", "describe", "--broker", "0", "--topic", topic, "-b", b)
+    assert (by_id["path"], by_id["partitions"]) == (described["path"], partitions)
+
+    header, table = rows(odradek("log-dirs", "describe", "--topic", topic, "-b", b).stdout)
+    assert header == [
+        "BROKER", "DIR", "STATUS", "PARTITIONS", "SIZE", "TOTAL-BYTES", "USABLE-BYTES",
+    ]  # fmt: skip
+    ((*shown, total, free),) = table
+    assert shown == ["0", str(cli_broker.data_dir), "online", "2", str(size)]
+    assert int(total) == described["total_bytes"] and 0 < int(free) <= int(total)
+
+    # without --topic: every partition in the directory, this topic's among them
+    (everything,) = as_json("log-dirs", "describe", "-b", b)
+    assert {(p["topic"], p["partition"]) for p in everything["partitions"]} >= {
+        (topic, 0),
+        (topic, 1),
+    }
+    ((*_, count, _, _, _),) = rows(odradek("log-dirs", "describe", "-b", b).stdout)[1]
+    assert int(count) >= len(everything["partitions"]) >= 2
 
 
 # --- group list ----------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ import pytest
 from confluent_kafka import Consumer, Producer
 
 from tests.integration.broker_process import BrokerProcess
+from tests.integration.test_cli_commands import rows
 from tests.support.certs import TlsFiles, make_tls_files
 from tests.support.cli import as_json, odradek, unique
 from tests.support.secure_broker import PASSWORDS, plain_jaas
@@ -141,6 +142,22 @@ def test_users_acls_and_quotas_over_sasl_and_tls(
     assert [(a["operation"], a["principal"]) for a in deleted] == [("READ", "User:alice")]
     left = as_admin(secured, admin_config, "acl", "list", "--principal", "User:alice", fmt="json")
     assert [a["operation"] for a in left] == ["DESCRIBE"]
+    # the table of what was deleted, then nothing left to match
+    header, table = rows(
+        as_admin(
+            secured, admin_config, "acl", "delete", "--principal", "User:alice", "--topic",
+            "secured-", "--resource-pattern-type", "PREFIXED",
+        ).stdout
+    )  # fmt: skip
+    assert header == [
+        "RESOURCE-TYPE", "NAME", "PATTERN", "PRINCIPAL", "HOST", "OPERATION", "PERMISSION",
+    ]  # fmt: skip
+    assert table == [["TOPIC", "secured-", "PREFIXED", "User:alice", "*", "DESCRIBE", "ALLOW"]]
+    assert as_admin(secured, admin_config, "acl", "list", "--principal", "User:alice").stdout == (
+        "no ACLs\n"
+    )
+    again = as_admin(secured, admin_config, "acl", "delete", "--principal", "User:alice")
+    assert again.stdout == "no ACL matched\n"
     refused = odradek("acl", "delete", "-b", secured.address("PLAINTEXT"), check=False)
     assert refused.returncode == 1 and "--force" in refused.stderr
 

@@ -232,6 +232,12 @@ def test_check_log_and_dump_log(tmp_path: Path, ops_broker: BrokerProcess) -> No
 def test_dynamic_retention_on_the_cluster_default_deletes_old_segments(
     ops_broker: BrokerProcess,
 ) -> None:
+    """log.retention.ms set at the cluster-wide default (IncrementalAlterConfigs on the BROKER
+    resource ""): confluent-kafka's DescribeConfigs of broker 0 shows it as
+    DYNAMIC_DEFAULT_BROKER_CONFIG, and old segments go without a restart. The change is made
+    with ``odradek config``: confluent-kafka cannot name the default (librdkafka refuses a
+    config resource with an empty name, confluentinc/confluent-kafka-go#396), nor can
+    kafka-python (broker resource names must be integers)."""
     b = ops_broker.bootstrap
     topic = unique("retention")
     odradek("topic", "create", topic, "--partitions", "1", "--config", "segment.bytes=300", "-b", b)
@@ -240,6 +246,18 @@ def test_dynamic_retention_on_the_cluster_default_deletes_old_segments(
     assert as_json("topic", "describe", topic, "-b", b)["partitions"][0]["log_start_offset"] == 0
     odradek("config", "set", "--broker-default", "log.retention.ms=1000", "-b", b)
     try:
+        # DescribeConfigs through confluent-kafka: broker 0 takes its value from the default
+        admin = AdminClient({"bootstrap.servers": b})
+        described = admin.describe_configs([ConfigResource(ConfigResource.Type.BROKER, "0")])
+        entry = next(iter(described.values())).result(timeout=30)["log.retention.ms"]
+        assert (entry.value, entry.source) == (
+            "1000",
+            ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value,
+        )
+        default = as_json("config", "describe", "--broker-default", "-b", b)
+        assert [(c["name"], c["value"], c["source"]) for c in default] == [
+            ("log.retention.ms", "1000", "DYNAMIC_DEFAULT_BROKER_CONFIG")
+        ]
         wait_for(
             lambda: (
                 as_json("topic", "describe", topic, "-b", b)["partitions"][0]["log_start_offset"]
@@ -250,6 +268,7 @@ def test_dynamic_retention_on_the_cluster_default_deletes_old_segments(
         )
     finally:
         odradek("config", "delete", "--broker-default", "log.retention.ms", "-b", b)
+    assert as_json("config", "describe", "--broker-default", "-b", b) == []
 
 
 def test_message_max_bytes_per_broker_sources_restart_and_confluent_admin(tmp_path: Path) -> None:

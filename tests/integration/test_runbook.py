@@ -1,8 +1,8 @@
 """docs/operations.md stays true: every ``odradek`` command it shows runs, in order, against a
-real broker (``HOST:PORT`` is its address, ``DATA`` its log directory; ``odradek serve`` is
-what the fixture runs), in a working directory of its own, where ``> FILE`` writes the output;
-and each command's output shows what the page says it shows (:data:`CHECKS`, one check per
-command).
+real broker (``HOST:PORT`` is its address, ``DATA`` and ``DATA-2`` its log directories, a free
+port the metrics port 9404; the first command, ``odradek serve``, starts that broker), in a
+working directory of its own, where ``> FILE`` writes the output; and each command's output
+shows what the page says it shows (:data:`CHECKS`, one check per command).
 
 The situations the page describes around its commands are made real where a test can make
 them: the group ``billing`` reads the records and stops before its lag is looked at; the broker
@@ -77,14 +77,25 @@ class Run:
     data: Path
     cwd: Path
     data_2: Path | None = None
+    #: the port that replaces the page's metrics port (9404)
+    metrics_port: int | None = None
     #: what the checks learned along the way (committed offsets, the partitions' log ends)
     seen: dict[str, Any] = field(default_factory=dict)
 
     def line(self, command: str) -> str:
-        line = command.replace("HOST:PORT", self.bootstrap())
+        line = command
+        if "HOST:PORT" in line:
+            line = line.replace("HOST:PORT", self.bootstrap())
+        if self.metrics_port is not None:
+            line = line.replace("metrics.port=9404", f"metrics.port={self.metrics_port}")
         if self.data_2 is not None:
             line = line.replace("DATA-2", str(self.data_2))
         return line.replace("DATA", str(self.data))
+
+    def argv(self, command: str) -> list[str]:
+        """The command's arguments, the installed ``odradek`` script first (for a command that
+        keeps running, such as ``odradek serve``)."""
+        return [ODRADEK, *self.line(command).split()[1:]]
 
     def run(self, command: str) -> subprocess.CompletedProcess[str]:
         line, redirect, output = self.line(command).partition(" > ")
@@ -454,28 +465,36 @@ def wait_ready(port: int | str) -> None:
     )
 
 
+#: the runbook's first command (section Start): the broker the others run against
+START = "odradek serve --override log.dirs=DATA,DATA-2 --override metrics.port=9404"
+
+
 def test_every_runbook_command_runs_and_shows_what_the_runbook_says(tmp_path: Path) -> None:
     commands = runbook_commands()
     assert len(commands) >= 15
-    assert commands[0].startswith("odradek serve ")
+    assert commands[0] == START
     # one check per command, and no check for a command the page no longer shows
     assert set(CHECKS) == set(commands[1:]), set(CHECKS) ^ set(commands[1:])
-    data = tmp_path / "data"
-    metrics_port = free_port()
+    data, metrics_port = tmp_path / "data", free_port()
+    run = Run(
+        lambda: proc.bootstrap, data, tmp_path, data_2=Path(f"{data}-2"), metrics_port=metrics_port
+    )
+    # the Start command as written (two log dirs, DATA and DATA-2, to move a partition between;
+    # the metrics port), with what the page leaves to the defaults and a test may not: a free
+    # port, not 9092; the ACL authorizer for the security commands (this anonymous listener is
+    # a super user); no initial rebalance delay
     proc = BrokerProcess(
         data,
         {
-            "metrics.port": str(metrics_port),
-            # two log dirs (DATA and DATA-2) to move a partition between; the ACL authorizer
-            # for the security commands (this anonymous listener is a super user)
-            "log.dirs": f"{data},{data}-2",
+            "listeners": "PLAINTEXT://127.0.0.1:0",
             "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
             "super.users": "User:ANONYMOUS",
             "group.initial.rebalance.delay.ms": "0",
         },
+        command=run.argv(commands[0]),
     ).start()
-    run = Run(lambda: proc.bootstrap, data, tmp_path, data_2=Path(f"{data}-2"))
     try:
+        wait_ready(metrics_port)
         (tmp_path / "orders.txt").write_text("a\nb\nc\n")
         for command in commands[1:]:
             if command.startswith("odradek check-log"):
@@ -493,6 +512,79 @@ def test_every_runbook_command_runs_and_shows_what_the_runbook_says(tmp_path: Pa
                     run.seen["restarted_after_full_disk"] = True
     finally:
         proc.stop()
+
+
+def test_the_start_command_with_a_properties_file_and_a_log_level(tmp_path: Path) -> None:
+    """The Start section's command as written (the installed ``odradek`` script's ``serve``,
+    the click command the Dockerfile and docker-compose.yml run too), with ``-c`` (a Kafka
+    properties file: a listener on a free port, ``log.dirs`` that the command's ``--override``
+    replaces, ``num.partitions``) and ``--log-level DEBUG``: /ready turns 200, confluent-kafka
+    produces and consumes, the file's settings and the override both apply, DEBUG lines are
+    logged, and SIGTERM stops the broker cleanly (exit status 0)."""
+    from confluent_kafka import Producer as CProducer
+
+    (start,) = section("Start")
+    assert start == START
+    data, port, metrics_port = tmp_path / "data", free_port(), free_port()
+    properties = tmp_path / "server.properties"
+    properties.write_text(
+        "# Kafka's server.properties keys\n"
+        f"listeners=PLAINTEXT://127.0.0.1:{port}\n"
+        f"log.dirs={tmp_path / 'from-file'}\n"
+        "num.partitions=3\n"
+        "group.initial.rebalance.delay.ms=0\n"
+    )
+    run = Run(
+        lambda: f"127.0.0.1:{port}",
+        data,
+        tmp_path,
+        data_2=Path(f"{data}-2"),
+        metrics_port=metrics_port,
+    )
+    command = [*run.argv(start), "-c", str(properties), "--log-level", "DEBUG"]
+    assert command[:2] == [ODRADEK, "serve"]
+    proc = BrokerProcess(data, command=command).start()
+    try:
+        wait_ready(metrics_port)
+        assert proc.port == port  # the file's listener
+        producer = CProducer({"bootstrap.servers": proc.bootstrap})
+        for i in range(6):
+            producer.produce("started", key=b"%d" % i, value=b"record-%d" % i)
+        assert producer.flush(30) == 0
+        consumer = Consumer(
+            {
+                "bootstrap.servers": proc.bootstrap,
+                "group.id": "started-check",
+                "auto.offset.reset": "earliest",
+            }
+        )
+        consumer.subscribe(["started"])
+        values: list[bytes] = []
+        while len(values) < 6:
+            m = consumer.poll(30)
+            assert m is not None, f"{len(values)} of 6 records consumed"
+            if m.error() is None:
+                values.append(m.value())
+        consumer.close()
+        assert sorted(values) == [b"record-%d" % i for i in range(6)]
+
+        # num.partitions from the file; log.dirs from the command, over the file's
+        topic = json.loads(
+            run.run("odradek topic describe started --format json -b HOST:PORT").stdout
+        )
+        assert topic["partition_count"] == 3
+        dirs = json.loads(run.run("odradek log-dirs --format json -b HOST:PORT").stdout)
+        assert sorted(d["path"] for d in dirs) == [str(data), f"{data}-2"]
+        assert not (tmp_path / "from-file").exists()
+        # --log-level DEBUG: the connections' DEBUG lines (INFO, the default, leaves them out)
+        wait_for(
+            lambda: re.search(r"^\[.*\] DEBUG .*\(broker\.net\.connection\)$", proc.log(), re.M),
+            "a DEBUG line of broker.net.connection",
+        )
+    finally:
+        code = proc.stop()
+    assert code == 0, proc.log()[-3000:]
+    assert "Odradek broker 0 stopped cleanly" in proc.log()
 
 
 # --- a full disk ---------------------------------------------------------------------------------

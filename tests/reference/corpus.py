@@ -167,6 +167,7 @@ from tests.support.differential import Context, Exchange, RawRequest, Scenario
 T0 = 1_700_000_000_000
 TOPIC_RESOURCE = 2
 BROKER_RESOURCE = 4
+BROKER_LOGGER_RESOURCE = 8
 ZSTD = 4
 
 #: Versions the setup steps use (both references and Odradek speak them).
@@ -704,13 +705,19 @@ def describe_configs(
 
 
 def alter_configs(
-    name: str, configs: dict[str, str | None], *, version: int = 2, validate_only: bool = False
+    name: str,
+    configs: dict[str, str | None],
+    *,
+    version: int = 2,
+    validate_only: bool = False,
+    resource_type: int = TOPIC_RESOURCE,
+    label: str = "",
 ) -> Exchange:
     return Exchange(
         AlterConfigsRequest(
             resources=[
                 AlterResource(
-                    resource_type=TOPIC_RESOURCE,
+                    resource_type=resource_type,
                     resource_name=name,
                     configs=[AlterableConfig(name=k, value=v) for k, v in configs.items()],
                 )
@@ -718,6 +725,7 @@ def alter_configs(
             validate_only=validate_only,
         ),
         version,
+        label=label,
     )
 
 
@@ -2856,3 +2864,205 @@ def replication_throttle_scenarios(prefix: str) -> list[Scenario]:
             ],
         )
     ]
+
+
+# --- legacy AlterConfigs on brokers and broker loggers -------------------------------------------
+
+#: ConfigSource codes of DescribeConfigs v1+
+DYNAMIC_BROKER, DYNAMIC_DEFAULT, DEFAULT = 2, 3, 5
+
+
+def broker_configs_until(
+    entity: str, expected: dict[str, tuple[int, str | None]], label: str
+) -> Exchange:
+    """DescribeConfigs of ``expected``'s keys on a broker (``"0"``) or on the cluster default
+    (``""``, which lists only the keys set there), asked again until each key has the source and
+    value given. In Kafka's ZooKeeper mode a change reaches even the broker that made it through
+    a change notification, a moment after the answer, and the source of a key is updated a
+    moment before its value."""
+    if entity == "":
+        wanted = {k: sv for k, sv in expected.items() if sv[0] == DYNAMIC_DEFAULT}
+    else:
+        wanted = dict(expected)
+
+    def reached(answer: Any) -> bool:
+        configs = answer.results[0].configs
+        return {c.name: (c.config_source, c.value) for c in configs} == wanted
+
+    return Exchange(
+        DescribeConfigsRequest(
+            resources=[
+                DescribeConfigsResource(
+                    resource_type=BROKER_RESOURCE,
+                    resource_name=entity,
+                    configuration_keys=sorted(expected),
+                )
+            ],
+            include_synonyms=True,
+        ),
+        4,
+        label=label,
+        until=reached,
+    )
+
+
+def legacy_broker_config_scenarios(prefix: str) -> list[Scenario]:
+    """Legacy AlterConfigs (key 33) on BROKER and BROKER_LOGGER resources, at every version.
+
+    On a BROKER resource it replaces the whole set of that broker's dynamic configs (``"0"``)
+    or of the cluster default (``""``): keys left out are removed (Kafka's ``ZkAdminManager``
+    writes the new set as the entity's znode); ``validate_only`` changes nothing; a read-only
+    key (``broker.id``, ``log.dirs``), a per-broker key at the default (``listeners``), a bad
+    value, a null value, a repeated key, a resource named twice and another broker's id are
+    refused (Kafka's ``ConfigAdminManager.preprocess``). Legacy AlterConfigs has no
+    BROKER_LOGGER (KIP-412 added logger levels to IncrementalAlterConfigs only): Kafka refuses
+    it, ``validate_only`` or not.
+    Each scenario leaves no dynamic config behind (Kafka is shared by the whole corpus)."""
+    out: list[Scenario] = []
+    retention, max_bytes, delete_retention = (
+        "log.retention.ms",
+        "message.max.bytes",
+        "log.cleaner.delete.retention.ms",
+    )
+    #: (source, value) of the keys as each step leaves them (log.retention.ms has no value of
+    #: its own by default: log.retention.hours gives it)
+    unset_retention, unset_delete = (DEFAULT, None), (DEFAULT, "86400000")
+    replaced = {retention: unset_retention, max_bytes: (DYNAMIC_BROKER, "3000000")}
+    default_retention = (DYNAMIC_DEFAULT, "7200000")
+    default_replaced = {retention: default_retention, delete_retention: unset_delete}
+    for v in versions(ApiKey.ALTER_CONFIGS):
+
+        def alter(
+            entity: str,
+            configs: dict[str, str | None],
+            label: str,
+            *,
+            validate_only: bool = False,
+            resource_type: int = BROKER_RESOURCE,
+            version: int = v,
+        ) -> Exchange:
+            return alter_configs(
+                entity,
+                configs,
+                version=version,
+                validate_only=validate_only,
+                resource_type=resource_type,
+                label=label,
+            )
+
+        def twice(label: str, *, resources: int, keys: int, version: int = v) -> Exchange:
+            """``resources`` resources naming broker 0, each with ``keys`` retention values."""
+            configs = [AlterableConfig(name=retention, value=f"{i + 1}000") for i in range(keys)]
+            return Exchange(
+                AlterConfigsRequest(
+                    resources=[
+                        AlterResource(
+                            resource_type=BROKER_RESOURCE, resource_name="0", configs=configs
+                        )
+                        for _ in range(resources)
+                    ],
+                    validate_only=False,
+                ),
+                version,
+                label=label,
+            )
+
+        out.append(
+            Scenario(
+                f"alter_configs_broker/v{v}",
+                [
+                    alter("0", {retention: "3600000", max_bytes: "2000000"}, "set on broker 0"),
+                    broker_configs_until(
+                        "0",
+                        {
+                            retention: (DYNAMIC_BROKER, "3600000"),
+                            max_bytes: (DYNAMIC_BROKER, "2000000"),
+                        },
+                        "both set",
+                    ),
+                    alter("0", {max_bytes: "3000000"}, "replace: retention left out"),
+                    broker_configs_until("0", replaced, "retention removed"),
+                    alter("0", {retention: "1"}, "validate only", validate_only=True),
+                    broker_configs_until("0", replaced, "still as before"),
+                    alter("0", {"broker.id": "7"}, "read-only broker.id"),
+                    alter("0", {"log.dirs": "/tmp/elsewhere", max_bytes: "2000000"}, "log.dirs"),
+                    alter("0", {retention: "soon"}, "not a number"),
+                    alter("0", {retention: None}, "null value"),
+                    twice("a key twice", resources=1, keys=2),
+                    alter("5", {retention: "1000"}, "another broker"),
+                    broker_configs_until("0", replaced, "refusals kept it"),
+                    alter("0", {}, "replace with nothing"),
+                    broker_configs_until(
+                        "0",
+                        {retention: unset_retention, max_bytes: (DEFAULT, "1048588")},
+                        "nothing left",
+                    ),
+                ],
+            )
+        )
+        out.append(
+            Scenario(
+                f"alter_configs_broker_default/v{v}",
+                [
+                    alter(
+                        "",
+                        {retention: "7200000", delete_retention: "3600000"},
+                        "set the cluster default",
+                    ),
+                    broker_configs_until(
+                        "0",
+                        {
+                            retention: default_retention,
+                            delete_retention: (DYNAMIC_DEFAULT, "3600000"),
+                        },
+                        "broker 0 follows the default",
+                    ),
+                    broker_configs_until(
+                        "",
+                        {
+                            retention: default_retention,
+                            delete_retention: (DYNAMIC_DEFAULT, "3600000"),
+                        },
+                        "the default",
+                    ),
+                    alter("", {retention: "7200000"}, "replace: delete retention left out"),
+                    broker_configs_until("0", default_replaced, "delete retention removed"),
+                    alter("", {retention: "1"}, "validate only", validate_only=True),
+                    alter("", {"broker.id": "7"}, "read-only broker.id"),
+                    alter("", {"listeners": "PLAINTEXT://127.0.0.1:1"}, "per-broker key"),
+                    broker_configs_until("", default_replaced, "still as before"),
+                    alter("", {}, "replace with nothing"),
+                    broker_configs_until(
+                        "0",
+                        {retention: unset_retention, delete_retention: unset_delete},
+                        "nothing left",
+                    ),
+                ],
+            )
+        )
+        # both answers INVALID_REQUEST in Kafka's ConfigAdminManager, which then fails to count
+        # them and closes the connection (allowance D23)
+        out.append(
+            Scenario(
+                f"alter_configs_broker_twice/v{v}",
+                [twice("broker 0 twice", resources=2, keys=1)],
+            )
+        )
+        logger = {"kafka.server.ReplicaManager": "DEBUG"}
+        out.append(
+            Scenario(
+                f"alter_configs_broker_logger/v{v}",
+                [
+                    alter("0", logger, "a logger level", resource_type=BROKER_LOGGER_RESOURCE),
+                    alter(
+                        "0",
+                        logger,
+                        "validate only",
+                        validate_only=True,
+                        resource_type=BROKER_LOGGER_RESOURCE,
+                    ),
+                    alter("0", {}, "nothing", resource_type=BROKER_LOGGER_RESOURCE),
+                ],
+            )
+        )
+    return out
