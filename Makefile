@@ -51,10 +51,11 @@ serve: $(VENV)/.runtime
 
 # The suite on PYTEST_WORKERS pytest-xdist workers (0: in this process), spread as
 # tests/conftest.py groups it: a test file per unit, Kafka's and Spark's tests on one worker
-# each, the cluster tests one at a time.
+# each, the cluster tests one at a time. The 30 slowest tests are listed at the end (the suite
+# must stay under 30 minutes on CI's machine).
 PYTEST_WORKERS ?= 2
 test: $(VENV)/.dev system-deps js-clients reference-kafka
-	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=30 $(PYTEST_ARGS)
 
 check: $(VENV)/.dev
 	$(BIN)/ruff format --check .
