@@ -30,10 +30,9 @@ async def _serve(config: BrokerConfig) -> int:
     except ConfigError as e:
         log.error("broker failed to start: %s", e)
         return 1
-    stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+        loop.add_signal_handler(sig, broker.stop_requested.set)
     try:
         await broker.start()
     except StartupError as e:
@@ -44,10 +43,7 @@ async def _serve(config: BrokerConfig) -> int:
         log.exception("broker failed to start")
         await broker.stop()
         return 1
-    waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(broker.halted.wait())]
-    await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-    for w in waits:
-        w.cancel()
+    await broker.stop_requested.wait()
     if broker.halt_reason is not None:
         log.critical("stopping the broker: %s", broker.halt_reason)
     await broker.stop()

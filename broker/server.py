@@ -152,9 +152,10 @@ class Broker:
         self.blocking = BlockingCalls()
         self._stopping = False
         self.started = asyncio.Event()
-        #: set when the broker cannot go on (every log dir offline): whoever runs it stops it
-        #: and exits non-zero (:meth:`halt`)
-        self.halted = asyncio.Event()
+        #: set to have whoever runs the broker stop it: by a signal (``odradek serve``), or by
+        #: :meth:`halt`
+        self.stop_requested = asyncio.Event()
+        #: why the broker halted (every log dir offline), or None
         self.halt_reason: str | None = None
         #: what start() is doing, for /ready's answer until it is done
         self.startup_phase = "not started"
@@ -646,13 +647,13 @@ class Broker:
 
     def halt(self, reason: str) -> None:
         """Any thread: the broker cannot go on (Kafka halts when its last log dir fails). Sets
-        :attr:`halted`; ``odradek serve`` then stops the broker and exits with status 1."""
+        :attr:`stop_requested`; ``odradek serve`` then stops the broker and exits with status 1."""
         loop = self.loop
 
         def flag() -> None:
             if self.halt_reason is None:
                 self.halt_reason = reason
-                self.halted.set()
+            self.stop_requested.set()
 
         if loop is None:
             return

@@ -220,8 +220,6 @@ class ReplicaManager:
         self._on_all_log_dirs_offline = on_all_log_dirs_offline
         #: the live broker config, for the topic defaults only (dynamic: read on each use)
         self.config = config
-        #: the replication keys, read once at start-up
-        self.replication = replication
         self.metadata = metadata
         self.log_manager = log_manager
         self.metrics = metrics

@@ -33,6 +33,7 @@ from cli.records import OutRecord, Producer
 from protocol.error_codes import ErrorCode
 from tests.integration.broker_process import BrokerProcess
 from tests.support.cli import as_json, odradek, unique
+from tests.support.kafka_clients import consume_from_start
 from tests.support.ports import free_port
 from tests.support.waiting import wait_for
 
@@ -454,23 +455,15 @@ def test_a_full_log_dir_fails_its_partitions_only_and_loses_nothing(
         with OdradekAdmin(proc.bootstrap) as client:
             ends = client.list_offsets({(topic, full): -1, (topic, other): -1})
         assert ends[(topic, full)][0] == acknowledged
-        consumer = Consumer(
-            {
-                "bootstrap.servers": proc.bootstrap,
-                "group.id": unique("g"),
-                "fetch.message.max.bytes": 2 * 1024 * 1024,
-            }
+        got = consume_from_start(
+            proc.bootstrap,
+            topic,
+            [full],
+            acknowledged,
+            timeout=60,
+            client={"fetch.message.max.bytes": 2 * 1024 * 1024},
         )
-        consumer.assign([TopicPartition(topic, full, 0)])
-        got = 0
-        deadline = time.monotonic() + 60
-        while got < acknowledged and time.monotonic() < deadline:
-            m = consumer.poll(1)
-            if m is not None and not m.error():
-                assert m.value() == value
-                got += 1
-        consumer.close()
-        assert got == acknowledged
+        assert [m.value() for m in got] == [value] * acknowledged
         assert odradek("check-log", str(small_tmpfs)).returncode == 0
     finally:
         proc.stop()
@@ -505,23 +498,15 @@ def test_a_broker_whose_last_log_dir_fails_stops_and_loses_nothing(
         with OdradekAdmin(proc.bootstrap) as client:
             ends = client.list_offsets({(topic, 0): -1})
         assert ends[(topic, 0)][0] == acknowledged
-        consumer = Consumer(
-            {
-                "bootstrap.servers": proc.bootstrap,
-                "group.id": unique("g"),
-                "fetch.message.max.bytes": 2 * 1024 * 1024,
-            }
+        got = consume_from_start(
+            proc.bootstrap,
+            topic,
+            [0],
+            acknowledged,
+            timeout=60,
+            client={"fetch.message.max.bytes": 2 * 1024 * 1024},
         )
-        consumer.assign([TopicPartition(topic, 0, 0)])
-        got = 0
-        deadline = time.monotonic() + 60
-        while got < acknowledged and time.monotonic() < deadline:
-            m = consumer.poll(1)
-            if m is not None and not m.error():
-                assert m.value() == value
-                got += 1
-        consumer.close()
-        assert got == acknowledged
+        assert [m.value() for m in got] == [value] * acknowledged
     finally:
         proc.stop()
 
