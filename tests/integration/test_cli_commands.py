@@ -28,7 +28,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from tests.integration.broker_process import BrokerProcess
 from tests.integration.test_operations import _consume
-from tests.support.cli import ODRADEK, as_json, odradek, unique
+from tests.support.cli import ODRADEK, as_json, odradek, pairs, rows, unique
 
 
 @pytest.fixture(scope="module")
@@ -39,22 +39,6 @@ def cli_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProce
     proc.start()
     yield proc
     proc.stop()
-
-
-def pairs(text: str) -> dict[str, str]:
-    """A single object's KEY VALUE lines."""
-    out = {}
-    for line in text.splitlines():
-        if line.strip():
-            key, _, value = line.strip().partition(" ")
-            out[key] = value.strip()
-    return out
-
-
-def rows(text: str) -> tuple[list[str], list[list[str]]]:
-    """A table's header and rows, each split on spaces."""
-    lines = [line.split() for line in text.splitlines() if line.strip()]
-    return lines[0], lines[1:]
 
 
 # --- topic create --------------------------------------------------------------------------------

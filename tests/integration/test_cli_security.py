@@ -15,9 +15,8 @@ import pytest
 from confluent_kafka import Consumer, Producer
 
 from tests.integration.broker_process import BrokerProcess
-from tests.integration.test_cli_commands import rows
 from tests.support.certs import TlsFiles, make_tls_files
-from tests.support.cli import as_json, odradek, unique
+from tests.support.cli import as_json, odradek, rows, unique
 from tests.support.secure_broker import PASSWORDS, plain_jaas
 from tests.support.waiting import wait_for
 

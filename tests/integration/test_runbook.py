@@ -36,9 +36,10 @@ from cli.client import KafkaError
 from cli.records import OutRecord, Producer
 from protocol.error_codes import ErrorCode
 from tests.integration.broker_process import BrokerProcess
-from tests.integration.test_cli_commands import pairs, rows
 from tests.integration.test_operations import _consume, http_or_refused
+from tests.support.cli import pairs, rows
 from tests.support.cluster import ProcessCluster, bootstrap, create, restart, start_cluster
+from tests.support.kafka_clients import consume_from_start
 from tests.support.ports import free_port
 from tests.support.waiting import wait_for
 from tests.support.zookeeper import ZooKeeperServer
@@ -84,7 +85,7 @@ class Run:
 
     def line(self, command: str) -> str:
         line = command
-        if "HOST:PORT" in line:
+        if "HOST:PORT" in line:  # (the Start command has none: no broker to ask yet)
             line = line.replace("HOST:PORT", self.bootstrap())
         if self.metrics_port is not None:
             line = line.replace("metrics.port=9404", f"metrics.port={self.metrics_port}")
@@ -551,21 +552,7 @@ def test_the_start_command_with_a_properties_file_and_a_log_level(tmp_path: Path
         for i in range(6):
             producer.produce("started", key=b"%d" % i, value=b"record-%d" % i)
         assert producer.flush(30) == 0
-        consumer = Consumer(
-            {
-                "bootstrap.servers": proc.bootstrap,
-                "group.id": "started-check",
-                "auto.offset.reset": "earliest",
-            }
-        )
-        consumer.subscribe(["started"])
-        values: list[bytes] = []
-        while len(values) < 6:
-            m = consumer.poll(30)
-            assert m is not None, f"{len(values)} of 6 records consumed"
-            if m.error() is None:
-                values.append(m.value())
-        consumer.close()
+        values = [m.value() for m in consume_from_start(proc.bootstrap, "started", 3, 6)]
         assert sorted(values) == [b"record-%d" % i for i in range(6)]
 
         # num.partitions from the file; log.dirs from the command, over the file's

@@ -165,9 +165,6 @@ ALLOWED = [
         "Odradek answers as v1+ do, from record timestamps (the first offset at or after the "
         "time, else the high watermark). Kafka 4 removed v0.",
     ),
-]
-
-ALLOWED.append(
     Allowance(
         "D23",
         "alter_configs_broker_twice/*",
@@ -177,8 +174,9 @@ ALLOWED.append(
         "count the answer's errors (one map entry per resource: IllegalStateException, "
         "'Duplicate key') and closes the connection. Odradek sends the answer Kafka means to. "
         "Kafka's admin clients cannot send such a request (they key resources in a map).",
-    )
-)
+    ),
+]
+
 
 #: Client telemetry (KIP-714, telemetry_scenarios in the corpus): the reference Kafka has no
 #: metrics reporter that receives client telemetry (its distribution ships none), Odradek is its

@@ -38,3 +38,19 @@ def as_json(*args: str, stdin: str | None = None) -> Any:
 
 def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def pairs(text: str) -> dict[str, str]:
+    """A single object's KEY VALUE lines."""
+    out = {}
+    for line in text.splitlines():
+        if line.strip():
+            key, _, value = line.strip().partition(" ")
+            out[key] = value.strip()
+    return out
+
+
+def rows(text: str) -> tuple[list[str], list[list[str]]]:
+    """A table's header and rows, each split on spaces."""
+    lines = [line.split() for line in text.splitlines() if line.strip()]
+    return lines[0], lines[1:]
