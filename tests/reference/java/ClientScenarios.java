@@ -47,6 +47,7 @@ import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.errors.TopicExistsException;
 import org.apache.kafka.common.header.Header;
@@ -184,7 +185,19 @@ public final class ClientScenarios {
         admin.createTopics(List.of(new NewTopic(topic, partitions, (short) 1).configs(configs))).all().get(60, TimeUnit.SECONDS);
         Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
         for (int i = 0; i < partitions; i++) latest.put(new TopicPartition(topic, i), OffsetSpec.latest());
-        admin.listOffsets(latest).all().get(60, TimeUnit.SECONDS);
+        // KRaft's brokers learn of the topic a moment after CreateTopics answers; until then
+        // the admin client's metadata lookup fails with UnknownTopicOrPartitionException
+        long deadline = System.currentTimeMillis() + WAIT_MS;
+        while (true) {
+            try {
+                admin.listOffsets(latest).all().get(60, TimeUnit.SECONDS);
+                return;
+            } catch (ExecutionException e) {
+                if (!(e.getCause() instanceof UnknownTopicOrPartitionException)
+                        || System.currentTimeMillis() > deadline) throw e;
+                Thread.sleep(100);
+            }
+        }
     }
 
     List<ConsumerRecord<String, String>> drain(KafkaConsumer<String, String> c, int expected) throws InterruptedException {
