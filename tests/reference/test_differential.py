@@ -172,7 +172,8 @@ ALLOWED = [
         "Legacy AlterConfigs naming one resource twice: Kafka's ConfigAdminManager answers both "
         "INVALID_REQUEST ('Each resource must appear at most once.'), then the broker fails to "
         "count the answer's errors (one map entry per resource: IllegalStateException, "
-        "'Duplicate key') and closes the connection. Odradek sends the answer Kafka means to. "
+        "'Duplicate key') and never answers: the connection stays open and silent (the corpus "
+        "waits 5 s). Odradek sends the answer Kafka means to. "
         "Kafka's admin clients cannot send such a request (they key resources in a map).",
     ),
 ]

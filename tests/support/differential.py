@@ -86,6 +86,9 @@ class Exchange:
     #: a broker reaches asynchronously (a transaction's markers written)
     until: Callable[[Any], bool] | None = None
     until_timeout: float = 30.0
+    #: seconds to wait for the answer before taking the broker as silent (CLOSED): for a
+    #: request the reference swallows without closing the connection
+    answer_within: float = 60.0
 
     def build(self, ctx: Context) -> Message | RawRequest:
         if isinstance(self.request, Message | RawRequest):
@@ -124,6 +127,7 @@ class Connection:
     def call(self, request: Message | RawRequest, version: int, *, timeout: float = 60.0) -> Any:
         if self.sock is None:
             self.sock = raw_client.connect(self.bootstrap, timeout=timeout)
+        self.sock.settimeout(timeout)
         self.correlation_id += 1
         if isinstance(request, RawRequest):
             frame_out = _raw_frame(request, self.correlation_id)
@@ -351,7 +355,7 @@ def run_scenario(scenario: Scenario, kafka: Connection, odradek: Connection) -> 
         for target, conn in (("kafka", kafka), ("odradek", odradek)):
             ctx = contexts[target]
             request = exchange.build(ctx)
-            response = conn.call(request, exchange.version)
+            response = conn.call(request, exchange.version, timeout=exchange.answer_within)
             deadline = time.monotonic() + exchange.until_timeout
             while (
                 exchange.until is not None
