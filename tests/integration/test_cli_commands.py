@@ -27,8 +27,8 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from tests.integration.broker_process import BrokerProcess
-from tests.integration.test_operations import _consume
 from tests.support.cli import ODRADEK, as_json, odradek, pairs, rows, unique
+from tests.support.kafka_clients import consume_in_group
 
 
 @pytest.fixture(scope="module")
@@ -185,7 +185,7 @@ def test_group_list_in_both_formats(cli_broker: BrokerProcess) -> None:
     topic, group = unique("glist"), unique("glist-g")
     odradek("topic", "create", topic, "--partitions", "1", "-b", b)
     odradek("topic", "produce", topic, "-b", b, stdin="a\nb\n")
-    assert len(_consume(b, group, topic, 2)) == 2  # a consumer that subscribed, then left
+    assert len(consume_in_group(b, group, topic, 2)) == 2  # a consumer that subscribed, then left
     listed = [g for g in as_json("group", "list", "-b", b) if g["group"] == group]
     assert listed == [{"group": group, "state": "Empty", "protocol_type": "consumer"}]
     header, table = rows(odradek("group", "list", "-b", b).stdout)

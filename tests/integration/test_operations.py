@@ -10,8 +10,6 @@ import os
 import subprocess
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -33,25 +31,10 @@ from cli.records import OutRecord, Producer
 from protocol.error_codes import ErrorCode
 from tests.integration.broker_process import BrokerProcess
 from tests.support.cli import as_json, odradek, unique
-from tests.support.kafka_clients import consume_from_start
+from tests.support.kafka_clients import consume_from_start, consume_in_group
+from tests.support.metrics import http, http_or_refused
 from tests.support.ports import free_port
 from tests.support.waiting import wait_for
-
-
-def http(url: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(url, timeout=10) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
-
-
-def http_or_refused(url: str) -> tuple[int | None, str]:
-    """:func:`http`, or (None, why) while nothing listens on the port."""
-    try:
-        return http(url)
-    except (urllib.error.URLError, ConnectionError) as e:
-        return None, str(e)
 
 
 @pytest.fixture(scope="module")
@@ -106,27 +89,6 @@ def test_topic_commands_in_both_formats(ops_broker: BrokerProcess) -> None:
     assert missing.returncode == 1 and "UNKNOWN_TOPIC_OR_PARTITION" in missing.stderr
 
 
-def _consume(bootstrap: str, group: str, topic: str, count: int) -> list[tuple[int, int]]:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": group,
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-        }
-    )
-    consumer.subscribe([topic])
-    got: list[tuple[int, int]] = []
-    deadline = time.monotonic() + 60
-    while len(got) < count and time.monotonic() < deadline:
-        m = consumer.poll(1)
-        if m is not None and not m.error():
-            got.append((m.partition(), m.offset()))
-    consumer.commit(asynchronous=False)
-    consumer.close()
-    return got
-
-
 def test_group_lag_and_reset_offsets(ops_broker: BrokerProcess) -> None:
     b = ops_broker.bootstrap
     topic, group = unique("cli-lag"), unique("cli-group")
@@ -135,7 +97,7 @@ def test_group_lag_and_reset_offsets(ops_broker: BrokerProcess) -> None:
         "topic", "produce", topic, "-b", b, "--format", "json",
         stdin="".join(json.dumps({"value": f"m{i}", "partition": i % 2}) + "\n" for i in range(10)),
     )  # fmt: skip
-    assert len(_consume(b, group, topic, 6)) >= 6
+    assert len(consume_in_group(b, group, topic, 6)) >= 6
     lag = as_json("group", "lag", group, "-b", b)
     assert {(r["topic"], r["partition"]) for r in lag} <= {(topic, 0), (topic, 1)}
     committed = {r["partition"]: r["current_offset"] for r in lag}
@@ -159,7 +121,7 @@ def test_group_lag_and_reset_offsets(ops_broker: BrokerProcess) -> None:
     assert {r["new_offset"] for r in executed} == {0}
     assert {r["lag"] for r in as_json("group", "lag", group, "-b", b)} == {5}
     # the group resumes from the reset offsets: everything again
-    again = _consume(b, group, topic, 10)
+    again = consume_in_group(b, group, topic, 10)
     assert sorted(again) == sorted((p, o) for p in (0, 1) for o in range(5))
     odradek(
         "group", "reset-offsets", group, "--all-topics", "--shift-by", "-2", "--execute", "-b", b

@@ -36,10 +36,10 @@ from cli.client import KafkaError
 from cli.records import OutRecord, Producer
 from protocol.error_codes import ErrorCode
 from tests.integration.broker_process import BrokerProcess
-from tests.integration.test_operations import _consume, http_or_refused
 from tests.support.cli import pairs, rows
 from tests.support.cluster import ProcessCluster, bootstrap, create, restart, start_cluster
-from tests.support.kafka_clients import consume_from_start
+from tests.support.kafka_clients import consume_from_start, consume_in_group
+from tests.support.metrics import http_or_refused
 from tests.support.ports import free_port
 from tests.support.waiting import wait_for
 from tests.support.zookeeper import ZooKeeperServer
@@ -505,7 +505,7 @@ def test_every_runbook_command_runs_and_shows_what_the_runbook_says(tmp_path: Pa
             CHECKS[command](result, run)
             if command.startswith("odradek topic consume"):
                 # the billing application reads the three records, commits and stops
-                assert len(_consume(proc.bootstrap, "billing", "orders", 3)) == 3
+                assert len(consume_in_group(proc.bootstrap, "billing", "orders", 3)) == 3
             if command.startswith("odradek check-log"):
                 proc.start()
                 wait_ready(metrics_port)

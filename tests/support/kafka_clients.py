@@ -68,3 +68,26 @@ def consume_from_start(
     finally:
         consumer.close()
     return got
+
+
+def consume_in_group(bootstrap: str, group: str, topic: str, count: int) -> list[tuple[int, int]]:
+    """(partition, offset) of up to ``count`` records read by a member of ``group`` subscribed
+    to ``topic`` from the earliest offset (a minute at most); commits them and leaves."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.subscribe([topic])
+    got: list[tuple[int, int]] = []
+    deadline = time.monotonic() + 60
+    while len(got) < count and time.monotonic() < deadline:
+        m = consumer.poll(1)
+        if m is not None and not m.error():
+            got.append((m.partition(), m.offset()))
+    consumer.commit(asynchronous=False)
+    consumer.close()
+    return got
