@@ -2,8 +2,8 @@
 
     python -m bench bench_scale [--partitions 10000] [--records 1000000] [--batch 100]
                                 [--brokers kafka,odradek] [--kafka-heap 1G] [--segments 1|2]
-                                [--consume-repeats 3] [--keep-logs DIR] [--no-startup]
-                                [--profile DIR]
+                                [--consume-repeats 3] [--idle-seconds 20] [--keep-logs DIR]
+                                [--no-startup] [--profile DIR]
 
 Brokers (``--brokers``; default both when Kafka's jars are present, else Odradek alone with a
 "not run" line): Odradek standalone and Apache Kafka (the newest 4.x, KRaft combined
@@ -22,6 +22,9 @@ confluent-kafka, each in its own process.
   throughput and broker CPU per million records, the median of ``--consume-repeats`` reads
   (default 3; a read of 10 partitions lasts about a second, where the consumer's own start
   weighs);
+* **idle**: after the workloads, each broker's CPU over ``--idle-seconds`` (default 20) while
+  no client runs, holding both topics: the cost of its periodic work over every partition
+  (flushes, checkpoints, retention checks), as a share of one core;
 * **start-up** of each broker holding the big topic, alone (the other stopped): after a clean
   stop (SIGTERM) and after SIGKILL, the time from process start until the broker answers
   Metadata for every partition of the topic, and until a produce and a fetch on it work
@@ -421,6 +424,12 @@ def main(argv: list[str] | None = None) -> None:
     )
     ap.add_argument("--kafka-heap", default="1G", help="Kafka's -Xmx and -Xms (default 1G)")
     ap.add_argument(
+        "--idle-seconds",
+        type=float,
+        default=20,
+        help="after the workloads, how long to measure each broker's CPU while nothing runs",
+    )
+    ap.add_argument(
         "--segments",
         type=int,
         choices=(1, 2),
@@ -541,6 +550,18 @@ def main(argv: list[str] | None = None) -> None:
                         statistics.median(r[1] for r in runs[t.name]),
                     )
                     requests[workload, t.name] = mean_counts(answered[t.name])
+        # what each broker costs doing nothing, holding both topics (its periodic work over
+        # every partition: flushes, checkpoints, retention checks)
+        idle_cpu: dict[str, float] = {}
+        cpu_before = {t.name: cpu_seconds(t.pid) for t in targets}
+        time.sleep(args.idle_seconds)
+        for t in targets:
+            idle_cpu[t.name] = (cpu_seconds(t.pid) - cpu_before[t.name]) / args.idle_seconds
+            print(
+                f"  idle, {args.partitions + 10} partitions   {t.name:<8} "
+                f"{idle_cpu[t.name] * 100:.1f}% of a core over {args.idle_seconds:g} s",
+                flush=True,
+            )
         print(f"load average after the workloads: {os.getloadavg()}")
         print(f"\n{args.records:,} x 100 B records, batches of {args.batch} records")
         print(table(rows, [t.name for t in targets], args.partitions))

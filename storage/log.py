@@ -856,6 +856,18 @@ class PartitionLog:
         with self._lock:
             local.mark_flushed(target, self.clock() if now_ms is None else now_ms)
 
+    def maintenance_due(self, now_ms: int) -> bool:
+        """Whether the log manager's periodic pass has work here: a segment rolled since the
+        last flush, ``.deleted`` files waiting, or ``flush.ms`` elapsed. Read without the lock
+        (the pass runs every second over every log, and most have nothing to do: what changes
+        meanwhile is seen on the next pass)."""
+        local = self._local
+        return not local.closed and (
+            local.rolled_up_to > local.recovery_point
+            or bool(local.pending_deletes)
+            or now_ms - local.last_flush_ms >= self.config.flush_ms
+        )
+
     def flush_rolled_segments(self) -> None:
         """Flushes the segments that rolled since the last flush (Kafka flushes them
         asynchronously after a roll; the log manager calls this from its periodic work)."""

@@ -86,6 +86,8 @@ class LogManager:
         #: stay out of every periodic task and checkpoint until a restart recovers them
         self._offline_dirs: dict[Path, str] = {}
         self._dirs_to_delete: list[tuple[int, Path, PartitionLog | None]] = []
+        #: the high watermarks last written to each dir's checkpoint
+        self._hw_written: dict[Path, dict[TopicPartition, int]] = {}
         self._started = False
         self._next_retention_ms = 0
         self._next_recovery_checkpoint_ms = 0
@@ -548,10 +550,14 @@ class LogManager:
         from one background thread, e.g. every second."""
         now = self.clock() if now_ms is None else now_ms
         mc = self.manager_config
-        self.flush_dirty_logs(now)
+        # most logs have nothing to flush or delete: one cheap check each (a broker of 10,000
+        # partitions made this pass its main idle cost)
+        due: list[PartitionLog] | None = [pl for pl in self.all_logs() if pl.maintenance_due(now)]
+        self.flush_dirty_logs(now, logs=due)
         if now >= self._next_retention_ms:
             self.cleanup_logs(now)
             self._next_retention_ms = now + mc.retention_check_interval_ms
+            due = None  # retention may have scheduled deletions anywhere
         if now >= self._next_recovery_checkpoint_ms:
             self.checkpoint_recovery_points()
             self._next_recovery_checkpoint_ms = now + mc.recovery_point_checkpoint_interval_ms
@@ -561,7 +567,7 @@ class LogManager:
         if now >= self._next_hw_checkpoint_ms:
             self.checkpoint_high_watermarks()
             self._next_hw_checkpoint_ms = now + mc.high_watermark_checkpoint_interval_ms
-        self.delete_pending_files(now)
+        self.delete_pending_files(now, logs=due)
         if include_cleaner and mc.cleaner_enable and now >= self._next_clean_ms:
             cleaned = self.clean_logs(now)
             self._next_clean_ms = now if cleaned else now + mc.cleaner_backoff_ms
@@ -579,12 +585,14 @@ class LogManager:
                 log.error("retention of %s failed: %s", partition_log.name, e)
         return total
 
-    def flush_dirty_logs(self, now_ms: int | None = None) -> int:
+    def flush_dirty_logs(
+        self, now_ms: int | None = None, *, logs: Sequence[PartitionLog] | None = None
+    ) -> int:
         """Flushes logs whose ``flush.ms`` elapsed, and segments that rolled since their log's
-        last flush. Returns the number of logs flushed."""
+        last flush (of ``logs``, default all). Returns the number of logs flushed."""
         now = self.clock() if now_ms is None else now_ms
         flushed = 0
-        for partition_log in self.all_logs():
+        for partition_log in self.all_logs() if logs is None else logs:
             if partition_log.closed:
                 continue
             try:
@@ -598,13 +606,21 @@ class LogManager:
         return flushed
 
     def _logs_by_dir(self) -> dict[Path, list[tuple[TopicPartition, PartitionLog]]]:
+        offline = set(self._offline_dirs)
         out: dict[Path, list[tuple[TopicPartition, PartitionLog]]] = {
-            d: [] for d in self.log_dirs if d not in self._offline_dirs
+            d: [] for d in self.log_dirs if d not in offline
         }
+        dir_of = self._log_dir_of
         for tp, partition_log in list(self._logs.items()):
-            log_dir = self._log_dir_of.get(tp)
-            if log_dir is not None and log_dir not in self._offline_dirs:
-                out.setdefault(log_dir, []).append((tp, partition_log))
+            log_dir = dir_of.get(tp)
+            if log_dir is None:
+                continue
+            logs = out.get(log_dir)
+            if logs is None:
+                if log_dir in offline:
+                    continue
+                logs = out[log_dir] = []
+            logs.append((tp, partition_log))
         return out
 
     def checkpoint_recovery_points(self) -> None:
@@ -629,18 +645,28 @@ class LogManager:
             )
 
     def checkpoint_high_watermarks(self) -> None:
-        """Writes ``replication-offset-checkpoint`` (high watermarks)."""
+        """Writes ``replication-offset-checkpoint`` (high watermarks), in each log dir whose
+        high watermarks changed since this broker last wrote its file (Kafka writes it on every
+        interval; an idle broker of many partitions would rewrite the same file)."""
         for log_dir, logs in self._logs_by_dir().items():
-            write_offsets_checkpoint(
-                log_dir / files.REPLICATION_OFFSET_CHECKPOINT,
-                {tp: pl.high_watermark for tp, pl in logs},
-            )
+            marks = {tp: pl.high_watermark for tp, pl in logs}
+            if self._hw_written.get(log_dir) == marks:
+                continue
+            write_offsets_checkpoint(log_dir / files.REPLICATION_OFFSET_CHECKPOINT, marks)
+            self._hw_written[log_dir] = marks
 
-    def delete_pending_files(self, now_ms: int | None = None, *, force: bool = False) -> int:
-        """Removes ``.deleted`` segment files and ``-delete`` directories whose delay passed."""
+    def delete_pending_files(
+        self,
+        now_ms: int | None = None,
+        *,
+        force: bool = False,
+        logs: Sequence[PartitionLog] | None = None,
+    ) -> int:
+        """Removes ``.deleted`` segment files (of ``logs``, default all) and ``-delete``
+        directories whose delay passed."""
         now = self.clock() if now_ms is None else now_ms
         removed = 0
-        for partition_log in self.all_logs():
+        for partition_log in self.all_logs() if logs is None else logs:
             removed += partition_log.delete_pending_files(now, force=force)
         with self._lock:
             due = [(t, d, pl) for t, d, pl in self._dirs_to_delete if force or t <= now]

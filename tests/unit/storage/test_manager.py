@@ -142,6 +142,45 @@ def test_run_periodic_retention_flush_and_checkpoints(tmp_path):
     m.shutdown()
 
 
+def test_periodic_pass_works_only_on_logs_that_need_it(tmp_path):
+    """A rolled segment is flushed and a .deleted file removed on the pass after; a log with
+    nothing to do is not due; the high-watermark checkpoint is rewritten only when a high
+    watermark moved."""
+    clock = FakeClock()
+    mc = LogManagerConfig(
+        retention_check_interval_ms=10**9, high_watermark_checkpoint_interval_ms=0
+    )
+    m = LogManager([tmp_path], LogConfig(segment_bytes=400), clock, manager_config=mc)
+    m.startup()
+    busy, idle = m.get_or_create_log("busy", 0), m.get_or_create_log("idle", 0)
+    m.run_periodic()
+    assert not busy.maintenance_due(clock.now_ms) and not idle.maintenance_due(clock.now_ms)
+    hw_file = tmp_path / files.REPLICATION_OFFSET_CHECKPOINT
+    written = hw_file.stat().st_ino
+    m.run_periodic()
+    assert hw_file.stat().st_ino == written  # nothing moved: not rewritten
+    for _ in range(10):
+        busy.append(make_batch(3, timestamp=clock.now_ms))
+    assert busy.num_segments > 1 and busy.maintenance_due(clock.now_ms)
+    assert not idle.maintenance_due(clock.now_ms)
+    m.run_periodic()
+    assert busy.recovery_point == busy.active_segment.base_offset  # the rolled segments
+    assert read_offsets_checkpoint(hw_file)[("busy", 0)] == busy.log_end_offset
+    assert hw_file.stat().st_ino != written
+    # segments below a moved log start offset go to .deleted (outside the manager's retention
+    # pass), and are removed on the first pass after file.delete.delay.ms
+    assert busy.maybe_increment_log_start_offset(busy.active_segment.base_offset)
+    busy.delete_old_segments(clock.now_ms)
+    assert busy.pending_deletes > 0
+    m.run_periodic()
+    assert busy.pending_deletes > 0
+    clock.advance(60_000)
+    m.run_periodic()
+    assert busy.pending_deletes == 0
+    assert not [n for n in os.listdir(tmp_path / "busy-0") if n.endswith(".deleted")]
+    m.shutdown()
+
+
 def test_deleted_files_and_dirs_are_removed_at_startup(tmp_path):
     m = manager([tmp_path])
     log = m.get_or_create_log("t", 0)
