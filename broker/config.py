@@ -234,7 +234,7 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in [
     _k("replica.fetch.min.bytes", "int", 1, "Bytes a follower's fetch waits for at the leader."),
     _k("replica.fetch.backoff.ms", "int", 1000, "How long a follower waits after a fetch error."),
     _k("replica.socket.timeout.ms", "int", 30000, "Socket timeout of followers' connections to leaders."),
-    _k("replica.high.watermark.checkpoint.interval.ms", "long", 5000, "How often high watermarks are written to replication-offset-checkpoint."),
+    _k("replica.high.watermark.checkpoint.interval.ms", "long", 5000, "How often high watermarks are checkpointed to replication-offset-checkpoint (the file is rewritten only when one of them moved)."),
     _k("num.replica.fetchers", "int", 1, "Fetcher threads per source broker."),
     _k("log.format", "string", "kafka", "Log lines: kafka (Kafka's log4j layout, [time] LEVEL message (logger)) or json (one object per line: time, level, logger, thread, message, exception)."),
     _k("metrics.port", "int", 0, "Port of the Prometheus /metrics endpoint; 0 (default) disables it. Client telemetry (KIP-714: GetTelemetrySubscriptions, PushTelemetry) is advertised only while the endpoint is on, as Kafka advertises it only with a telemetry receiver."),
