@@ -13,7 +13,13 @@ value without a key.
   calls until every record is acknowledged: ``flush()`` returned (idempotent), the last
   ``commit_transaction()`` returned (transactional). Printed: records/s of each run, the
   median of each kind, and the ratio of the medians (transactional / idempotent; the issue's
-  target is >= 0.7x).
+  target is >= 0.7x); beside each, the broker's CPU (user + system, /proc) during the run: per
+  million records (idempotent) and per transaction (transactional: the three requests of each,
+  its state-log writes and its marker).
+* coordinator: after the reads, ``--coordinator-seconds`` (default 5) of AddPartitionsToTxn
+  and EndTxn (abort) cycles over one plain connection, no records: the round trip of each and
+  the broker's CPU per cycle (four state-log writes and one marker), the coordinator's own
+  cost without the client's.
 * read: one topic written by a transactional producer, 1,000 records per transaction, every
   other transaction aborted: after the warm-up record and its marker, ``--records`` data
   records (half of them committed) and a marker per transaction, so the partition ends at
@@ -39,8 +45,8 @@ seconds), every round runs idempotent then transactional on Odradek, then on Kaf
 ratio of each broker's medians is printed. That says what this machine and this client allow,
 Kafka's coordinator included.
 
-Run: ``python -m bench bench_transactions [--records N] [--repeats R] [--kafka]``. Figures are
-printed, never asserted.
+Run: ``python -m bench bench_transactions [--records N] [--repeats R] [--coordinator-seconds S]
+[--kafka]``. Figures are printed, never asserted.
 """
 
 from __future__ import annotations
@@ -55,8 +61,17 @@ from pathlib import Path
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from bench.bench_e2e import cpu_seconds
 from bench.bench_kafka import KAFKA_JVM_OPTS
+from protocol.messages.add_partitions_to_txn import (
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnTopic,
+)
+from protocol.messages.end_txn import EndTxnRequest
+from protocol.messages.find_coordinator import FindCoordinatorRequest
+from protocol.messages.init_producer_id import InitProducerIdRequest
 from tests.integration.broker_process import BrokerProcess
+from tests.support.differential import Connection
 from tests.support.kafka_reference import KafkaBroker, kraft_version, reference_missing
 
 COMMAND = "python -m bench bench_transactions"
@@ -150,10 +165,82 @@ def _read(
     return got, elapsed
 
 
+def _coordinator_cycles(bootstrap: str, pid: int, seconds: float) -> None:
+    """The coordinator alone, over one plain connection: AddPartitionsToTxn (an Ongoing state
+    written) then EndTxn abort (PrepareAbort, an abort marker, CompleteAbort), again and again
+    for ``seconds``; no records. Prints each request's mean round trip and the broker's CPU per
+    cycle."""
+    conn = Connection(bootstrap)
+    txn_id = "bench-coordinator"
+    try:
+        while conn.call(FindCoordinatorRequest(key=txn_id, key_type=1), 3).error_code != 0:
+            time.sleep(0.1)
+        while True:
+            init = conn.call(
+                InitProducerIdRequest(
+                    transactional_id=txn_id,
+                    transaction_timeout_ms=60_000,
+                    producer_id=-1,
+                    producer_epoch=-1,
+                ),
+                3,
+            )
+            if init.error_code == 0:
+                break
+            time.sleep(0.1)
+        add = AddPartitionsToTxnRequest(
+            v3_and_below_transactional_id=txn_id,
+            v3_and_below_producer_id=init.producer_id,
+            v3_and_below_producer_epoch=init.producer_epoch,
+            v3_and_below_topics=[AddPartitionsToTxnTopic(name="mixed", partitions=[0])],
+        )
+        end = EndTxnRequest(
+            transactional_id=txn_id,
+            producer_id=init.producer_id,
+            producer_epoch=init.producer_epoch,
+            committed=False,
+        )
+
+        def cycle() -> tuple[float, float]:
+            t0 = time.perf_counter()
+            while True:  # CONCURRENT_TRANSACTIONS while the last abort completes
+                r = conn.call(add, 3)
+                code = r.results_by_topic_v3_and_below[0].results_by_partition[0]
+                if code.partition_error_code == 0:
+                    break
+            t1 = time.perf_counter()
+            if conn.call(end, 3).error_code != 0:
+                raise RuntimeError("EndTxn failed")
+            return t1 - t0, time.perf_counter() - t1
+
+        for _ in range(200):  # warm-up
+            cycle()
+        n, add_s, end_s = 0, 0.0, 0.0
+        c0 = cpu_seconds(pid)
+        started = time.perf_counter()
+        while time.perf_counter() - started < seconds:
+            a, e = cycle()
+            add_s, end_s, n = add_s + a, end_s + e, n + 1
+        cpu = cpu_seconds(pid) - c0
+        print(
+            f"coordinator alone, {seconds:g} s of AddPartitionsToTxn + EndTxn(abort) cycles on "
+            f"one connection: {n} cycles; round trips AddPartitionsToTxn {add_s / n * 1e6:,.0f} "
+            f"us, EndTxn {end_s / n * 1e6:,.0f} us; broker CPU {cpu / n * 1e6:,.0f} us per cycle"
+        )
+    finally:
+        conn.close()
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog=COMMAND)
     parser.add_argument("--records", type=int, default=200_000)
     parser.add_argument("--repeats", type=int, default=3, help="runs of each kind (alternating)")
+    parser.add_argument(
+        "--coordinator-seconds",
+        type=float,
+        default=5,
+        help="how long to run the coordinator-alone cycles at the end (0: skip them)",
+    )
     parser.add_argument(
         "--kafka", action="store_true", help="also run the produce comparison on Apache Kafka 4.x"
     )
@@ -200,28 +287,44 @@ def main(argv: list[str] | None = None) -> None:
             for r in range(repeats):
                 _topic(kafka.bootstrap, f"idem-{r}")
                 _topic(kafka.bootstrap, f"txn-{r}")
-        targets = [("odradek", bs)] + ([("kafka", kafka.bootstrap)] if kafka is not None else [])
+        targets = [("odradek", bs, broker.pid)] + (
+            [("kafka", kafka.bootstrap, kafka.pid)] if kafka is not None else []
+        )
         print(
             f"produce {n} records of 100 B to one partition; {repeats} runs of each, "
-            "alternating (idempotent first):"
+            "alternating (idempotent first); the broker's CPU during each run, per million "
+            "records and per transaction:"
         )
         print(
-            f"  {'run':<6} {'broker':<8} {'idempotent':>15} {f'transactional ({TXN_SIZE}/txn)':>28}"
+            f"  {'run':<6} {'broker':<8} {'idempotent':>15} {'CPU s/M':>8} "
+            f"{f'transactional ({TXN_SIZE}/txn)':>28} {'CPU ms/txn':>10}"
         )
-        idem: dict[str, list[float]] = {name: [] for name, _ in targets}
-        txn: dict[str, list[float]] = {name: [] for name, _ in targets}
+        idem: dict[str, list[float]] = {name: [] for name, _, _ in targets}
+        txn: dict[str, list[float]] = {name: [] for name, _, _ in targets}
+        idem_cpu: dict[str, list[float]] = {name: [] for name, _, _ in targets}
+        txn_cpu: dict[str, list[float]] = {name: [] for name, _, _ in targets}
         for r in range(repeats):
-            for name, b_bs in targets:
+            for name, b_bs, pid in targets:
+                c0 = cpu_seconds(pid)
                 idem[name].append(_idempotent(b_bs, f"idem-{r}", n))
+                c1 = cpu_seconds(pid)
                 txn[name].append(_transactional(b_bs, f"txn-{r}", n, f"bench-txn-{r}"))
+                c2 = cpu_seconds(pid)
+                idem_cpu[name].append((c1 - c0) / (n / 1e6))
+                txn_cpu[name].append((c2 - c1) / (n // TXN_SIZE) * 1000)
                 print(
                     f"  {r + 1:<6} {name:<8} {idem[name][-1]:>11,.0f} r/s "
-                    f"{txn[name][-1]:>24,.0f} r/s",
+                    f"{idem_cpu[name][-1]:>8.2f} {txn[name][-1]:>24,.0f} r/s "
+                    f"{txn_cpu[name][-1]:>10.2f}",
                     flush=True,
                 )
-        for name, _ in targets:
+        for name, _, _ in targets:
             idem_m, txn_m = statistics.median(idem[name]), statistics.median(txn[name])
-            print(f"  {'median':<6} {name:<8} {idem_m:>11,.0f} r/s {txn_m:>24,.0f} r/s")
+            print(
+                f"  {'median':<6} {name:<8} {idem_m:>11,.0f} r/s "
+                f"{statistics.median(idem_cpu[name]):>8.2f} {txn_m:>24,.0f} r/s "
+                f"{statistics.median(txn_cpu[name]):>10.2f}"
+            )
             print(
                 f"  {name}: ratio of the medians, transactional / idempotent: {txn_m / idem_m:.2f}x"
             )
@@ -263,6 +366,8 @@ def main(argv: list[str] | None = None) -> None:
             "  ratio of the medians, read_committed / read_uncommitted: "
             f"{offsets_ratio:.2f}x in offsets/s, {delivered_ratio:.2f}x in delivered records/s"
         )
+        if args.coordinator_seconds > 0:
+            _coordinator_cycles(bs, broker.pid, args.coordinator_seconds)
     finally:
         broker.stop()
         if kafka is not None:
