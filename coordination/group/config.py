@@ -4,14 +4,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from coordination.group.metadata import GroupState
 
 INT32_MAX = 2**31 - 1
 
 
+@lru_cache(maxsize=65536)
 def java_string_hash(s: str) -> int:
-    """Java's ``String.hashCode()`` (over UTF-16 code units, 32-bit signed)."""
+    """Java's ``String.hashCode()`` (over UTF-16 code units, 32-bit signed); cached, as every
+    request naming a group or a transactional id asks for its partition."""
     h = 0
     data = s.encode("utf-16-be")
     for i in range(0, len(data), 2):

@@ -12,10 +12,13 @@ version 1, as Kafka 4 does.
 
 from __future__ import annotations
 
+import struct as _struct
 from dataclasses import dataclass
+from functools import lru_cache
 
 from protocol.codegen import decode_version_prefixed, encode_version_prefixed
 from protocol.errors import RemoteProtocolError
+from protocol.primitives import write_uvarint
 from protocol.schema import INT8, INT16, INT32, INT64, STRING, Message, array, f, message, struct
 
 KEY_VERSION = 0
@@ -84,7 +87,9 @@ def _decode(cls: type[Message], data: bytes | memoryview) -> tuple[int, Message]
         raise CorruptTxnRecord(str(e)) from e
 
 
+@lru_cache(maxsize=65536)
 def txn_key(transactional_id: str) -> bytes:
+    """The key of a transactional id's records (cached: every state change writes one)."""
     return encode_version_prefixed(
         TransactionLogKey, KEY_VERSION, TransactionLogKey(transactional_id=transactional_id)
     )
@@ -101,7 +106,54 @@ def parse_txn_key(data: bytes | memoryview) -> str:
 EMPTY_STATE = 0
 
 
+#: version 1's fixed-size fields: the version, producer id, epoch, timeout and state
+_VALUE_HEAD = _struct.Struct(">hqhib")
+_TIMESTAMPS = _struct.Struct(">qq")
+_INT16 = _struct.Struct(">h")
+_INT32 = _struct.Struct(">i")
+_INT64 = _struct.Struct(">q")
+
+
 def txn_value(v: TxnLogValue) -> bytes:
+    """Value version 1, written field by field: the coordinator writes one per state change,
+    and the schema-driven encoder (:func:`txn_value_by_schema`, which gives the same bytes)
+    cost a transaction a tenth of the broker's time."""
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in sorted(v.partitions):
+        by_topic.setdefault(topic, []).append(partition)
+    out = bytearray(
+        _VALUE_HEAD.pack(VALUE_VERSION, v.producer_id, v.producer_epoch, v.timeout_ms, v.state)
+    )
+    if not by_topic and v.state == EMPTY_STATE:
+        out.append(0)  # null, as below
+    else:
+        write_uvarint(out, len(by_topic) + 1)
+        for topic, partition_ids in by_topic.items():
+            name = topic.encode("utf-8")
+            write_uvarint(out, len(name) + 1)
+            out += name
+            write_uvarint(out, len(partition_ids) + 1)
+            for p in partition_ids:
+                out += _INT32.pack(p)
+            out.append(0)  # the struct's tagged fields
+    out += _TIMESTAMPS.pack(v.last_update_ms, v.start_ms)
+    tagged: list[tuple[int, bytes]] = []
+    if v.previous_producer_id != -1:
+        tagged.append((0, _INT64.pack(v.previous_producer_id)))
+    if v.next_producer_id != -1:
+        tagged.append((1, _INT64.pack(v.next_producer_id)))
+    if v.client_transaction_version != 0:
+        tagged.append((2, _INT16.pack(v.client_transaction_version)))
+    write_uvarint(out, len(tagged))
+    for tag, data in tagged:
+        write_uvarint(out, tag)
+        write_uvarint(out, len(data))
+        out += data
+    return bytes(out)
+
+
+def txn_value_by_schema(v: TxnLogValue) -> bytes:
+    """:func:`txn_value` through the schema (the reference its tests compare with)."""
     by_topic: dict[str, list[int]] = {}
     for topic, partition in sorted(v.partitions):
         by_topic.setdefault(topic, []).append(partition)
