@@ -13,7 +13,6 @@ static settings; the broker configs whose entries legitimately differ are listed
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 
 from tests.integration.broker_process import BrokerProcess
 from tests.support.cli import as_json, odradek, unique
+from tests.support.kafka_clients import consume_in_group
 from tests.support.waiting import wait_for
 
 
@@ -88,23 +88,7 @@ def scenario(bootstrap: str, topic: str, group: str, txn_id: str) -> dict[str, A
     ]  # fmt: skip
     out["records"] = sorted((r["partition"], r["offset"], r["key"], r["value"]) for r in records)
 
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": group,
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-        }
-    )
-    consumer.subscribe([topic])
-    got = 0
-    deadline = time.monotonic() + 60
-    while got < 30 and time.monotonic() < deadline:
-        m = consumer.poll(1.0)
-        if m is not None and m.error() is None:
-            got += 1
-    consumer.commit(asynchronous=False)
-    consumer.close()
+    consume_in_group(bootstrap, group, topic, 30)
     out["lag"] = sorted(
         (r["partition"], r["current_offset"], r["log_end_offset"], r["lag"])
         for r in as_json("group", "lag", group, "-b", bootstrap)
