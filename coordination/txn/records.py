@@ -16,6 +16,7 @@ import struct as _struct
 from dataclasses import dataclass
 from functools import lru_cache
 
+from protocol import primitives
 from protocol.codegen import decode_version_prefixed, encode_version_prefixed
 from protocol.errors import RemoteProtocolError
 from protocol.primitives import write_uvarint
@@ -109,18 +110,21 @@ EMPTY_STATE = 0
 #: version 1's fixed-size fields: the version, producer id, epoch, timeout and state
 _VALUE_HEAD = _struct.Struct(">hqhib")
 _TIMESTAMPS = _struct.Struct(">qq")
-_INT16 = _struct.Struct(">h")
-_INT32 = _struct.Struct(">i")
-_INT64 = _struct.Struct(">q")
+
+
+def _by_topic(partitions: frozenset[tuple[str, int]]) -> dict[str, list[int]]:
+    """The partitions grouped by topic, both in order (as Kafka writes them)."""
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in sorted(partitions):
+        by_topic.setdefault(topic, []).append(partition)
+    return by_topic
 
 
 def txn_value(v: TxnLogValue) -> bytes:
     """Value version 1, written field by field: the coordinator writes one per state change,
     and the schema-driven encoder (:func:`txn_value_by_schema`, which gives the same bytes)
-    cost a transaction a tenth of the broker's time."""
-    by_topic: dict[str, list[int]] = {}
-    for topic, partition in sorted(v.partitions):
-        by_topic.setdefault(topic, []).append(partition)
+    cost a transaction about a tenth of the broker's time."""
+    by_topic = _by_topic(v.partitions)
     out = bytearray(
         _VALUE_HEAD.pack(VALUE_VERSION, v.producer_id, v.producer_epoch, v.timeout_ms, v.state)
     )
@@ -134,16 +138,16 @@ def txn_value(v: TxnLogValue) -> bytes:
             out += name
             write_uvarint(out, len(partition_ids) + 1)
             for p in partition_ids:
-                out += _INT32.pack(p)
+                out += primitives.INT32.pack(p)
             out.append(0)  # the struct's tagged fields
     out += _TIMESTAMPS.pack(v.last_update_ms, v.start_ms)
     tagged: list[tuple[int, bytes]] = []
     if v.previous_producer_id != -1:
-        tagged.append((0, _INT64.pack(v.previous_producer_id)))
+        tagged.append((0, primitives.INT64.pack(v.previous_producer_id)))
     if v.next_producer_id != -1:
-        tagged.append((1, _INT64.pack(v.next_producer_id)))
+        tagged.append((1, primitives.INT64.pack(v.next_producer_id)))
     if v.client_transaction_version != 0:
-        tagged.append((2, _INT16.pack(v.client_transaction_version)))
+        tagged.append((2, primitives.INT16.pack(v.client_transaction_version)))
     write_uvarint(out, len(tagged))
     for tag, data in tagged:
         write_uvarint(out, tag)
@@ -154,9 +158,7 @@ def txn_value(v: TxnLogValue) -> bytes:
 
 def txn_value_by_schema(v: TxnLogValue) -> bytes:
     """:func:`txn_value` through the schema (the reference its tests compare with)."""
-    by_topic: dict[str, list[int]] = {}
-    for topic, partition in sorted(v.partitions):
-        by_topic.setdefault(topic, []).append(partition)
+    by_topic = _by_topic(v.partitions)
     return encode_version_prefixed(
         TransactionLogValue,
         VALUE_VERSION,
