@@ -23,8 +23,9 @@ confluent-kafka, each in its own process.
   (default 3; a read of 10 partitions lasts about a second, where the consumer's own start
   weighs);
 * **idle**: after the workloads, each broker's CPU over ``--idle-seconds`` (default 20) while
-  no client runs, holding both topics: the cost of its periodic work over every partition
-  (flushes, checkpoints, retention checks), as a share of one core;
+  no client runs, holding every topic of the run (the two measured, the warm-up topic,
+  ``__consumer_offsets``: the log dir counts printed below): the cost of its periodic work over
+  every partition (flushes, checkpoints, retention checks), as a share of one core;
 * **start-up** of each broker holding the big topic, alone (the other stopped): after a clean
   stop (SIGTERM) and after SIGKILL, the time from process start until the broker answers
   Metadata for every partition of the topic, and until a produce and a fetch on it work
@@ -550,16 +551,15 @@ def main(argv: list[str] | None = None) -> None:
                         statistics.median(r[1] for r in runs[t.name]),
                     )
                     requests[workload, t.name] = mean_counts(answered[t.name])
-        # what each broker costs doing nothing, holding both topics (its periodic work over
-        # every partition: flushes, checkpoints, retention checks)
-        idle_cpu: dict[str, float] = {}
+        # what each broker costs doing nothing, holding every topic of the run (its periodic
+        # work over every partition: flushes, checkpoints, retention checks)
         cpu_before = {t.name: cpu_seconds(t.pid) for t in targets}
         time.sleep(args.idle_seconds)
         for t in targets:
-            idle_cpu[t.name] = (cpu_seconds(t.pid) - cpu_before[t.name]) / args.idle_seconds
+            share = (cpu_seconds(t.pid) - cpu_before[t.name]) / args.idle_seconds
             print(
-                f"  idle, {args.partitions + 10} partitions   {t.name:<8} "
-                f"{idle_cpu[t.name] * 100:.1f}% of a core over {args.idle_seconds:g} s",
+                f"  idle, every topic          {t.name:<8} {share:>12.1%} of a core over "
+                f"{args.idle_seconds:g} s",
                 flush=True,
             )
         print(f"load average after the workloads: {os.getloadavg()}")

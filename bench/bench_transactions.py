@@ -63,6 +63,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.bench_e2e import cpu_seconds
 from bench.bench_kafka import KAFKA_JVM_OPTS
+from protocol.error_codes import ErrorCode
 from protocol.messages.add_partitions_to_txn import (
     AddPartitionsToTxnRequest,
     AddPartitionsToTxnTopic,
@@ -165,11 +166,11 @@ def _read(
     return got, elapsed
 
 
-def _coordinator_cycles(bootstrap: str, pid: int, seconds: float) -> None:
-    """The coordinator alone, over one plain connection: AddPartitionsToTxn (an Ongoing state
-    written) then EndTxn abort (PrepareAbort, an abort marker, CompleteAbort), again and again
-    for ``seconds``; no records. Prints each request's mean round trip and the broker's CPU per
-    cycle."""
+def _coordinator_cycles(bootstrap: str, pid: int, topic: str, seconds: float) -> None:
+    """The coordinator alone, over one plain connection: AddPartitionsToTxn of ``topic``'s
+    partition 0 (an Ongoing state written) then EndTxn abort (PrepareAbort, an abort marker,
+    CompleteAbort), again and again for ``seconds``; no records. Prints each request's mean
+    round trip and the broker's CPU per cycle."""
     conn = Connection(bootstrap)
     txn_id = "bench-coordinator"
     try:
@@ -192,7 +193,7 @@ def _coordinator_cycles(bootstrap: str, pid: int, seconds: float) -> None:
             v3_and_below_transactional_id=txn_id,
             v3_and_below_producer_id=init.producer_id,
             v3_and_below_producer_epoch=init.producer_epoch,
-            v3_and_below_topics=[AddPartitionsToTxnTopic(name="mixed", partitions=[0])],
+            v3_and_below_topics=[AddPartitionsToTxnTopic(name=topic, partitions=[0])],
         )
         end = EndTxnRequest(
             transactional_id=txn_id,
@@ -206,8 +207,10 @@ def _coordinator_cycles(bootstrap: str, pid: int, seconds: float) -> None:
             while True:  # CONCURRENT_TRANSACTIONS while the last abort completes
                 r = conn.call(add, 3)
                 code = r.results_by_topic_v3_and_below[0].results_by_partition[0]
-                if code.partition_error_code == 0:
+                if code.partition_error_code == ErrorCode.NONE:
                     break
+                if code.partition_error_code != ErrorCode.CONCURRENT_TRANSACTIONS:
+                    raise RuntimeError(f"AddPartitionsToTxn: error {code.partition_error_code}")
             t1 = time.perf_counter()
             if conn.call(end, 3).error_code != 0:
                 raise RuntimeError("EndTxn failed")
@@ -367,7 +370,7 @@ def main(argv: list[str] | None = None) -> None:
             f"{offsets_ratio:.2f}x in offsets/s, {delivered_ratio:.2f}x in delivered records/s"
         )
         if args.coordinator_seconds > 0:
-            _coordinator_cycles(bs, broker.pid, args.coordinator_seconds)
+            _coordinator_cycles(bs, broker.pid, "mixed", args.coordinator_seconds)
     finally:
         broker.stop()
         if kafka is not None:
