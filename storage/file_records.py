@@ -34,6 +34,16 @@ SCAN_CHUNK: Final = 16 * 1024
 SMALL_REGION_BYTES: Final = 64 * 1024
 
 
+_unpack_header = rb.HEADER.unpack_from
+
+
+class Chunk(NamedTuple):
+    """Bytes a header scan read: ``data`` from file position ``start``."""
+
+    start: int
+    data: bytes
+
+
 class BatchInfo(NamedTuple):
     """Where a batch sits in a segment file and what its header says (no CRC check). An
     immutable value: nothing on disk of its own, safe to share between threads."""
@@ -300,14 +310,21 @@ class FileRecords:
 
     # --- header scans -------------------------------------------------------------------------
 
-    def batches_from(self, position: int, end: int | None = None) -> Iterator[BatchInfo]:
+    def batches_from(
+        self,
+        position: int,
+        end: int | None = None,
+        chunks: list[Chunk] | None = None,
+        read: Chunk | None = None,
+    ) -> Iterator[BatchInfo]:
         """Headers of the batches from ``position`` (a batch start) up to ``end`` (default:
         :attr:`size`), read in chunks. Stops at the first header that is cut short or claims
-        fewer bytes than a header; CRCs are not checked (the recovery scan does that)."""
+        fewer bytes than a header; CRCs are not checked (the recovery scan does that). Each
+        chunk read is appended to ``chunks`` when given (a fetch sends small regions from
+        them, see :class:`FetchRegion`); ``read`` is a chunk already read to start from."""
         limit = self.size if end is None else end
         pos = position
-        buf = b""
-        buf_start = pos
+        buf_start, buf = read if read is not None else (pos, b"")
         unpack = rb.HEADER.unpack_from
         header_size = rb.HEADER_SIZE
         while pos + rb.LOG_OVERHEAD <= limit:
@@ -316,6 +333,8 @@ class FileRecords:
                 buf = self.pread(min(SCAN_CHUNK, limit - pos), pos)
                 buf_start = pos
                 rel = 0
+                if chunks is not None:
+                    chunks.append(Chunk(pos, buf))
                 if len(buf) < header_size:
                     return  # the tail is shorter than a v2 header: cut short, or garbage
             (base_offset, length, _epoch, magic, _crc, attributes, delta, _base_ts, max_ts,
@@ -328,10 +347,33 @@ class FileRecords:
             )
             pos += size
 
-    def search_for_offset(self, target: int, position: int, end: int) -> BatchInfo | None:
+    def search_for_offset(
+        self, target: int, position: int, end: int, chunks: list[Chunk] | None = None
+    ) -> BatchInfo | None:
         """The first batch at or after ``position`` (below ``end``) whose last offset is
-        ``>= target``: the batch that contains ``target`` or the first one after it."""
-        for info in self.batches_from(position, end):
+        ``>= target``: the batch that contains ``target`` or the first one after it (the bytes
+        read on the way are appended to ``chunks`` when given)."""
+        # Most often the batch at ``position`` is the one (the offset index points at or just
+        # before it): its header is checked here, and a scan starts only when it is not
+        if position + rb.LOG_OVERHEAD > end:
+            return None
+        buf = self.pread(min(SCAN_CHUNK, end - position), position)
+        first = Chunk(position, buf)
+        if chunks is not None:
+            chunks.append(first)
+        if len(buf) < rb.HEADER_SIZE:
+            return None  # cut short, as the scan would stop
+        (base_offset, length, _epoch, magic, _crc, attributes, delta, _base_ts, max_ts,
+         producer_id, _producer_epoch, _base_sequence, _count) = _unpack_header(buf)  # fmt: skip
+        size = length + rb.LOG_OVERHEAD
+        if length < rb.HEADER_SIZE - rb.LOG_OVERHEAD or position + size > end:
+            return None
+        if base_offset + delta >= target:
+            return BatchInfo(
+                position, base_offset, size, base_offset + delta, max_ts, magic, attributes,
+                producer_id,
+            )  # fmt: skip
+        for info in self.batches_from(position + size, end, chunks, first):
             if info.last_offset >= target:
                 return info
         return None
@@ -365,6 +407,13 @@ class FetchRegion:
     compaction does meanwhile. ``first_offset`` is the base offset of the first batch (it may be
     below the offset asked for: a fetch starts at the batch containing it).
 
+    A region that the header scan already read whole (one of ``chunks``: at most
+    :data:`SCAN_CHUNK` bytes, the common case of a consumer following many partitions) keeps
+    those bytes in ``data`` and is sent from memory: ``sendfile`` would read them again with a
+    system call of its own per partition, and send each partition's few kilobytes as a TCP
+    segment of their own. Otherwise a small region of a segment taking no appends is read at once
+    (see below), and any other is sent from the file with ``sendfile``.
+
     On-disk format: none of its own (a window on a ``.log`` file). Crash: nothing to leave.
     Thread-safety: immutable; :meth:`read` uses ``pread``, so any number of threads may read or
     ``sendfile()`` the same region at once. Only a truncation of the log (replication) can make
@@ -373,23 +422,36 @@ class FetchRegion:
 
     __slots__ = ("data", "first_offset", "handle", "length", "position", "records")
 
-    def __init__(self, records: FileRecords, position: int, length: int, first_offset: int) -> None:
+    def __init__(
+        self,
+        records: FileRecords,
+        position: int,
+        length: int,
+        first_offset: int,
+        chunks: list[Chunk] | None = None,
+    ) -> None:
         self.records = records
         self.position = position
         self.length = length
         self.first_offset = first_offset
+        #: the open file while the region exists (None when its bytes are in ``data``)
+        self.handle: FileHandle | None = None
+        #: the bytes, when in memory (else None: sent from the file)
+        self.data: bytes | None = None
+        if chunks and length <= SCAN_CHUNK:
+            for start, buf in chunks:
+                rel = position - start
+                if rel >= 0 and rel + length <= len(buf):
+                    self.data = buf if rel == 0 and length == len(buf) else buf[rel : rel + length]
+                    return
         handle = records.handle()
         if not records._pinned and length <= SMALL_REGION_BYTES:
             # a small read of a segment taking no appends is read now, so the region holds no
             # descriptor: a fetch over thousands of partitions would otherwise hold one per
             # partition until its response is sent, whatever the open-file budget says
-            #: the bytes, when read at once (else None: sent from the file)
-            self.data: bytes | None = _pread(handle, length, position)
-            #: the open file while the region exists (None when read at once)
-            self.handle: FileHandle | None = None
+            self.data = _pread(handle, length, position)
             self.length = len(self.data)
         else:
-            self.data = None
             self.handle = handle
 
     @property

@@ -15,7 +15,7 @@ from protocol.records.batch import NO_TIMESTAMP
 from storage import files
 from storage.config import LogConfig
 from storage.errors import CorruptIndex, LogSegmentOffsetOverflow
-from storage.file_records import BatchInfo, FetchRegion, FileRecords
+from storage.file_records import BatchInfo, Chunk, FetchRegion, FileRecords
 from storage.index import OffsetIndex, TimeIndex, TimestampOffset
 from storage.txn_index import TransactionIndex
 from storage.util import INT32_MAX, LONG_MAX
@@ -376,7 +376,10 @@ class LogSegment:
         none at or after ``max_offset``. None if there is nothing to read here."""
         size = self.log.size if max_position is None else min(max_position, self.log.size)
         offset_index = self.offset_index
-        first = self.log.search_for_offset(offset, offset_index.lookup(offset).position, size)
+        chunks: list[Chunk] = []
+        first = self.log.search_for_offset(
+            offset, offset_index.lookup(offset).position, size, chunks
+        )
         if first is None:
             return None
         if max_offset is not None and first.base_offset >= max_offset:
@@ -392,11 +395,11 @@ class LogSegment:
             )
             if jump > end:
                 end = jump
-            for info in self.log.batches_from(end, limit):
+            for info in self.log.batches_from(end, limit, chunks):
                 if max_offset is not None and info.base_offset >= max_offset:
                     break
                 end = info.position + info.size
-        return FetchRegion(self.log, start, end - start, first.base_offset)
+        return FetchRegion(self.log, start, end - start, first.base_offset, chunks)
 
     def find_batch_by_timestamp(self, timestamp: int, starting_offset: int) -> BatchInfo | None:
         """The first batch with max timestamp >= ``timestamp`` and last offset >=

@@ -148,6 +148,40 @@ def test_regions_are_maximal_runs_of_whole_batches(tmp_path):
             assert max(region.length, bounds[first][2]) + bounds[first + taken][2] > max_bytes
 
 
+def test_small_regions_are_sent_from_the_bytes_the_header_scan_read(tmp_path):
+    """A region the scan read whole (at most SCAN_CHUNK bytes, one pread) keeps those bytes and no
+    descriptor, in the active segment too; a longer one, or one across two of the scan's reads,
+    is sent from the file. Either way the bytes are the file's."""
+    import os
+
+    from storage.file_records import SCAN_CHUNK
+
+    log = open_log(tmp_path, LogConfig(segment_bytes=10**7, index_interval_bytes=4096))
+    bounds = []
+    for i in range(80):
+        info = log.append(make_batch(1 + i % 3, value_size=200 + (i * 997) % 9000))
+        bounds.append((info.first_offset, info.last_offset))
+    assert log.num_segments == 1  # every read is of the active segment
+    path = log.active_segment.log.path
+    fd = os.open(path, os.O_RDONLY)
+    rng = random.Random(11)
+    in_memory = from_file = 0
+    try:
+        for _ in range(300):
+            offset = rng.randrange(log.log_end_offset)
+            region = log.read(offset, rng.choice([1, 5000, 20_000, 10**6]))
+            assert region.read() == os.pread(fd, region.length, region.position)
+            if region.data is not None:
+                assert region.handle is None and region.length <= SCAN_CHUNK
+                in_memory += 1
+            else:
+                assert os.pread(region.fd, region.length, region.position) == region.read()
+                from_file += 1
+    finally:
+        os.close(fd)
+    assert in_memory and from_file
+
+
 def test_roll_by_segment_ms_and_full_index(tmp_path):
     clock = FakeClock()
     log = open_log(tmp_path, LogConfig(segment_ms=1000, segment_index_bytes=8 * 2 + 12), clock)
