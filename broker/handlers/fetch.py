@@ -65,6 +65,9 @@ from protocol.records.convert import batches_to_legacy
 from protocol.schema import Struct
 
 READ_COMMITTED = 1
+#: compared on every partition of a fetch: a global is about 20 ns in CPython 3.11, an enum
+#: member looked up on its class (``ErrorCode.NONE``) about 140
+_NONE = ErrorCode.NONE
 
 
 def _reads(ctx: RequestContext, request: Struct) -> list[list[FetchRead]]:
@@ -124,10 +127,15 @@ def _replica_id(request: FetchRequest, version: int) -> int:
     return request.replica_id
 
 
+#: read_committed's empty list of aborted transactions, shared by every partition that has none
+#: (never mutated: the encoders only read it)
+_NO_ABORTED: list[Any] = []
+
+
 def _partition_tuple(read: FetchRead, version: int, read_committed: bool) -> PartitionTuple:
     """One partition of the response, converting its records for old consumers."""
     result = read.result
-    if result.error != ErrorCode.NONE:
+    if result.error != _NONE:
         if read.name is None and version >= 13:
             return _error(read, ErrorCode.UNKNOWN_TOPIC_ID)
         return _error(read, result.error)
@@ -150,18 +158,23 @@ def _partition_tuple(read: FetchRead, version: int, read_committed: bool) -> Par
                 return _error(read, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
             records = data
         elif region.data is not None:
-            records = region.data  # read at once (a small read of an older segment)
+            records = region.data  # in memory (a small region: see storage's FetchRegion)
         else:
             records = FileRegion(region.fd, region.position, region.length, region)
     aborted: list[Any] | None = None
     if read_committed:
-        aborted = [
-            AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
-            for a in result.aborted_transactions or ()
-        ]
+        found = result.aborted_transactions
+        aborted = (
+            [
+                AbortedTransaction(producer_id=a.producer_id, first_offset=a.first_offset)
+                for a in found
+            ]
+            if found
+            else _NO_ABORTED
+        )
     return (
         read.index,
-        ErrorCode.NONE,
+        _NONE,
         hw,
         result.last_stable_offset,
         log_start,
@@ -380,7 +393,7 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
         isolation=isolation,
         replica_id=replica_id,
     )
-    wanted = [r for r in flat if r.result.error == ErrorCode.NONE]
+    wanted = [r for r in flat if r.result.error == _NONE]
     if wanted:
         await ctx.services.replica_manager.fetch_messages(params, wanted)
     security = ctx.services.security
@@ -437,7 +450,7 @@ def _count(ctx: RequestContext, topics: list[list[FetchRead]], replica_id: int) 
         for r in reads:
             result = r.result
             counters[FETCH_REQUESTS] += 1
-            if result.error != ErrorCode.NONE:
+            if result.error != _NONE:
                 counters[FAILED_FETCH] += 1
             elif replica_id < 0 and result.region is not None:
                 counters[BYTES_OUT] += result.region.length

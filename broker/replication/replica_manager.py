@@ -184,7 +184,14 @@ class FetchRead:
         self.last_fetched_epoch = last_fetched_epoch
         #: a follower's (Fetch v5+): its log start offset
         self.log_start_offset = log_start_offset
-        self.result = LogReadResult(ErrorCode.NONE)
+        self.result = _NOT_READ
+
+
+#: a read's result before the read: no error, no offsets (immutable, so shared)
+_NOT_READ = LogReadResult(ErrorCode.NONE)
+#: a global, not ``ErrorCode.NONE`` on each of a fetch's partitions (CPython 3.11's enum member
+#: lookup on the class costs about 140 ns, a global about 20)
+_NONE = ErrorCode.NONE
 
 
 class FetchParams(NamedTuple):
@@ -939,9 +946,7 @@ class ReplicaManager:
         total = self.read_from_local_log(params, reads)
         if total >= params.min_bytes or params.max_wait_ms <= 0:
             return
-        if any(
-            r.result.error != ErrorCode.NONE or r.result.diverging_epoch is not None for r in reads
-        ):
+        if any(r.result.error != _NONE or r.result.diverging_epoch is not None for r in reads):
             return
         op = DelayedFetch(
             asyncio.get_running_loop(),
