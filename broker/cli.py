@@ -12,7 +12,7 @@ import sys
 
 import uvloop
 
-from broker import gc_tuning, malloc_tuning
+from broker import gc_tuning
 from broker.config import BrokerConfig, ConfigError
 from broker.loggers import FORMATS as LOG_FORMATS
 from broker.loggers import configure as configure_logging
@@ -69,7 +69,6 @@ def serve(config_path: str | None, overrides: list[str], log_level: str = "INFO"
         return 2
     configure_logging(fmt, log_level)
     gc_tuning.configure()
-    malloc_tuning.configure()
     code: int = uvloop.run(_serve(config))
     return code
 
