@@ -407,12 +407,11 @@ class FetchRegion:
     compaction does meanwhile. ``first_offset`` is the base offset of the first batch (it may be
     below the offset asked for: a fetch starts at the batch containing it).
 
-    A region that the header scan already read whole (one of ``chunks``: at most
-    :data:`SCAN_CHUNK` bytes, the common case of a consumer following many partitions) keeps
-    those bytes in ``data`` and is sent from memory: ``sendfile`` would read them again with a
-    system call of its own per partition, and send each partition's few kilobytes as a TCP
-    segment of their own. Otherwise a small region of a segment taking no appends is read at once
-    (see below), and any other is sent from the file with ``sendfile``.
+    A small region of a segment taking no appends is read into memory at once (see below): from
+    the bytes the header scan already read when it lies whole inside one of its reads
+    (``chunks``), else with a ``pread`` of its own. Any other region is sent from the file with
+    ``sendfile``, the active segment's always (its regions hold no copy of the records, however
+    many partitions a fetch reads).
 
     On-disk format: none of its own (a window on a ``.log`` file). Crash: nothing to leave.
     Thread-safety: immutable; :meth:`read` uses ``pread``, so any number of threads may read or
@@ -438,21 +437,22 @@ class FetchRegion:
         self.handle: FileHandle | None = None
         #: the bytes, when in memory (else None: sent from the file)
         self.data: bytes | None = None
-        if chunks and length <= SCAN_CHUNK:
-            for start, buf in chunks:
-                rel = position - start
-                if rel >= 0 and rel + length <= len(buf):
-                    self.data = buf if rel == 0 and length == len(buf) else buf[rel : rel + length]
-                    return
-        handle = records.handle()
         if not records._pinned and length <= SMALL_REGION_BYTES:
             # a small read of a segment taking no appends is read now, so the region holds no
             # descriptor: a fetch over thousands of partitions would otherwise hold one per
             # partition until its response is sent, whatever the open-file budget says
-            self.data = _pread(handle, length, position)
+            if chunks and length <= SCAN_CHUNK:
+                for start, buf in chunks:
+                    rel = position - start
+                    if rel >= 0 and rel + length <= len(buf):
+                        self.data = (
+                            buf if rel == 0 and length == len(buf) else buf[rel : rel + length]
+                        )
+                        return
+            self.data = _pread(records.handle(), length, position)
             self.length = len(self.data)
         else:
-            self.handle = handle
+            self.handle = records.handle()
 
     @property
     def fd(self) -> int:

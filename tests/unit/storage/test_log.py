@@ -148,37 +148,35 @@ def test_regions_are_maximal_runs_of_whole_batches(tmp_path):
             assert max(region.length, bounds[first][2]) + bounds[first + taken][2] > max_bytes
 
 
-def test_small_regions_are_sent_from_the_bytes_the_header_scan_read(tmp_path):
-    """A region the scan read whole (at most SCAN_CHUNK bytes, one pread) keeps those bytes and no
-    descriptor, in the active segment too; a longer one, or one across two of the scan's reads,
-    is sent from the file. Either way the bytes are the file's."""
+def test_small_regions_of_rolled_segments_reuse_the_bytes_the_header_scan_read(tmp_path):
+    """A small region of a segment taking no appends is in memory (from the scan's read when it
+    lies whole inside one, else a pread of its own); the active segment's are sent from the
+    file. Either way the bytes are the file's."""
     import os
 
-    from storage.file_records import SCAN_CHUNK
+    from storage.file_records import SMALL_REGION_BYTES
 
-    log = open_log(tmp_path, LogConfig(segment_bytes=10**7, index_interval_bytes=4096))
-    bounds = []
+    log = open_log(tmp_path, LogConfig(segment_bytes=60_000, index_interval_bytes=4096))
     for i in range(80):
-        info = log.append(make_batch(1 + i % 3, value_size=200 + (i * 997) % 9000))
-        bounds.append((info.first_offset, info.last_offset))
-    assert log.num_segments == 1  # every read is of the active segment
-    path = log.active_segment.log.path
-    fd = os.open(path, os.O_RDONLY)
+        log.append(make_batch(1 + i % 3, value_size=200 + (i * 997) % 9000))
+    assert log.num_segments > 3
+    active = log.active_segment.log
     rng = random.Random(11)
     in_memory = from_file = 0
-    try:
-        for _ in range(300):
-            offset = rng.randrange(log.log_end_offset)
-            region = log.read(offset, rng.choice([1, 5000, 20_000, 10**6]))
+    for _ in range(300):
+        offset = rng.randrange(log.log_end_offset)
+        region = log.read(offset, rng.choice([1, 5000, 20_000, 10**6]))
+        fd = os.open(region.records.path, os.O_RDONLY)
+        try:
             assert region.read() == os.pread(fd, region.length, region.position)
-            if region.data is not None:
-                assert region.handle is None and region.length <= SCAN_CHUNK
-                in_memory += 1
-            else:
-                assert os.pread(region.fd, region.length, region.position) == region.read()
-                from_file += 1
-    finally:
-        os.close(fd)
+        finally:
+            os.close(fd)
+        if region.records is active or region.length > SMALL_REGION_BYTES:
+            assert region.data is None and region.handle is not None
+            from_file += 1
+        else:
+            assert region.data is not None and region.handle is None
+            in_memory += 1
     assert in_memory and from_file
 
 
