@@ -34,9 +34,6 @@ SCAN_CHUNK: Final = 16 * 1024
 SMALL_REGION_BYTES: Final = 64 * 1024
 
 
-_unpack_header = rb.HEADER.unpack_from
-
-
 class Chunk(NamedTuple):
     """Bytes a header scan read: ``data`` from file position ``start``."""
 
@@ -200,6 +197,12 @@ class FileRecords:
         return self.handle().fd
 
     @property
+    def pinned(self) -> bool:
+        """Whether the file is kept open (it takes appends): its small regions are not read into
+        memory (see :class:`FetchRegion`)."""
+        return self._pinned
+
+    @property
     def is_open(self) -> bool:
         return self._handle is not None
 
@@ -315,16 +318,16 @@ class FileRecords:
         position: int,
         end: int | None = None,
         chunks: list[Chunk] | None = None,
-        read: Chunk | None = None,
     ) -> Iterator[BatchInfo]:
         """Headers of the batches from ``position`` (a batch start) up to ``end`` (default:
         :attr:`size`), read in chunks. Stops at the first header that is cut short or claims
         fewer bytes than a header; CRCs are not checked (the recovery scan does that). Each
         chunk read is appended to ``chunks`` when given (a fetch sends small regions from
-        them, see :class:`FetchRegion`); ``read`` is a chunk already read to start from."""
+        them, see :class:`FetchRegion`)."""
         limit = self.size if end is None else end
         pos = position
-        buf_start, buf = read if read is not None else (pos, b"")
+        buf = b""
+        buf_start = pos
         unpack = rb.HEADER.unpack_from
         header_size = rb.HEADER_SIZE
         while pos + rb.LOG_OVERHEAD <= limit:
@@ -353,27 +356,7 @@ class FileRecords:
         """The first batch at or after ``position`` (below ``end``) whose last offset is
         ``>= target``: the batch that contains ``target`` or the first one after it (the bytes
         read on the way are appended to ``chunks`` when given)."""
-        # Most often the batch at ``position`` is the one (the offset index points at or just
-        # before it): its header is checked here, and a scan starts only when it is not
-        if position + rb.LOG_OVERHEAD > end:
-            return None
-        buf = self.pread(min(SCAN_CHUNK, end - position), position)
-        first = Chunk(position, buf)
-        if chunks is not None:
-            chunks.append(first)
-        if len(buf) < rb.HEADER_SIZE:
-            return None  # cut short, as the scan would stop
-        (base_offset, length, _epoch, magic, _crc, attributes, delta, _base_ts, max_ts,
-         producer_id, _producer_epoch, _base_sequence, _count) = _unpack_header(buf)  # fmt: skip
-        size = length + rb.LOG_OVERHEAD
-        if length < rb.HEADER_SIZE - rb.LOG_OVERHEAD or position + size > end:
-            return None
-        if base_offset + delta >= target:
-            return BatchInfo(
-                position, base_offset, size, base_offset + delta, max_ts, magic, attributes,
-                producer_id,
-            )  # fmt: skip
-        for info in self.batches_from(position + size, end, chunks, first):
+        for info in self.batches_from(position, end, chunks):
             if info.last_offset >= target:
                 return info
         return None

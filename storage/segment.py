@@ -376,7 +376,8 @@ class LogSegment:
         none at or after ``max_offset``. None if there is nothing to read here."""
         size = self.log.size if max_position is None else min(max_position, self.log.size)
         offset_index = self.offset_index
-        chunks: list[Chunk] = []
+        # a segment taking appends sends its regions from the file: its scan reads are not kept
+        chunks: list[Chunk] | None = None if self.log.pinned else []
         first = self.log.search_for_offset(
             offset, offset_index.lookup(offset).position, size, chunks
         )
