@@ -336,7 +336,7 @@ class Broker:
         the log maintenance thread run."""
         if self._stopping:
             return False, "shutting down"
-        dead = [p.name for p in self.processors if not p.is_alive()]
+        dead = [p.name for p in self.processors if p.stopped]
         if dead:
             return False, f"processor threads stopped: {', '.join(dead)}"
         rm = self.replica_manager

@@ -75,11 +75,12 @@ class Processor(threading.Thread):
         self.quotas = quotas
         #: told of connections closed for what their client sent (Connection.refuse)
         self.on_refused = on_refused
-        self._started = threading.Event()
+        #: set from the loop once it runs (not Thread's own ``_started``, which this would shadow)
+        self._loop_running = threading.Event()
 
     def run(self) -> None:
         asyncio.set_event_loop(self.loop)
-        self.loop.call_soon(self._started.set)
+        self.loop.call_soon(self._loop_running.set)
         self.loop.call_later(1.0, self._close_stalled)
         try:
             self.loop.run_forever()
@@ -91,7 +92,12 @@ class Processor(threading.Thread):
 
     def start_and_wait(self) -> None:
         self.start()
-        self._started.wait()
+        self._loop_running.wait()
+
+    @property
+    def stopped(self) -> bool:
+        """Its loop ran and the thread has ended (False before it is started)."""
+        return self._loop_running.is_set() and not self.is_alive()
 
     def adopt(
         self,
