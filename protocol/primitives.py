@@ -90,8 +90,12 @@ def _uvarint_bytes(n: int) -> bytes:
     return bytes(out)
 
 
-#: Encodings of the small unsigned varints, precomputed: most lengths and counts are small.
-_UVARINT_CACHE: Final = tuple(_uvarint_bytes(n) for n in range(1 << 14))
+#: Encodings of the small unsigned varints, precomputed: most lengths and counts are small
+#: (one byte below 128, two below 16384; built directly, as the loop above costs every
+#: process tens of milliseconds at import).
+_UVARINT_CACHE: Final = tuple(bytes((n,)) for n in range(0x80)) + tuple(
+    bytes(((n & 0x7F) | 0x80, n >> 7)) for n in range(0x80, 1 << 14)
+)
 
 
 def uvarint_bytes(n: int) -> bytes:
@@ -134,7 +138,7 @@ def varint_bytes(n: int) -> bytes:
 _SMALL_VARLONG: Final = 1 << 13
 #: Zigzag encodings of -8192..8191: a record's lengths, deltas and counts mostly land here.
 _VARLONG_CACHE: Final = tuple(
-    _uvarint_bytes(zigzag64(n)) for n in range(-_SMALL_VARLONG, _SMALL_VARLONG)
+    _UVARINT_CACHE[zigzag64(n)] for n in range(-_SMALL_VARLONG, _SMALL_VARLONG)
 )
 
 
