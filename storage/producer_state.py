@@ -861,11 +861,16 @@ class ProducerStateManager:
 
     def take_snapshot(self, *, fsync: bool = True) -> Path | None:
         """Writes ``<map end offset>.snapshot`` if not there yet (Kafka's ``takeSnapshot``;
-        older snapshots stay until their segment goes)."""
+        older snapshots stay until their segment goes). None, and no file, when the map ends at
+        the log start (an empty log): nothing there to save, and :meth:`load` deletes such a
+        snapshot (Kafka writes none either), so a clean shutdown costs an empty partition no
+        file write and no fsync."""
         with self._lock:
+            offset = self.map_end_offset
             if self._log is not None:
                 self.directory = self._log.directory
-            offset = self.map_end_offset
+                if offset <= self._log.log_start_offset:
+                    return None
             path = snapshot_path(self.directory, offset)
             if path.exists():
                 return path

@@ -136,6 +136,19 @@ def test_state_survives_clean_restart_via_snapshot(tmp_path):
     assert first.first_offset == 0
 
 
+def test_an_empty_log_gets_no_snapshot(tmp_path):
+    """As Kafka's takeSnapshot (the map must end past the log start): a snapshot at the log
+    start would be deleted at the next load, so a clean shutdown of an empty partition writes
+    none, and a non-empty one still gets one at its end."""
+    plog = open_log(tmp_path)
+    manager = attach(plog)
+    assert manager.take_snapshot() is None
+    assert list_snapshots(tmp_path / "t-0") == []
+    send(plog, 11, 0, 0)
+    assert manager.take_snapshot() is not None
+    assert list_snapshots(tmp_path / "t-0") == [2]
+
+
 def test_after_a_restart_a_retry_older_than_the_snapshots_batch_is_a_duplicate(tmp_path):
     """A snapshot keeps a producer's last batch only (Kafka's format), so after a restart the
     retry of an earlier batch is not among the remembered ones: it is found in the log and
