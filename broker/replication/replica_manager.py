@@ -26,6 +26,7 @@ under a lock and read without one.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import shutil
@@ -60,7 +61,7 @@ from coordination.metadata.view import ClusterView, PartitionState, TopicMetadat
 from protocol.error_codes import ErrorCode
 from storage.config import log_config_from_broker
 from storage.errors import StorageError
-from storage.files import FUTURE_DIR_SUFFIX
+from storage.files import FUTURE_DIR_SUFFIX, deferred_sync
 from storage.log import AppendInfo, PartitionLog
 from storage.manager import LogManager
 from storage.producer_state import (
@@ -88,6 +89,9 @@ _OFFLINE_MESSAGE = "the partition's log dir is offline (an I/O error or a full d
 MAINTENANCE_INTERVAL_S = 1.0
 #: Kafka's producer.id.expiration.check.interval.ms
 PRODUCER_EXPIRATION_CHECK_INTERVAL_MS = 600_000
+#: a metadata change creating at least this many logs defers their files' fsyncs to one flush
+#: of the file system (storage.files.deferred_sync)
+BULK_CREATE = 32
 
 
 def topic_rules(config: dict[str, Any]) -> TopicRules:
@@ -431,6 +435,26 @@ class ReplicaManager:
                     log.warning("cannot delete the log of %s-%d: %s", key[0], key[1], e)
                     continue
                 log.info("deleted log %s-%d", key[0], key[1])
+        # many new logs (a topic of thousands of partitions): their small files' fsyncs become
+        # one flush of the file system at the end, before the partitions are published. Not for
+        # a few: that flush would also write every other log's dirty pages, under this lock
+        creating = sum(1 for key in wanted if key not in partitions)
+        with deferred_sync() if creating >= BULK_CREATE else contextlib.nullcontext():
+            retry = self._apply_partitions(old, wanted, partitions)
+        self.partitions = partitions
+        self._update_fetchers(new)
+        if self._reported_offline or self.log_manager.offline_dirs:
+            self._report_offline()
+        return not retry
+
+    def _apply_partitions(
+        self,
+        old: ClusterView | None,
+        wanted: Mapping[TopicPartition, tuple[TopicMetadata, PartitionState]],
+        partitions: dict[TopicPartition, Partition],
+    ) -> bool:
+        """Creates the missing partitions in ``partitions`` and applies configs and states to
+        the others; returns whether some log could not be created (retried later)."""
         reconfigured: set[str] = set()
         retry = False
         for key, (topic, pstate) in wanted.items():
@@ -464,11 +488,7 @@ class ReplicaManager:
                     if not part.offline:
                         raise
                     log.debug("%s-%d (offline): state not applied: %s", key[0], key[1], e)
-        self.partitions = partitions
-        self._update_fetchers(new)
-        if self._reported_offline or self.log_manager.offline_dirs:
-            self._report_offline()
-        return not retry
+        return retry
 
     def _update_fetchers(self, view: ClusterView) -> None:
         """Every partition this broker follows is fetched from its leader (a registered broker

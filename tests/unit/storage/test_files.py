@@ -51,3 +51,25 @@ def test_write_atomically(tmp_path):
     files.write_atomically(path, b"two")
     assert path.read_bytes() == b"two"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["f"]
+
+
+def test_deferred_sync_turns_many_fsyncs_into_one_flush(tmp_path, monkeypatch):
+    """Inside the block (this thread only) files are written and renamed at once but not
+    fsynced; at its end, one flush per file system; a nested block leaves it to the outer."""
+    fsyncs: list[int] = []
+    flushed: list[str] = []
+    real_fsync = files.os.fsync
+    monkeypatch.setattr(files.os, "fsync", lambda fd: (fsyncs.append(fd), real_fsync(fd)))
+    monkeypatch.setattr(files, "sync_filesystem", lambda d: flushed.append(str(d)))
+    with files.deferred_sync():
+        with files.deferred_sync():
+            for i in range(20):
+                directory = tmp_path / f"t-{i}"
+                directory.mkdir()
+                files.write_atomically(directory / "partition.metadata", b"x")
+                files.fsync_dir(directory)
+        assert (tmp_path / "t-19" / "partition.metadata").read_bytes() == b"x"
+        assert fsyncs == [] and flushed == []
+    assert fsyncs == [] and len(flushed) == 1  # one file system
+    files.write_atomically(tmp_path / "after", b"y")  # outside a block: fsynced as before
+    assert len(fsyncs) == 2  # the file and its directory
