@@ -14,6 +14,10 @@ machine drift hits both alike, after an unmeasured warm-up of each (half the rec
 and consumed: the JVM compiles Kafka's hot paths in its first seconds). Clients are
 confluent-kafka, each in its own process.
 
+* **create**: the time each topic takes to create (CreateTopics, then CreatePartitions above
+  5,000 as below) until Metadata names a leader for every partition, and until a record
+  produced to its last partition is acknowledged (the client retrying meanwhile: Kafka
+  publishes leaders before its broker has made the logs);
 * **produce**: ``--records`` 100 B records spread evenly over the topic's partitions, in
   batches of ``--batch`` records whatever the partition count (``batch.num.messages``, a long
   ``linger.ms``), on a 10-partition topic and on a ``--partitions`` topic: throughput and broker
@@ -93,6 +97,7 @@ STEP = 5000
 
 if mode == "create":
     admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 300000})
+    t0 = time.perf_counter()
     n = min(partitions, STEP)
     admin.create_topics([NewTopic(topic, n, 1, config={"segment.ms": "20000"})],
                         request_timeout=300)[topic].result(300)
@@ -105,7 +110,12 @@ if mode == "create":
         if len(known) == partitions and all(p.leader >= 0 for p in known.values()):
             break
         time.sleep(0.2)
-    print(json.dumps({}))
+    leaders = time.perf_counter() - t0
+    # usable: a record produced to the last partition is acknowledged (retried meanwhile)
+    p = Producer({"bootstrap.servers": bootstrap, "acks": 1, "enable.metrics.push": False})
+    p.produce(topic, b"first", partition=partitions - 1)
+    p.flush(300)
+    print(json.dumps({"leaders": leaders, "usable": time.perf_counter() - t0}))
 elif mode == "produce":
     p = Producer({"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 5000,
                   "batch.num.messages": batch, "batch.size": 16 * 1024 * 1024,
@@ -508,7 +518,13 @@ def main(argv: list[str] | None = None) -> None:
         for n in (10, args.partitions):
             topic = f"scale-{n}"
             for t in targets:
-                worker("create", t.bootstrap, topic, n, 0, args.batch)
+                made = worker("create", t.bootstrap, topic, n, 0, args.batch)
+                print(
+                    f"  create, {n} partitions{'':<10} {t.name:<8} {made['leaders']:>8.1f} s until "
+                    f"Metadata has every leader, {made['usable']:.1f} s until a record produced "
+                    "to the last partition is acknowledged",
+                    flush=True,
+                )
             produced: dict[str, int] = {}
             for kind in ("produce", "consume"):
                 workload = f"{kind}, {n} partitions"
