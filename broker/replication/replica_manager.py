@@ -293,10 +293,10 @@ class ReplicaManager:
         self.metadata.add_listener(self._on_metadata)
         self._refresh()
         self.metrics.add(self._metrics)
-        self._maintenance = threading.Thread(
-            target=self._maintain, name="log-maintenance", daemon=True
-        )
-        self._maintenance.start()
+        # published once started: /health reads a thread not started yet as a dead one
+        maintenance = threading.Thread(target=self._maintain, name="log-maintenance", daemon=True)
+        maintenance.start()
+        self._maintenance = maintenance
 
     def _maintain(self) -> None:
         """Flushes, retention, checkpoints, deletions, compaction and producer expiration, off
