@@ -687,6 +687,7 @@ def test_the_request_memory_budget_pauses_reading_and_answers_every_request(
     answered, in order, and the budget is free again for a well-behaved client."""
     import threading
 
+    from protocol.frames import DIRECT_FRAME_INITIAL
     from protocol.messages.produce import ProduceResponse
     from tests.support.metrics import scrape
     from tests.support.zookeeper import free_port
@@ -753,8 +754,9 @@ def test_the_request_memory_budget_pauses_reading_and_answers_every_request(
               f"{sum(offered) / 2**20:.1f} MiB sent, rss +{grown / 2**20:.1f} MiB")  # fmt: skip
         # the budget engaged: what it holds stays near it although far more was sent. Over it
         # may go each connection's last read, which at most doubles the buffer it held (less
-        # than the budget in all) or starts one (256 KiB), and the one frame let to complete.
-        assert held <= 2 * budget + connections * (256 << 10) + size, held
+        # than the budget in all) or starts one (DIRECT_FRAME_INITIAL, 1 MiB), and the one frame
+        # let to complete.
+        assert held <= 2 * budget + connections * DIRECT_FRAME_INITIAL + size, held
         assert received < sum(offered) - budget, (received, sum(offered))
         assert grown < 48 << 20, f"{sum(offered)} bytes offered grew the broker by {grown}"
         assert served(broker.bootstrap)  # a connection holding nothing may always read
