@@ -338,6 +338,7 @@ def test_chaos_sigkill_loses_no_acknowledged_record(cluster: ProcessCluster) -> 
     final = read_all(boot, topic, partitions)
     acked_total = sum(len(v) for v in producer.acked.values())
     assert acked_total == producer.sent
+    resends = 0  # records the client sent again after bumping its epoch (below)
     for p in range(partitions):
         records = final.get(p, [])
         offsets = [o for o, _ in records]
@@ -348,7 +349,31 @@ def test_chaos_sigkill_loses_no_acknowledged_record(cluster: ProcessCluster) -> 
         for offset, value in records:
             seen_at[value].append(offset)
         twice = {v: o for v, o in seen_at.items() if len(o) > 1}
-        back = [(o, v) for (o, v), (_, w) in pairwise(records) if w < v]
+        kept = records
+        if twice:
+            # librdkafka's idempotent producer sends a record again, under a new producer epoch
+            # with its sequence restarted at 0, when it bumps its epoch (KIP-360: an
+            # OUT_OF_ORDER_SEQUENCE_NUMBER on another partition) while that record's first
+            # copy was appended but its answer failed (its leader moved): no broker can tell the
+            # second copy from a new record, Kafka's neither (librdkafka issue #4953, open, seen
+            # against Kafka). Such copies are counted and set aside; any other record written
+            # twice is the broker's fault.
+            epoch_at = {
+                o: h[2]
+                for b in BROKERS
+                for h in headers(cluster.brokers[b], topic, p)
+                for o in h[0]
+            }
+            resent = {
+                v: o
+                for v, o in twice.items()
+                if all(epoch_at.get(a, -1) < epoch_at.get(b, -1) for a, b in pairwise(o))
+            }
+            resends += sum(len(o) - 1 for o in resent.values())
+            twice = {v: o for v, o in twice.items() if v not in resent}
+            later = {o for offsets in resent.values() for o in offsets[1:]}
+            kept = [(o, v) for o, v in records if o not in later]
+        back = [(o, v) for (o, v), (_, w) in pairwise(kept) if w < v]
         if twice or back:
             near = {o for offsets in twice.values() for o in offsets} | {o for o, _ in back}
             where = {
@@ -374,6 +399,7 @@ def test_chaos_sigkill_loses_no_acknowledged_record(cluster: ProcessCluster) -> 
             assert by_offset.get(offset) == value, (
                 f"a consumer saw {value} at {p}@{offset}, which the log no longer has"
             )
+    print(f"{resends} record(s) sent again by the client after an epoch bump")
     assert not watcher.conflicts, watcher.conflicts[:5]
     out_of_range = [e for e in watcher.errors if "out of range" in e.lower()]
     assert not out_of_range, out_of_range[:5]
