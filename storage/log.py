@@ -787,12 +787,20 @@ class PartitionLog:
         """Removes everything at and after ``target_offset`` (replication). A batch holding
         ``target_offset`` goes whole, and the log end offset becomes its base offset (the log
         never claims offsets it does not hold; follower truncation points are batch boundaries
-        anyway). Returns whether anything was removed."""
+        anyway); leader-epoch entries starting at or after the new end go, even when no batch
+        does. Returns whether anything was removed."""
         if target_offset < 0:
             raise ValueError(f"cannot truncate to a negative offset ({target_offset})")
         with self._lock:
             local = self._local
             if target_offset >= local.log_end_offset:
+                # nothing to remove, but the epoch cache may end with an entry at the log end:
+                # this broker led an epoch and appended nothing before another was elected. A
+                # follower keeping it sends that epoch as its last fetched one, and the leader,
+                # which never had it, answers a diverging epoch on every fetch (Kafka's
+                # UnifiedLog.truncateTo truncates the cache here too)
+                self.leader_epoch_cache.truncate_from_end(local.log_end_offset)
+                self._refresh_latest_epoch()
                 return False
             now = self.clock()
             if local.segments.first.base_offset > target_offset:

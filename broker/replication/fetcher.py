@@ -328,7 +328,9 @@ class ReplicaFetcherThread(threading.Thread):
                     "%s-%d: truncating to %d (leader %d says epoch %d ends at %d)",
                     key[0], key[1], offset, self.leader_id, leader_epoch, leader_end,
                 )  # fmt: skip
-                part.truncate_to(offset, leader_epoch=state.leader_epoch)
+            # at the log end too: an epoch this broker led without appending goes from the
+            # epoch cache (else the leader answers a diverging epoch for ever)
+            part.truncate_to(offset, leader_epoch=state.leader_epoch)
         except (StorageError, OSError) as e:
             log.error("%s-%d: truncation failed: %s", key[0], key[1], e)
             self._storage_error(part, e)

@@ -333,3 +333,32 @@ def test_commit_callbacks_due_when_the_isr_shrinks_by_the_controller(
     # replica 3 dies: the controller writes the ISR without it (and a new epoch)
     part.update_state(PartitionState(0, 1, part.leader_epoch + 1, (1, 2, 3), (1, 2), 11))
     assert results == [None]
+
+
+def test_an_epoch_led_without_appending_goes_when_its_leader_follows(
+    manager: LogManager,
+) -> None:
+    """A broker elected leader writes its epoch's start at its log end; replaced before it
+    appended anything, it follows a leader that never had that epoch. Its truncation point is
+    its log end, and the epoch's entry goes all the same (Kafka's UnifiedLog.truncateTo): kept,
+    it was the follower's last fetched epoch, and the leader answered a diverging epoch on
+    every fetch while the follower found nothing to truncate (seen in the rolling restart test:
+    the follower left the ISR 30 s later and never came back)."""
+    old, _, _ = partition(manager, name="old", broker_id=2, leader=2, epoch=1)
+    new, _, _ = partition(manager, name="new", broker_id=3, leader=3, epoch=1)
+    assert append(old, 3) == append(new, 3) == 3  # both hold 0-2 at epoch 1
+    old.update_state(PartitionState(0, 2, 2, (1, 2, 3), (1, 2, 3), 11))  # elected; appends nothing
+    assert old.latest_epoch() == 2
+    new.update_state(PartitionState(0, 3, 3, (1, 2, 3), (1, 2, 3), 12))  # the next leader
+    append(new, 2)
+    old.update_state(PartitionState(0, 3, 3, (1, 2, 3), (1, 2, 3), 12))  # follows it
+    # OffsetForLeaderEpoch for epoch 2: the leader's largest epoch at or below it is 1, ending at 3
+    epoch, end = new.log.end_offset_for_epoch(old.latest_epoch())
+    assert (epoch, end) == (1, 3)
+    offset, complete = truncation_offset(old.log, epoch, end)
+    assert (offset, complete) == (3, True)  # the log end: no batch to remove
+    assert not old.truncate_to(offset, leader_epoch=3)
+    assert old.latest_epoch() == 1
+    assert [e.epoch for e in old.log.leader_epoch_cache.entries] == [1]
+    result = follower_fetch(new, 2, old.log_end_offset, last_epoch=old.latest_epoch())
+    assert result.diverging_epoch is None and result.region is not None  # type: ignore[attr-defined]
