@@ -762,6 +762,17 @@ class PartitionLog:
         self._delete_log_start_offset_breached()
         return True
 
+    def follow_log_end(self) -> int:
+        """From now on appends move the high watermark to the log end (a single replica is its
+        whole ISR), and it moves there now; returns it. Both under the log's lock: an append
+        between setting the flag and reading the log end would otherwise be passed over (the
+        flag still unset) or undone (a log end read before the append, written after it), and
+        its acknowledged records stay invisible to consumers until the next append."""
+        with self._lock:
+            self.high_watermark_follows_log_end = True
+            hw = self._high_watermark = self._local.log_end_offset
+            return hw
+
     def update_high_watermark(self, offset: int) -> int:
         """Sets the high watermark, clamped to [log start offset, log end offset]."""
         with self._lock:

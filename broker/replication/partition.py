@@ -311,8 +311,7 @@ class Partition:
             elif old_replicas != self.replicas:
                 self._reset_followers(keep=True)
             if not self.replicated:
-                plog.high_watermark_follows_log_end = True
-                plog.update_high_watermark(plog.log_end_offset)
+                plog.follow_log_end()
             else:
                 plog.high_watermark_follows_log_end = False
                 due = self._maybe_increment_high_watermark()

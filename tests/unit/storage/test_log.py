@@ -505,3 +505,17 @@ def test_reads_do_not_take_the_log_lock(tmp_path):
         assert log.fetch_offset_by_timestamp(1101)[:2] == (31, 1101)
         assert log.fetch_offset_by_timestamp(MAX_TIMESTAMP).offset == 59
         assert (log.log_start_offset, log.log_end_offset, log.high_watermark) == (0, 60, 60)
+
+
+def test_follow_log_end_takes_the_appends_made_before_it(tmp_path):
+    """A partition that becomes the leader of its single replica hands its high watermark to
+    the log (follow_log_end): appends already made (while the flag was off, as by a produce
+    racing the leadership change) become visible at once, later ones as they land."""
+    log = open_log(tmp_path)
+    log.high_watermark_follows_log_end = False  # a replica not (yet) leading
+    fill(log, 2)
+    assert log.high_watermark == 0 and log.log_end_offset == 6
+    assert log.follow_log_end() == 6
+    assert log.high_watermark == 6 and log.high_watermark_follows_log_end
+    log.append(make_batch(2))
+    assert log.high_watermark == 8
