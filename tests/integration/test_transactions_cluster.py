@@ -202,7 +202,17 @@ def test_kip890_partition_leader_verifies_with_the_coordinator_broker(
 
     to_leader = _raw(leader.bootstrap)
     batch = _txn_batch(pid, epoch, 0, b"never-added")
-    assert _produce(to_leader, txn_id, topic, partition, batch, 9) == (
+    # broker 1's metadata can name the leader before that broker has taken the partition on
+    # (CI: NOT_LEADER_OR_FOLLOWER); a refused produce appends nothing, so it is asked again
+    first = wait_for(
+        lambda: (
+            (got := _produce(to_leader, txn_id, topic, partition, batch, 9))[0]
+            not in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            and got
+        ),
+        f"broker {leaders[partition]} leading {topic}-{partition}",
+    )
+    assert first == (
         ErrorCode.INVALID_TXN_STATE,
         "Partition was not added to the transaction",
     )
