@@ -328,6 +328,10 @@ class ZkMetadataStore(MetadataStore):
 
     def stop(self) -> None:
         self._stopping = True
+        # a request waiting for its change to show (a topic created for FindCoordinator) ends
+        # now: its session is closing, and the process's exit would wait for it
+        with self._view_changed:
+            self._view_changed.notify_all()
         worker, self._worker = self._worker, None
         if worker is not None:
             self._events.put(_STOP)
@@ -580,12 +584,17 @@ class ZkMetadataStore(MetadataStore):
 
     def _await(self, what: str, predicate: Callable[[ClusterView], T | None], deadline: float) -> T:
         """Waits until ``predicate(view)`` returns something; REQUEST_TIMED_OUT after
-        ``deadline``. On the worker thread (a listener) there is nothing to wait for."""
+        ``deadline``. On the worker thread (a listener) there is nothing to wait for; once the
+        store stops, BROKER_NOT_AVAILABLE."""
         with self._view_changed:
             while True:
                 result = predicate(self._view)
                 if result is not None:
                     return result
+                if self._stopping:
+                    raise KafkaApiError(
+                        f"{what}: the broker is shutting down", ErrorCode.BROKER_NOT_AVAILABLE
+                    )
                 if self._on_worker():
                     raise timed_out(f"{what}: not visible yet (called from a metadata listener)")
                 remaining = deadline - time.monotonic()

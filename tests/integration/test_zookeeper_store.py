@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,6 +21,7 @@ from coordination.errors import (
     InvalidPartitions,
     InvalidReplicaAssignment,
     InvalidTopic,
+    KafkaApiError,
     TopicExists,
     UnknownTopic,
 )
@@ -28,6 +30,7 @@ from coordination.zk.client import Op
 from coordination.zk.data import PERSISTENT_PATHS
 from coordination.zk.errors import BrokerIdInUse, InconsistentClusterId, ZooKeeperUnavailable
 from coordination.zk.store import ZkMetadataStore
+from protocol.error_codes import ErrorCode
 from tests.support.gated_proxy import GatedProxy
 from tests.support.ports import free_port
 from tests.support.waiting import wait_for
@@ -617,6 +620,31 @@ def test_stale_controller_cannot_write(cluster: Cluster) -> None:
     result = b1.parts.controller.multi([Op.create("/fenced", b"")])
     assert result is None
     assert cluster.raw.exists("/fenced") is None
+
+
+def test_stopping_ends_a_wait_for_a_change_to_show(cluster: Cluster) -> None:
+    """A request thread waiting for its change to show in the view (CreateTopics, a topic
+    FindCoordinator creates) ends when the store stops, instead of at the admin timeout: the
+    process's exit joins that thread (seen: a broker's clean stop took 30 s after "stopped
+    cleanly", the ``__consumer_offsets`` creation of a FindCoordinator still waiting)."""
+    b1 = cluster.start(1)
+    outcome: list[BaseException] = []
+
+    def wait() -> None:
+        try:
+            b1._await("a topic", lambda view: None, b1._deadline())
+        except BaseException as e:
+            outcome.append(e)
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    time.sleep(0.2)  # the thread is waiting (the assertion below holds either way)
+    b1.stop()
+    waiter.join(10)
+    assert not waiter.is_alive()
+    (error,) = outcome
+    assert isinstance(error, KafkaApiError) and error.error_code == ErrorCode.BROKER_NOT_AVAILABLE
+    assert "shutting down" in str(error)
 
 
 def test_cluster_id_checks(cluster: Cluster) -> None:
