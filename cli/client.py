@@ -11,7 +11,10 @@ the broker they name.
 Errors: a Kafka error code that a retry cannot cure raises :class:`KafkaError` (its ``code``
 is the :class:`~protocol.error_codes.ErrorCode`); retriable ones (a leader or coordinator
 moving, a coordinator still loading) are retried with a fresh lookup until ``timeout_s``
-passes; an unreachable cluster raises :class:`Unreachable`.
+passes; an unreachable cluster raises :class:`Unreachable`. A failed authentication (SASL
+credentials refused, a mechanism the broker does not offer, a certificate that does not verify)
+is final at once, as Kafka's clients treat an ``AuthenticationException``: another broker or
+another try would refuse the same credentials.
 
 Not thread-safe: one client per thread (the CLI has one).
 """
@@ -184,6 +187,9 @@ class Connection:
         if context is not None:
             try:
                 sock = context.wrap_socket(sock, server_hostname=self.host)
+            except ssl.SSLCertVerificationError as e:
+                sock.close()
+                raise ClientError(f"TLS with {self} failed: {e.verify_message or e}") from None
             except (OSError, ssl.SSLError) as e:
                 sock.close()
                 raise Unreachable(f"TLS with {self} failed: {e}") from None
@@ -363,7 +369,7 @@ class AdminClient:
             try:
                 conn.connect()
                 return conn
-            except ClientError as e:
+            except Unreachable as e:
                 errors.append(str(e))
         raise Unreachable("no broker reachable: " + "; ".join(errors))
 

@@ -111,6 +111,9 @@ def test_users_acls_and_quotas_over_sasl_and_tls(
         "--sasl-username", "alice", "--sasl-password", "nope", check=False,
     )  # fmt: skip
     assert wrong.returncode == 1 and "SASL_AUTHENTICATION_FAILED" in wrong.stderr
+    # final at once, as in Kafka's clients: not retried as an unreachable cluster until the
+    # command's timeout (30 s)
+    assert "no broker reachable" not in wrong.stderr
 
     # acl create/list/delete in both formats (kafka-acls' options)
     created = as_admin(
@@ -134,6 +137,13 @@ def test_users_acls_and_quotas_over_sasl_and_tls(
         "--sasl-mechanism", "SCRAM-SHA-256", "--ssl-cafile", str(tls.ca), *alice,
     )  # fmt: skip
     assert topic in [t["name"] for t in ssl_listed]  # the ACL applies
+    unverified = odradek(
+        "topic", "list", "-b", secured.address("SASL_SSL"), "--security-protocol", "SASL_SSL",
+        "--sasl-mechanism", "SCRAM-SHA-256", *alice, check=False,
+    )  # fmt: skip
+    assert unverified.returncode == 1 and "TLS with" in unverified.stderr
+    assert "self-signed certificate" in unverified.stderr  # the test CA, not in the system's
+    assert "no broker reachable" not in unverified.stderr
     deleted = as_admin(
         secured, admin_config, "acl", "delete", "--principal", "User:alice", "--topic",
         "secured-", "--resource-pattern-type", "PREFIXED", "--operation", "READ", fmt="json",
@@ -183,6 +193,7 @@ def test_users_acls_and_quotas_over_sasl_and_tls(
         check=False,
     )  # fmt: skip
     assert gone.returncode == 1 and "SASL_AUTHENTICATION_FAILED" in gone.stderr
+    assert "no broker reachable" not in gone.stderr
 
 
 def test_transaction_commands(secured: BrokerProcess) -> None:
