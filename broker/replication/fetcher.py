@@ -24,12 +24,15 @@ blocking connection to its leader (:mod:`broker.interbroker`) and loops:
 
 A partition whose leader answers an error (not the leader, a fenced or unknown epoch, a storage
 error) waits ``replica.fetch.backoff.ms`` and is tried again; a leadership change reaches the
-manager through the metadata store and replaces the partition's state. An I/O error writing our
-own log (a full or failing disk) is handed to ``on_storage_error``: the replica manager takes
-the log dir offline and stops fetching its partitions (Kafka's fetcher marks the partition
-failed and reports the dir to its ``LogDirFailureChannel``). Follower appends happen
-under the partition's lock with its leader epoch checked, so a partition that became leader
-meanwhile is never written by a fetcher.
+manager through the metadata store and replaces the partition's state. These errors are
+expected while leadership moves, so they are not logged one by one; a partition that has made
+no progress (no batch appended, not caught up) for ``replica.lag.time.max.ms`` is logged as
+stalled, with the last thing that held it back, once per that period until it moves again.
+An I/O error writing our own log (a full or failing disk) is handed to ``on_storage_error``:
+the replica manager takes the log dir offline and stops fetching its partitions (Kafka's
+fetcher marks the partition failed and reports the dir to its ``LogDirFailureChannel``).
+Follower appends happen under the partition's lock with its leader epoch checked, so a
+partition that became leader meanwhile is never written by a fetcher.
 
 Thread-safety: :meth:`ReplicaFetcherManager.update` and :meth:`~ReplicaFetcherManager.shutdown`
 are called by the replica manager (under its lock); each fetcher thread owns its connection.
@@ -98,6 +101,9 @@ class FetcherConfig:
     security: InterBrokerSecurity | None = None
     #: incremental fetch sessions with the leader (KIP-227)
     sessions: bool = True
+    #: a partition making no progress for this long is logged as stalled
+    #: (``replica.lag.time.max.ms``: the leader drops the follower from the ISR about then)
+    stall_report_ms: int = 30000
 
 
 def truncation_offset(plog: PartitionLog, leader_epoch: int, leader_end: int) -> tuple[int, bool]:
@@ -119,7 +125,16 @@ def truncation_offset(plog: PartitionLog, leader_epoch: int, leader_end: int) ->
 class PartitionFetchState:
     """A followed partition inside a fetcher thread (Kafka's ``PartitionFetchState``)."""
 
-    __slots__ = ("delayed_until", "lag", "leader_epoch", "partition", "truncating")
+    __slots__ = (
+        "delayed_until",
+        "held_back_by",
+        "lag",
+        "leader_epoch",
+        "partition",
+        "progress_at",
+        "stall_reported_at",
+        "truncating",
+    )
 
     def __init__(self, partition: Partition, leader_epoch: int) -> None:
         self.partition = partition
@@ -129,6 +144,23 @@ class PartitionFetchState:
         self.delayed_until = 0.0
         #: records behind the leader's high watermark, as of the last answer about it
         self.lag = 0
+        #: when a fetch last appended batches or found the partition caught up
+        self.progress_at = time.monotonic()
+        #: the last answer that was not progress (for the stall report)
+        self.held_back_by = "no answer from the leader yet"
+        self.stall_reported_at = 0.0
+
+    def progressed(self) -> None:
+        self.progress_at = time.monotonic()
+        self.stall_reported_at = 0.0
+
+    def stalled_for(self, now: float, report_after_s: float) -> float | None:
+        """Seconds without progress, when a stall report is due (once per ``report_after_s``)."""
+        idle = now - self.progress_at
+        if idle < report_after_s or now - self.stall_reported_at < report_after_s:
+            return None
+        self.stall_reported_at = now
+        return idle
 
     def __repr__(self) -> str:
         p = self.partition
@@ -223,6 +255,8 @@ class ReplicaFetcherThread(threading.Thread):
                 if fetching:
                     self._fetch(conn, fetching)
             except InterBrokerUnavailable as e:
+                for state in ready.values():
+                    state.held_back_by = str(e)
                 self._close()
                 if self._stopped:
                     break
@@ -237,7 +271,22 @@ class ReplicaFetcherThread(threading.Thread):
                 self._close()
                 with self._cond:
                     self._cond.wait(backoff_s)
+            self._report_stalls(states)
         self._close()
+
+    def _report_stalls(self, states: Mapping[TopicPartition, PartitionFetchState]) -> None:
+        now = time.monotonic()
+        report_after_s = self.config.stall_report_ms / 1000
+        for (topic, index), state in states.items():
+            idle = state.stalled_for(now, report_after_s)
+            if idle is not None and self._current((topic, index), state):
+                log.warning(
+                    "%s-%d: no progress fetching from broker %d for %.0f s (log end %d, leader "
+                    "epoch %d, %s): %s",
+                    topic, index, self.leader_id, idle, state.partition.log_end_offset,
+                    state.leader_epoch, "truncating" if state.truncating else "fetching",
+                    state.held_back_by,
+                )  # fmt: skip
 
     def _close(self) -> None:
         conn, self._conn = self._conn, None
@@ -333,6 +382,7 @@ class ReplicaFetcherThread(threading.Thread):
             part.truncate_to(offset, leader_epoch=state.leader_epoch)
         except (StorageError, OSError) as e:
             log.error("%s-%d: truncation failed: %s", key[0], key[1], e)
+            state.held_back_by = f"the truncation failed: {e}"
             self._storage_error(part, e)
             self._delay(state)
             return
@@ -405,18 +455,24 @@ class ReplicaFetcherThread(threading.Thread):
             raise InterBrokerUnavailable(
                 f"Fetch from broker {self.leader_id}: {ErrorCode.of(response.error_code)!r}"
             )
+        answered: set[TopicPartition] = set()
         for topic in response.responses:
             for p in topic.partitions:
                 key = (topic.topic, p.partition_index)
                 fetch_state = states.get(key)
                 if fetch_state is None:
                     continue
+                answered.add(key)
                 state = fetch_state
                 with self._cond:
                     if not self._current(key, state):
                         continue
                 state.lag = self._process(key, state, p)
-        # a partition an incremental response left out has nothing new: its lag stands
+        # a partition an incremental response left out has nothing new: its lag stands, and
+        # one that was caught up still is
+        for key, state in states.items():
+            if key not in answered and state.lag == 0 and not state.truncating:
+                state.progressed()
         self.max_lag = max((s.lag for s in states.values()), default=0)
 
     def _process(self, key: TopicPartition, state: PartitionFetchState, p: Any) -> int:
@@ -432,11 +488,16 @@ class ReplicaFetcherThread(threading.Thread):
             return 0
         diverging = p.diverging_epoch
         if diverging is not None and diverging.epoch >= 0:
+            state.held_back_by = (
+                f"the leader answered a diverging epoch {diverging.epoch} ending at "
+                f"{diverging.end_offset}"
+            )
             self._apply_truncation(key, state, diverging.epoch, diverging.end_offset)
             return 0
         records = p.records
         if records is None:
             records = memoryview(b"")
+        log_end = part.log_end_offset
         try:
             part.append_as_follower(
                 memoryview(records) if not isinstance(records, memoryview) else records,
@@ -446,19 +507,29 @@ class ReplicaFetcherThread(threading.Thread):
             )
         except KafkaApiError as e:
             log.error("%s-%d: the leader's batches are invalid: %s", key[0], key[1], e)
+            state.held_back_by = f"invalid batches from the leader: {e}"
             self._delay(state)
             return 0
         except ValueError as e:
             # batches not at our log end: our log moved under us; truncate again
             log.warning("%s-%d: cannot append the leader's batches: %s", key[0], key[1], e)
+            state.held_back_by = f"batches not at the log end: {e}"
             state.truncating = True
             return 0
         except (StorageError, OSError) as e:
             log.error("%s-%d: follower append failed: %s", key[0], key[1], e)
+            state.held_back_by = f"the append failed: {e}"
             self._storage_error(part, e)
             self._delay(state)
             return 0
-        return max(int(p.high_watermark) - part.log_end_offset, 0)
+        lag = max(int(p.high_watermark) - part.log_end_offset, 0)
+        if lag == 0 or part.log_end_offset > log_end:
+            state.progressed()
+        else:
+            state.held_back_by = (
+                f"the leader's high watermark is {p.high_watermark}, nothing appended"
+            )
+        return lag
 
     def _storage_error(self, part: Partition, error: Exception) -> None:
         """An I/O error on our log (not a refusal of the leader's batches): its dir goes
@@ -475,6 +546,7 @@ class ReplicaFetcherThread(threading.Thread):
         below its log start (retention, DeleteRecords), start over at it; above its end (our
         log diverged), truncate again."""
         part = state.partition
+        state.held_back_by = f"fetch offset out of range (leader's log start {leader_log_start})"
         if 0 <= part.log_end_offset < leader_log_start:
             log.info(
                 "%s-%d: our log end %d is below the leader's log start %d: starting over",
@@ -490,6 +562,7 @@ class ReplicaFetcherThread(threading.Thread):
     ) -> None:
         """An error the leader answered for one partition: wait and try again (a leadership
         change replaces the state meanwhile)."""
+        state.held_back_by = f"the leader answered {code.name}"
         if code not in (
             ErrorCode.NOT_LEADER_OR_FOLLOWER,
             ErrorCode.FENCED_LEADER_EPOCH,

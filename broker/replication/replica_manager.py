@@ -269,6 +269,7 @@ class ReplicaManager:
                 else replication.inter_broker_listener_name,
                 security=inter_broker,
                 sessions=replication.replica_fetch_session_enable,
+                stall_report_ms=replication.replica_lag_time_max_ms,
             ),
             lambda: self.metadata.view,
             on_storage_error=self.handle_log_dir_failure,

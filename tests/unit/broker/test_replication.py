@@ -5,15 +5,23 @@ truncation rule (KIP-101/279)."""
 
 from __future__ import annotations
 
+import logging
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from broker.purgatory import DelayedOperationPurgatory
-from broker.replication.fetcher import truncation_offset
+from broker.replication.fetcher import (
+    FetcherConfig,
+    PartitionFetchState,
+    ReplicaFetcherThread,
+    truncation_offset,
+)
 from broker.replication.log_validator import TopicRules
 from broker.replication.partition import DivergingEpoch, FetchIsolation, Partition, TopicPartition
 from coordination.errors import KafkaApiError
@@ -362,3 +370,54 @@ def test_an_epoch_led_without_appending_goes_when_its_leader_follows(
     assert [e.epoch for e in old.log.leader_epoch_cache.entries] == [1]
     result = follower_fetch(new, 2, old.log_end_offset, last_epoch=old.latest_epoch())
     assert result.diverging_epoch is None and result.region is not None  # type: ignore[attr-defined]
+
+
+def test_a_follower_making_no_progress_is_reported_with_what_holds_it_back(
+    manager: LogManager, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The fetcher retries a leader's NOT_LEADER_OR_FOLLOWER (and a diverging epoch that
+    changes nothing) without a line each time; a partition with no batch appended and not caught
+    up for ``replica.lag.time.max.ms`` is logged once per that period, with the last answer that
+    held it back, and progress silences it."""
+    part, _, _ = partition(manager, broker_id=2, leader=1, epoch=5)
+    fetcher = ReplicaFetcherThread(
+        FetcherConfig(broker_id=2, stall_report_ms=30000),
+        1,
+        0,
+        lambda: None,  # type: ignore[arg-type,return-value]
+    )
+    key = ("t", 0)
+    state = PartitionFetchState(part, 5)
+    state.truncating = False
+    fetcher.add({key: state})
+
+    def answer(error: ErrorCode = ErrorCode.NONE, records: bytes = b"", hw: int = 0) -> object:
+        return SimpleNamespace(
+            error_code=error,
+            diverging_epoch=None,
+            records=memoryview(records),
+            high_watermark=hw,
+            log_start_offset=0,
+        )
+
+    caplog.set_level(logging.INFO, logger="broker.replication.fetcher")
+    fetcher._process(key, state, answer(ErrorCode.NOT_LEADER_OR_FOLLOWER))
+    fetcher._report_stalls({key: state})
+    assert "no progress" not in caplog.text  # not yet: an election is usually over in a second
+    assert "NOT_LEADER_OR_FOLLOWER" not in caplog.text  # nor each retry
+    state.progress_at -= 31
+    fetcher._report_stalls({key: state})
+    fetcher._report_stalls({key: state})
+    stalls = [r.getMessage() for r in caplog.records if "no progress" in r.getMessage()]
+    assert len(stalls) == 1  # once per period
+    assert "t-0: no progress fetching from broker 1 for 31 s" in stalls[0]
+    assert "the leader answered NOT_LEADER_OR_FOLLOWER" in stalls[0]
+
+    # batches appended: progress, and no more reports
+    batch = make_batch(3, timestamp=NOW)
+    assert fetcher._process(key, state, answer(records=batch, hw=3)) == 0
+    assert part.log_end_offset == 3
+    assert time.monotonic() - state.progress_at < 5
+    caplog.clear()
+    fetcher._report_stalls({key: state})
+    assert "no progress" not in caplog.text
