@@ -11,6 +11,7 @@ certificates are made by the test (tests/support/certs.py)."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import shutil
 import socket
@@ -359,7 +360,7 @@ def test_sasl_failures_are_answered_then_closed(secure, bystander):
     assert failures(secure, "SASL_PLAINTEXT") - failed_before == 9
 
 
-def test_real_clients_see_the_authentication_error(secure, tls, bystander):
+def test_real_clients_see_the_authentication_error(secure, tls, bystander, caplog):
     errors: list[str] = []
     producer = Producer(
         {
@@ -375,11 +376,16 @@ def test_real_clients_see_the_authentication_error(secure, tls, bystander):
     del producer
     from kafka.errors import KafkaError as KPError
 
+    # kafka-python 3 retries a refused bootstrap connection until bootstrap_timeout_ms (30 s by
+    # default; against Kafka too) and then raises a timeout; the refusal itself is logged
+    caplog.set_level(logging.WARNING, logger="kafka")
     with pytest.raises(KPError):
         KafkaProducer(
             bootstrap_servers=bootstrap(secure, "SCRAM-SHA-256"),
             **{**kafka_python_config("SCRAM-SHA-256", tls), "sasl_plain_password": "nope"},
+            bootstrap_timeout_ms=5000,
         )
+    assert "SaslAuthenticationFailedError" in caplog.text, caplog.text
 
 
 def test_tls_refusals(secure, tls, bystander):
