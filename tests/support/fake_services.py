@@ -1,12 +1,14 @@
 """Fakes for testing the dispatcher and handlers without a broker: a connection, a replica
 manager that records what handlers ask and answers from a script, an authorizer that denies the
-cluster resource, the services around them, and :func:`call`, which sends one request through a
+cluster resource, the services around them, a metadata store whose views the test publishes
+(:class:`ScriptedStore`, with :func:`view`), and :func:`call`, which sends one request through a
 dispatcher with real codecs and decodes the answer."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+import uuid
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -19,7 +21,13 @@ from broker.net.session import KafkaPrincipal, Session
 from broker.replication.partition import LogReadResult
 from broker.replication.replica_manager import AppendResult, FetchParams, FetchRead
 from broker.services import BrokerServices
-from coordination.metadata.view import BrokerInfo, ClusterView, Endpoint, TopicMetadata
+from coordination.metadata.view import (
+    BrokerInfo,
+    ClusterView,
+    Endpoint,
+    PartitionState,
+    TopicMetadata,
+)
 from protocol.acl import AclOperation, ResourceType
 from protocol.error_codes import ErrorCode
 from protocol.headers import decode_response, encode_request
@@ -136,4 +144,47 @@ def produce(topic: str, acks: int = 1) -> Any:
                 partition_data=[PartitionProduceData(index=0, records=bytes(make_batch(2)))],
             )
         ],
+    )
+
+
+Listener = Callable[[ClusterView, ClusterView], None]
+
+
+def _broker(broker_id: int) -> BrokerInfo:
+    return BrokerInfo(broker_id, (Endpoint("PLAINTEXT", "h", 9000 + broker_id),))
+
+
+class ScriptedStore:
+    """The metadata store's side the replica manager reads: a view the test publishes."""
+
+    def __init__(self, view: ClusterView) -> None:
+        self.view = view
+        self._listeners: list[Listener] = []
+
+    def add_listener(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    def publish(self, view: ClusterView) -> None:
+        old, self.view = self.view, view
+        for listener in self._listeners:
+            listener(old, view)
+
+    def report_offline_replicas(self, offline: object) -> None:
+        pass
+
+
+TOPIC_ID = uuid.uuid4()
+
+
+def view(
+    *, leader: int, epoch: int, replicas: tuple[int, ...], isr: tuple[int, ...], live: set[int]
+) -> ClusterView:
+    """A cluster of the ``live`` brokers holding one topic ``t`` of one partition."""
+    state = PartitionState(0, leader, epoch, replicas, isr, epoch)
+    topic = TopicMetadata("t", TOPIC_ID, (state,))
+    return ClusterView(
+        cluster_id="c" * 22,
+        controller_id=min(live),
+        brokers=MappingProxyType({b: _broker(b) for b in sorted(live)}),
+        topics=MappingProxyType({"t": topic}),
     )

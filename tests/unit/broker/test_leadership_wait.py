@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -23,11 +22,7 @@ from broker.metrics import FAILED_PRODUCE, PRODUCE_REQUESTS, MetricsRegistry
 from broker.net.connection import Deferred
 from broker.replication.replica_manager import AppendResult, ReplicaManager
 from coordination.metadata.view import (
-    BrokerInfo,
     ClusterView,
-    Endpoint,
-    PartitionState,
-    TopicMetadata,
 )
 from protocol.error_codes import ErrorCode
 from protocol.headers import encode_request
@@ -36,53 +31,14 @@ from storage.manager import LogManager
 from tests.support.fake_services import (
     FakeConnection,
     FakeReplicaManager,
+    ScriptedStore,
     awaited,
     call,
     produce,
     services,
     session,
+    view,
 )
-
-Listener = Callable[[ClusterView, ClusterView], None]
-
-
-def _broker(broker_id: int) -> BrokerInfo:
-    return BrokerInfo(broker_id, (Endpoint("PLAINTEXT", "h", 9000 + broker_id),))
-
-
-class ScriptedStore:
-    """The metadata store's side the replica manager reads: a view the test publishes."""
-
-    def __init__(self, view: ClusterView) -> None:
-        self.view = view
-        self._listeners: list[Listener] = []
-
-    def add_listener(self, listener: Listener) -> None:
-        self._listeners.append(listener)
-
-    def publish(self, view: ClusterView) -> None:
-        old, self.view = self.view, view
-        for listener in self._listeners:
-            listener(old, view)
-
-    def report_offline_replicas(self, offline: object) -> None:
-        pass
-
-
-TOPIC_ID = uuid.uuid4()
-
-
-def view(
-    *, leader: int, epoch: int, replicas: tuple[int, ...], isr: tuple[int, ...], live: set[int]
-) -> ClusterView:
-    state = PartitionState(0, leader, epoch, replicas, isr, epoch)
-    topic = TopicMetadata("t", TOPIC_ID, (state,))
-    return ClusterView(
-        cluster_id="c" * 22,
-        controller_id=min(live),
-        brokers=MappingProxyType({b: _broker(b) for b in sorted(live)}),
-        topics=MappingProxyType({"t": topic}),
-    )
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from broker.config import BrokerConfig, ReplicationConfig
 from broker.metrics import MetricsRegistry
 from broker.replication.replica_manager import ReplicaManager
 from storage.manager import LogManager
-from tests.unit.broker.test_leadership_wait import ScriptedStore, view
+from tests.support.fake_services import ScriptedStore, view
 
 
 def test_the_maintenance_thread_counts_as_alive_while_it_starts(
