@@ -961,6 +961,10 @@ class Partition:
                 region = plog.read(
                     fetch_offset, max(max_bytes, 0), max_offset=upper, min_one_batch=min_one_batch
                 )
+            elif not log_start <= fetch_offset <= plog.log_end_offset:
+                # the fetch's byte budget is spent: nothing is read, but an offset outside the
+                # log is answered now, as Kafka's read checks it before the size
+                return LogReadResult(ErrorCode.OFFSET_OUT_OF_RANGE, hw, lso, log_start)
         except storage_errors.OffsetOutOfRange:
             return LogReadResult(ErrorCode.OFFSET_OUT_OF_RANGE, hw, lso, log_start)
         except storage_errors.StorageError as e:

@@ -133,6 +133,14 @@ def test_reads_stop_at_the_isolation_bound(manager: LogManager) -> None:
         min_one_batch=True,
     )  # fmt: skip
     assert out_of_range.error == ErrorCode.OFFSET_OUT_OF_RANGE
+    # a partition the fetch's byte budget no longer reaches reads nothing, but an offset
+    # outside the log is still answered (Kafka's read checks it before the size)
+    for offset, error in ((9, ErrorCode.OFFSET_OUT_OF_RANGE), (1, ErrorCode.NONE)):
+        spent = part.read_records(
+            offset, 0, current_leader_epoch=-1, isolation=FetchIsolation.HIGH_WATERMARK,
+            min_one_batch=False,
+        )  # fmt: skip
+        assert (spent.error, spent.region) == (error, None)
 
 
 def test_delete_records_bounds(manager: LogManager) -> None:
