@@ -540,7 +540,11 @@ def test_log_dirs_move_copies_a_partition_while_it_serves(tmp_path: Path) -> Non
     first, second = tmp_path / "d1", tmp_path / "d2"
     proc = BrokerProcess(
         tmp_path / "unused",
-        {"log.dirs": f"{first},{second}", "log.dir": str(first), "file.delete.delay.ms": "1000"},
+        {
+            "log.dirs": f"{first},{second}",
+            "log.dir": str(first),
+            "log.segment.delete.delay.ms": "1000",
+        },
     ).start()
     try:
         topic = unique("move")
@@ -598,8 +602,8 @@ def test_log_dirs_move_copies_a_partition_while_it_serves(tmp_path: Path) -> Non
         assert producer.flush(60) == 0
         assert errors == []
         assert sorted(acked) == list(range(sent))  # no gap, no duplicate: offsets carried over
-        # removed by the maintenance thread file.delete.delay.ms after the swap (its fsyncs
-        # can take long on a loaded machine)
+        # removed by the maintenance thread log.segment.delete.delay.ms (the topics'
+        # file.delete.delay.ms) after the swap (its fsyncs can take long on a loaded machine)
         try:
             wait_for(lambda: not any(Path(source).glob(f"{topic}-0*")), "the old copy removed", 120)
         except AssertionError as e:
