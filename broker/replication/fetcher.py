@@ -126,6 +126,7 @@ class PartitionFetchState:
     """A followed partition inside a fetcher thread (Kafka's ``PartitionFetchState``)."""
 
     __slots__ = (
+        "caught_up",
         "delayed_until",
         "held_back_by",
         "lag",
@@ -144,18 +145,28 @@ class PartitionFetchState:
         self.delayed_until = 0.0
         #: records behind the leader's high watermark, as of the last answer about it
         self.lag = 0
+        #: whether the last answer about it found it at the leader's high watermark (stands
+        #: while incremental fetch responses leave it out: nothing new)
+        self.caught_up = False
         #: when a fetch last appended batches or found the partition caught up
         self.progress_at = time.monotonic()
         #: the last answer that was not progress (for the stall report)
         self.held_back_by = "no answer from the leader yet"
         self.stall_reported_at = 0.0
 
-    def progressed(self) -> None:
-        self.progress_at = time.monotonic()
+    def progressed(self, now: float) -> None:
+        self.progress_at = now
         self.stall_reported_at = 0.0
+
+    def held_back(self, reason: str) -> None:
+        self.caught_up = False
+        self.held_back_by = reason
 
     def stalled_for(self, now: float, report_after_s: float) -> float | None:
         """Seconds without progress, when a stall report is due (once per ``report_after_s``)."""
+        if self.caught_up and not self.truncating:
+            self.progressed(now)
+            return None
         idle = now - self.progress_at
         if idle < report_after_s or now - self.stall_reported_at < report_after_s:
             return None
@@ -190,6 +201,9 @@ class ReplicaFetcherThread(threading.Thread):
         self._stopped = False
         self._conn: InterBrokerConnection | None = None
         self._last_failure_log = 0.0
+        #: when the partitions are next looked at for a stall report (once a second at most: a
+        #: fetcher of thousands of partitions may fetch many times a second)
+        self._next_stall_scan = 0.0
         #: the session with the leader (None: every fetch is full and sessionless)
         self._session: FetchSessionHandler[TopicPartition, _FetchData] | None = (
             FetchSessionHandler() if config.sessions else None
@@ -256,7 +270,7 @@ class ReplicaFetcherThread(threading.Thread):
                     self._fetch(conn, fetching)
             except InterBrokerUnavailable as e:
                 for state in ready.values():
-                    state.held_back_by = str(e)
+                    state.held_back(str(e))
                 self._close()
                 if self._stopped:
                     break
@@ -276,6 +290,9 @@ class ReplicaFetcherThread(threading.Thread):
 
     def _report_stalls(self, states: Mapping[TopicPartition, PartitionFetchState]) -> None:
         now = time.monotonic()
+        if now < self._next_stall_scan:
+            return
+        self._next_stall_scan = now + 1.0
         report_after_s = self.config.stall_report_ms / 1000
         for (topic, index), state in states.items():
             idle = state.stalled_for(now, report_after_s)
@@ -382,7 +399,7 @@ class ReplicaFetcherThread(threading.Thread):
             part.truncate_to(offset, leader_epoch=state.leader_epoch)
         except (StorageError, OSError) as e:
             log.error("%s-%d: truncation failed: %s", key[0], key[1], e)
-            state.held_back_by = f"the truncation failed: {e}"
+            state.held_back(f"the truncation failed: {e}")
             self._storage_error(part, e)
             self._delay(state)
             return
@@ -455,24 +472,18 @@ class ReplicaFetcherThread(threading.Thread):
             raise InterBrokerUnavailable(
                 f"Fetch from broker {self.leader_id}: {ErrorCode.of(response.error_code)!r}"
             )
-        answered: set[TopicPartition] = set()
         for topic in response.responses:
             for p in topic.partitions:
                 key = (topic.topic, p.partition_index)
                 fetch_state = states.get(key)
                 if fetch_state is None:
                     continue
-                answered.add(key)
                 state = fetch_state
                 with self._cond:
                     if not self._current(key, state):
                         continue
                 state.lag = self._process(key, state, p)
-        # a partition an incremental response left out has nothing new: its lag stands, and
-        # one that was caught up still is
-        for key, state in states.items():
-            if key not in answered and state.lag == 0 and not state.truncating:
-                state.progressed()
+        # a partition an incremental response left out has nothing new: its lag stands
         self.max_lag = max((s.lag for s in states.values()), default=0)
 
     def _process(self, key: TopicPartition, state: PartitionFetchState, p: Any) -> int:
@@ -488,7 +499,7 @@ class ReplicaFetcherThread(threading.Thread):
             return 0
         diverging = p.diverging_epoch
         if diverging is not None and diverging.epoch >= 0:
-            state.held_back_by = (
+            state.held_back(
                 f"the leader answered a diverging epoch {diverging.epoch} ending at "
                 f"{diverging.end_offset}"
             )
@@ -507,24 +518,25 @@ class ReplicaFetcherThread(threading.Thread):
             )
         except KafkaApiError as e:
             log.error("%s-%d: the leader's batches are invalid: %s", key[0], key[1], e)
-            state.held_back_by = f"invalid batches from the leader: {e}"
+            state.held_back(f"invalid batches from the leader: {e}")
             self._delay(state)
             return 0
         except ValueError as e:
             # batches not at our log end: our log moved under us; truncate again
             log.warning("%s-%d: cannot append the leader's batches: %s", key[0], key[1], e)
-            state.held_back_by = f"batches not at the log end: {e}"
+            state.held_back(f"batches not at the log end: {e}")
             state.truncating = True
             return 0
         except (StorageError, OSError) as e:
             log.error("%s-%d: follower append failed: %s", key[0], key[1], e)
-            state.held_back_by = f"the append failed: {e}"
+            state.held_back(f"the append failed: {e}")
             self._storage_error(part, e)
             self._delay(state)
             return 0
         lag = max(int(p.high_watermark) - part.log_end_offset, 0)
+        state.caught_up = lag == 0
         if lag == 0 or part.log_end_offset > log_end:
-            state.progressed()
+            state.progressed(time.monotonic())
         else:
             state.held_back_by = (
                 f"the leader's high watermark is {p.high_watermark}, nothing appended"
@@ -546,7 +558,7 @@ class ReplicaFetcherThread(threading.Thread):
         below its log start (retention, DeleteRecords), start over at it; above its end (our
         log diverged), truncate again."""
         part = state.partition
-        state.held_back_by = f"fetch offset out of range (leader's log start {leader_log_start})"
+        state.held_back(f"fetch offset out of range (leader's log start {leader_log_start})")
         if 0 <= part.log_end_offset < leader_log_start:
             log.info(
                 "%s-%d: our log end %d is below the leader's log start %d: starting over",
@@ -562,7 +574,7 @@ class ReplicaFetcherThread(threading.Thread):
     ) -> None:
         """An error the leader answered for one partition: wait and try again (a leadership
         change replaces the state meanwhile)."""
-        state.held_back_by = f"the leader answered {code.name}"
+        state.held_back(f"the leader answered {code.name}")
         if code not in (
             ErrorCode.NOT_LEADER_OR_FOLLOWER,
             ErrorCode.FENCED_LEADER_EPOCH,

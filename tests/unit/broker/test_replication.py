@@ -378,7 +378,8 @@ def test_a_follower_making_no_progress_is_reported_with_what_holds_it_back(
     """The fetcher retries a leader's NOT_LEADER_OR_FOLLOWER (and a diverging epoch that
     changes nothing) without a line each time; a partition with no batch appended and not caught
     up for ``replica.lag.time.max.ms`` is logged once per that period, with the last answer that
-    held it back, and progress silences it."""
+    held it back; progress silences it, and so does being caught up (a caught-up partition is
+    left out of incremental fetch responses for as long as nothing new arrives)."""
     part, _, _ = partition(manager, broker_id=2, leader=1, epoch=5)
     fetcher = ReplicaFetcherThread(
         FetcherConfig(broker_id=2, stall_report_ms=30000),
@@ -406,8 +407,13 @@ def test_a_follower_making_no_progress_is_reported_with_what_holds_it_back(
     assert "no progress" not in caplog.text  # not yet: an election is usually over in a second
     assert "NOT_LEADER_OR_FOLLOWER" not in caplog.text  # nor each retry
     state.progress_at -= 31
-    fetcher._report_stalls({key: state})
-    fetcher._report_stalls({key: state})
+
+    def scan() -> None:
+        fetcher._next_stall_scan = 0.0  # the thread looks at most once a second
+        fetcher._report_stalls({key: state})
+
+    scan()
+    scan()
     stalls = [r.getMessage() for r in caplog.records if "no progress" in r.getMessage()]
     assert len(stalls) == 1  # once per period
     assert "t-0: no progress fetching from broker 1 for 31 s" in stalls[0]
@@ -419,5 +425,9 @@ def test_a_follower_making_no_progress_is_reported_with_what_holds_it_back(
     assert part.log_end_offset == 3
     assert time.monotonic() - state.progress_at < 5
     caplog.clear()
-    fetcher._report_stalls({key: state})
+    scan()
+    assert "no progress" not in caplog.text
+    # caught up, then left out of incremental fetch responses (nothing new): not stalled
+    state.progress_at -= 31
+    scan()
     assert "no progress" not in caplog.text
