@@ -95,9 +95,6 @@ class InternalTopicCoordinator:
         self._led: set[int] = set()
         self._lock = threading.Lock()
         self._create_lock = threading.Lock()
-        #: set while a thread creates the topic (from before the view shows it until the
-        #: listeners have run)
-        self._creating = False
         self._last_not_enough_log = 0.0
         self._loads: queue.Queue[tuple[int, int] | None] = queue.Queue()
         self._loader: threading.Thread | None = None
@@ -204,10 +201,9 @@ class InternalTopicCoordinator:
         so without the wait the others would answer COORDINATOR_NOT_AVAILABLE meanwhile (a few
         hundred ms), which librdkafka's admin client can take long to retry (seen: its
         DescribeConsumerGroups not answered within 10 s)."""
-        # the view shows the topic before the creating thread has run the listeners: a caller
-        # that sees it then waits for the creation too (in this order: the flag is set before
-        # the view can show the topic)
-        if self.topic in self.metadata.view.topics and not self._creating:
+        # the view shows the topic before the creating thread (holding the lock) has run the
+        # listeners: a caller that sees it then waits for the creation too
+        if self.topic in self.metadata.view.topics and not self._create_lock.locked():
             return True
         with self._create_lock:
             if self.topic in self.metadata.view.topics:
@@ -233,7 +229,6 @@ class InternalTopicCoordinator:
                 configs["min.insync.replicas"] = str(
                     min(int(configs["min.insync.replicas"]), replication_factor)
                 )
-            self._creating = True
             try:
                 self.admin.create_topic(
                     self.topic,
@@ -247,8 +242,6 @@ class InternalTopicCoordinator:
             except KafkaApiError as e:
                 log.warning("could not create %s: %s", self.topic, e)
                 return False
-            finally:
-                self._creating = False
             return self.topic in self.metadata.view.topics
 
     def coordinator_node(self, partition: int, listener: str) -> CoordinatorNode:
