@@ -133,6 +133,7 @@ class PartitionFetchState:
         "leader_epoch",
         "partition",
         "progress_at",
+        "scanned_log_end",
         "stall_reported_at",
         "truncating",
     )
@@ -148,24 +149,35 @@ class PartitionFetchState:
         #: whether the last answer about it found it at the leader's high watermark (stands
         #: while incremental fetch responses leave it out: nothing new)
         self.caught_up = False
-        #: when a fetch last appended batches or found the partition caught up
+        #: the stall report's bookkeeping, done when the thread looks (once a second), not per
+        #: fetch: when the partition was last seen caught up or its log end grown, the log end
+        #: then, and the last error since (None: only behind the leader)
         self.progress_at = time.monotonic()
-        #: the last answer that was not progress (for the stall report)
-        self.held_back_by = "no answer from the leader yet"
-        self.stall_reported_at = 0.0
-
-    def progressed(self, now: float) -> None:
-        self.progress_at = now
+        self.scanned_log_end = partition.log_end_offset
+        self.held_back_by: str | None = None
         self.stall_reported_at = 0.0
 
     def held_back(self, reason: str) -> None:
         self.caught_up = False
         self.held_back_by = reason
 
+    def stall_reason(self) -> str:
+        if self.held_back_by is not None:
+            return self.held_back_by
+        if self.truncating:
+            return "truncation not complete (OffsetForLeaderEpoch)"
+        return f"{self.lag} record(s) behind the leader's high watermark, none appended"
+
     def stalled_for(self, now: float, report_after_s: float) -> float | None:
-        """Seconds without progress, when a stall report is due (once per ``report_after_s``)."""
-        if self.caught_up and not self.truncating:
-            self.progressed(now)
+        """Seconds without progress (not caught up, no batch appended), when a stall report is
+        due (once per ``report_after_s``)."""
+        end = self.partition.log_end_offset
+        grew = end > self.scanned_log_end
+        self.scanned_log_end = end
+        if (self.caught_up and not self.truncating) or grew:
+            self.progress_at = now
+            self.stall_reported_at = 0.0
+            self.held_back_by = None
             return None
         idle = now - self.progress_at
         if idle < report_after_s or now - self.stall_reported_at < report_after_s:
@@ -302,7 +314,7 @@ class ReplicaFetcherThread(threading.Thread):
                     "epoch %d, %s): %s",
                     topic, index, self.leader_id, idle, state.partition.log_end_offset,
                     state.leader_epoch, "truncating" if state.truncating else "fetching",
-                    state.held_back_by,
+                    state.stall_reason(),
                 )  # fmt: skip
 
     def _close(self) -> None:
@@ -508,7 +520,6 @@ class ReplicaFetcherThread(threading.Thread):
         records = p.records
         if records is None:
             records = memoryview(b"")
-        log_end = part.log_end_offset
         try:
             part.append_as_follower(
                 memoryview(records) if not isinstance(records, memoryview) else records,
@@ -535,12 +546,6 @@ class ReplicaFetcherThread(threading.Thread):
             return 0
         lag = max(int(p.high_watermark) - part.log_end_offset, 0)
         state.caught_up = lag == 0
-        if lag == 0 or part.log_end_offset > log_end:
-            state.progressed(time.monotonic())
-        else:
-            state.held_back_by = (
-                f"the leader's high watermark is {p.high_watermark}, nothing appended"
-            )
         return lag
 
     def _storage_error(self, part: Partition, error: Exception) -> None:
