@@ -70,14 +70,13 @@ class ClassicGroupManager:
         generation_id: int,
     ) -> ErrorCode | None:
         """Kafka's checks of a request from a member (SyncGroup, Heartbeat, OffsetCommit), in
-        its order: the group is gone, the static member was fenced, the member is unknown, the
-        generation is not the group's."""
+        its order: the group is gone, the member is not a current one (an unknown instance id
+        or member id, a fenced static member), the generation is not the group's."""
         if group.is_in(GroupState.DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        if group.is_static_member_fenced(group_instance_id, member_id):
-            return ErrorCode.FENCED_INSTANCE_ID
-        if not group.has(member_id):
-            return ErrorCode.UNKNOWN_MEMBER_ID
+        error = group.current_member_error(member_id, group_instance_id)
+        if error is not None:
+            return error
         if generation_id != group.generation_id:
             return ErrorCode.ILLEGAL_GENERATION
         return None
@@ -626,13 +625,11 @@ class ClassicGroupManager:
                 f"pending member {member_id} joined ({request.why})",
             )
             return
-        if group.is_static_member_fenced(instance_id, member_id):
-            callback(JoinResult(ErrorCode.FENCED_INSTANCE_ID, member_id))
+        error = group.current_member_error(member_id, instance_id)
+        if error is not None:
+            callback(JoinResult(error, member_id))
             return
-        member = group.members.get(member_id)
-        if member is None or (instance_id is not None and instance_id not in group.static_members):
-            callback(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id))
-            return
+        member = group.members[member_id]
         changed = not member.matches(request.protocols)
         completing = group.is_in(GroupState.COMPLETING_REBALANCE)
         if group.is_in(GroupState.PREPARING_REBALANCE):
@@ -772,11 +769,10 @@ class ClassicGroupManager:
         if group.is_pending_member(member_id):
             self._remove_pending_member_and_update_group(group, member_id)
             return ErrorCode.NONE
-        if group.is_static_member_fenced(instance_id, member_id):
-            return ErrorCode.FENCED_INSTANCE_ID
-        member = group.members.get(member_id)
-        if member is None:
-            return ErrorCode.UNKNOWN_MEMBER_ID
+        error = group.current_member_error(member_id, instance_id)
+        if error is not None:
+            return error
+        member = group.members[member_id]
         log.info("member %s is leaving group %s", member_id, group.group_id)
         self._remove_member_and_update_group(group, member, f"member {member_id} left the group")
         return ErrorCode.NONE

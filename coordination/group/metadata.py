@@ -269,12 +269,17 @@ class GroupMetadata:
     def static_member_id(self, instance_id: str | None) -> str | None:
         return None if instance_id is None else self.static_members.get(instance_id)
 
-    def is_static_member_fenced(self, instance_id: str | None, member_id: str) -> bool:
-        """A request naming a group.instance.id now held by another member id."""
-        if instance_id is None:
-            return False
-        current = self.static_members.get(instance_id)
-        return current is not None and current != member_id
+    def current_member_error(self, member_id: str, instance_id: str | None) -> ErrorCode | None:
+        """Whether a request speaks for a current member, as Kafka's
+        ``GroupCoordinator.validateCurrentMember`` decides: with a group.instance.id, that id
+        must be a static member's (else UNKNOWN_MEMBER_ID) held by this member id (else
+        FENCED_INSTANCE_ID); without one, the member id must be in the group."""
+        if instance_id is not None:
+            current = self.static_members.get(instance_id)
+            if current is None:
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            return ErrorCode.FENCED_INSTANCE_ID if current != member_id else None
+        return None if member_id in self.members else ErrorCode.UNKNOWN_MEMBER_ID
 
     @property
     def size(self) -> int:

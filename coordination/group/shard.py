@@ -340,11 +340,12 @@ class GroupCoordinatorShard:
                 callback(dict.fromkeys(offsets, ErrorCode.ILLEGAL_GENERATION))
                 return
             group = self.classic.new_group(group_id)
-        elif generation_id >= 0 or member_id != UNKNOWN_MEMBER_ID:
-            error = self.classic.check_member(group, member_id, group_instance_id, generation_id)
-            if error is not None:
-                callback(dict.fromkeys(offsets, error))
-                return
+        error = self._validate_offset_commit(
+            group, member_id, group_instance_id, generation_id, transactional=True
+        )
+        if error is not None:
+            callback(dict.fromkeys(offsets, error))
+            return
         self.offsets.txn_commit(group_id, producer_id, producer_epoch, offsets, callback)
 
     def complete_transaction(self, producer_id: int, committed: bool) -> None:
@@ -360,14 +361,22 @@ class GroupCoordinatorShard:
         member_id: str,
         group_instance_id: str | None,
         generation_id: int,
+        *,
+        transactional: bool = False,
     ) -> ErrorCode | None:
-        if generation_id >= 0 or member_id != UNKNOWN_MEMBER_ID or group_instance_id is not None:
-            return self.classic.check_member(group, member_id, group_instance_id, generation_id)
-        # a commit from outside the group (a "simple" consumer, an admin tool)
+        """Kafka's ``GroupCoordinator.validateOffsetCommit``, in its order: a commit with no
+        generation to an empty group is taken whatever member it names; one naming a
+        generation, a member or an instance must come from a current member of that
+        generation; a plain commit from outside the group (a "simple" consumer, an admin tool)
+        is refused while the group has members, whose commits it would undo. A transactional
+        one is not (TxnOffsetCommit before v3 names no member)."""
         if group.is_in(GroupState.DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        if not group.is_in(GroupState.EMPTY):
-            # commits without membership while the group has members would undo theirs
+        if generation_id < 0 and group.is_in(GroupState.EMPTY):
+            return None
+        if generation_id >= 0 or member_id != UNKNOWN_MEMBER_ID or group_instance_id is not None:
+            return self.classic.check_member(group, member_id, group_instance_id, generation_id)
+        if not transactional and not group.is_in(GroupState.EMPTY):
             return ErrorCode.UNKNOWN_MEMBER_ID
         return None
 

@@ -516,13 +516,15 @@ def commit(
     member: str | Callable[[Context], str] = "",
     partition: int = 0,
     label: str = "",
+    instance: str | None = None,
+    metadata: str = "meta",
 ) -> Exchange:
     def build(ctx: Context) -> Message:
         return OffsetCommitRequest(
             group_id=group,
             generation_id_or_member_epoch=generation(ctx) if callable(generation) else generation,
             member_id=member(ctx) if callable(member) else member,
-            group_instance_id=None,
+            group_instance_id=instance,
             retention_time_ms=-1,
             topics=[
                 OffsetCommitRequestTopic(
@@ -533,7 +535,7 @@ def commit(
                             committed_offset=offset,
                             committed_leader_epoch=-1,
                             commit_timestamp=-1,
-                            committed_metadata="meta",
+                            committed_metadata=metadata,
                         )
                     ],
                 )
@@ -601,7 +603,13 @@ def generation_of(key: str, delta: int = 0) -> Callable[[Context], int]:
 
 
 def join(
-    group: str, topic: str, *, version: int = V_JOIN, key: str = "m", label: str = ""
+    group: str,
+    topic: str,
+    *,
+    version: int = V_JOIN,
+    key: str = "m",
+    label: str = "",
+    instance: str | None = None,
 ) -> Exchange:
     def build(ctx: Context) -> Message:
         return JoinGroupRequest(
@@ -609,7 +617,7 @@ def join(
             session_timeout_ms=10000,
             rebalance_timeout_ms=10000,
             member_id=str(ctx.values.get(f"{key}.member", "")),
-            group_instance_id=None,
+            group_instance_id=instance,
             protocol_type="consumer",
             protocols=[JoinGroupRequestProtocol(name="range", metadata=subscription(topic))],
             reason=None,
@@ -624,14 +632,22 @@ def join(
     return Exchange(build, version, capture, label=label)
 
 
-def sync(group: str, topic: str, *, version: int = V_SYNC, key: str = "m") -> Exchange:
+def sync(
+    group: str,
+    topic: str,
+    *,
+    version: int = V_SYNC,
+    key: str = "m",
+    instance: str | None = None,
+    label: str = "",
+) -> Exchange:
     def build(ctx: Context) -> Message:
         member = member_of(key)(ctx)
         return SyncGroupRequest(
             group_id=group,
             generation_id=generation_of(key)(ctx),
             member_id=member,
-            group_instance_id=None,
+            group_instance_id=instance,
             protocol_type="consumer",
             protocol_name="range",
             assignments=[
@@ -639,16 +655,18 @@ def sync(group: str, topic: str, *, version: int = V_SYNC, key: str = "m") -> Ex
             ],
         )
 
-    return Exchange(build, version)
+    return Exchange(build, version, label=label)
 
 
-def heartbeat(group: str, *, version: int = 4, key: str = "m", label: str = "") -> Exchange:
+def heartbeat(
+    group: str, *, version: int = 4, key: str = "m", label: str = "", instance: str | None = None
+) -> Exchange:
     def build(ctx: Context) -> Message:
         return HeartbeatRequest(
             group_id=group,
             generation_id=generation_of(key)(ctx),
             member_id=member_of(key)(ctx),
-            group_instance_id=None,
+            group_instance_id=instance,
         )
 
     return Exchange(build, version, label=label)
@@ -1600,6 +1618,111 @@ def edge_scenarios(prefix: str) -> list[Scenario]:
         ],
     )
 
+    # KIP-345 static membership: a member rejoining under its instance id with no member id
+    # replaces the old one, which is fenced from then on; LeaveGroup v3+ by instance id
+    t, g = f"{p}-static", f"{p}-static-group"
+
+    def leave_instances(members: list[tuple[str, str | None]], label: str) -> Exchange:
+        def build(ctx: Context) -> Message:
+            return LeaveGroupRequest(
+                group_id=g,
+                member_id="",
+                members=[
+                    MemberIdentity(
+                        member_id=str(ctx.values.get(f"{key}.member", "")) if key else "",
+                        group_instance_id=instance,
+                        reason=None,
+                    )
+                    for key, instance in members
+                ],
+            )
+
+        return Exchange(build, 5, label=label)
+
+    add(
+        "static-membership",
+        [
+            setup_topic(t),
+            find_group_coordinator(g),
+            join(g, t, key="a", instance="i1", label="static member joins"),
+            sync(g, t, key="a", instance="i1", label="static member syncs"),
+            heartbeat(g, key="a", instance="i1", label="heartbeat"),
+            heartbeat(g, key="a", instance="i2", label="heartbeat, other instance id"),
+            join(g, t, key="b", instance="i1", label="same instance, no member id"),
+            heartbeat(g, key="a", instance="i1", label="heartbeat, replaced member"),
+            commit(
+                g,
+                t,
+                1,
+                generation=generation_of("a"),
+                member=member_of("a"),
+                instance="i1",
+                label="commit, replaced member",
+            ),
+            sync(g, t, key="a", instance="i1", label="sync, replaced member"),
+            heartbeat(g, key="b", instance="i1", label="heartbeat, replacement"),
+            commit(
+                g,
+                t,
+                2,
+                generation=generation_of("b"),
+                member=member_of("b"),
+                instance="i1",
+                label="commit, replacement",
+            ),
+            commit(
+                g,
+                t,
+                3,
+                generation=generation_of("b"),
+                member=member_of("b"),
+                instance="i1",
+                metadata="m" * 4097,
+                label="commit, metadata too large",
+            ),
+            describe_groups([g]),
+            find_txn_coordinator(f"{g}-txn"),
+            init_txn_producer(f"{g}-txn"),
+            add_offsets(f"{g}-txn", g),
+            txn_commit(
+                f"{g}-txn",
+                g,
+                t,
+                4,
+                member_key="b",
+                instance="i9",
+                label="txn commit, unknown instance",
+            ),
+            txn_commit(
+                f"{g}-txn",
+                g,
+                t,
+                4,
+                member_key="a",
+                instance="i1",
+                label="txn commit, replaced member",
+            ),
+            txn_commit(f"{g}-txn", g, t, 4, label="txn commit from outside the group"),
+            end_txn(f"{g}-txn", committed=False),
+            describe_txn(f"{g}-txn"),
+            leave_instances(
+                [("a", "i1"), ("", "i2")], "leave, replaced member and unknown instance"
+            ),
+            leave_instances([("b", "i9")], "leave, member under an unknown instance id"),
+            leave_instances([("", "i1")], "leave by instance id alone"),
+            describe_groups([g]),
+            commit(
+                g,
+                t,
+                5,
+                generation=-1,
+                member=member_of("b"),
+                label="commit naming a member, no generation, to the empty group",
+            ),
+            offset_fetch(g, {t: [0]}),
+        ],
+    )
+
     t = f"{p}-names"
     add(
         "topic-names-and-replicas",
@@ -1784,10 +1907,18 @@ def _pid(ctx: Context, key: str = "txn") -> tuple[int, int]:
 
 
 def add_partitions(
-    txn: str, topic: str, partitions: list[int], *, version: int = V_ADD_PARTITIONS, label: str = ""
+    txn: str,
+    topic: str,
+    partitions: list[int],
+    *,
+    version: int = V_ADD_PARTITIONS,
+    label: str = "",
+    pid_delta: int = 0,
+    epoch_delta: int = 0,
 ) -> Exchange:
     def build(ctx: Context) -> Message:
         pid, epoch = _pid(ctx)
+        pid, epoch = pid + pid_delta, epoch + epoch_delta
         topics = [AddPartitionsToTxnTopic(name=topic, partitions=partitions)]
         if version >= 4:
             return AddPartitionsToTxnRequest(
@@ -1825,19 +1956,35 @@ def txn_batch(count: int, *, sequence: int, start: int) -> Callable[[Context], b
     return build
 
 
-def add_offsets(txn: str, group: str, *, version: int = V_ADD_OFFSETS) -> Exchange:
+def add_offsets(
+    txn: str, group: str, *, version: int = V_ADD_OFFSETS, epoch_delta: int = 0, label: str = ""
+) -> Exchange:
     def build(ctx: Context) -> Message:
         pid, epoch = _pid(ctx)
         return AddOffsetsToTxnRequest(
-            transactional_id=txn, producer_id=pid, producer_epoch=epoch, group_id=group
+            transactional_id=txn,
+            producer_id=pid,
+            producer_epoch=epoch + epoch_delta,
+            group_id=group,
         )
 
-    return Exchange(build, version)
+    return Exchange(build, version, label=label)
 
 
 def txn_commit(
-    txn: str, group: str, topic: str, offset: int, *, version: int = V_TXN_COMMIT
+    txn: str,
+    group: str,
+    topic: str,
+    offset: int,
+    *,
+    version: int = V_TXN_COMMIT,
+    member_key: str | None = None,
+    instance: str | None = None,
+    label: str = "",
 ) -> Exchange:
+    """TxnOffsetCommit of partition 0; ``member_key`` names the group member (its id and
+    generation, as join captured them) the commit comes from, else none."""
+
     def build(ctx: Context) -> Message:
         pid, epoch = _pid(ctx)
         return TxnOffsetCommitRequest(
@@ -1845,9 +1992,9 @@ def txn_commit(
             group_id=group,
             producer_id=pid,
             producer_epoch=epoch,
-            generation_id=-1,
-            member_id="",
-            group_instance_id=None,
+            generation_id=generation_of(member_key)(ctx) if member_key else -1,
+            member_id=member_of(member_key)(ctx) if member_key else "",
+            group_instance_id=instance,
             topics=[
                 TxnOffsetCommitRequestTopic(
                     name=topic,
@@ -1863,7 +2010,7 @@ def txn_commit(
             ],
         )
 
-    return Exchange(build, version)
+    return Exchange(build, version, label=label)
 
 
 def end_txn(
@@ -1872,13 +2019,14 @@ def end_txn(
     committed: bool = True,
     version: int = V_END_TXN,
     epoch_delta: int = 0,
+    pid_delta: int = 0,
     label: str = "",
 ) -> Exchange:
     def build(ctx: Context) -> Message:
         pid, epoch = _pid(ctx)
         return EndTxnRequest(
             transactional_id=txn,
-            producer_id=pid,
+            producer_id=pid + pid_delta,
             producer_epoch=epoch + epoch_delta,
             committed=committed,
         )
@@ -2019,6 +2167,7 @@ def transaction_scenarios(prefix: str) -> list[Scenario]:
         for v in versions(key):
             out.append(Scenario(f"{api}/v{v}", transaction(p, f"{api}{v}", focus=(api, v))))
     out.append(Scenario("edge/transaction-aborted", transaction(p, "abort", committed=False)))
+    out.extend(transaction_edge_scenarios(p))
 
     t = f"{p}-producers"
     out.append(
@@ -2148,6 +2297,194 @@ def transaction_scenarios(prefix: str) -> list[Scenario]:
                 ],
             )
         )
+    return out
+
+
+def reinit_txn_producer(
+    txn: str,
+    *,
+    pid_delta: int = 0,
+    epoch_delta: int = 0,
+    timeout_ms: int = 60000,
+    label: str = "",
+    keep: bool = True,
+) -> Exchange:
+    """InitProducerId v4 naming the producer id and epoch the client holds (KIP-360); ``keep``
+    takes the answer's id and epoch as the transaction's from then on."""
+
+    def build(ctx: Context) -> Message:
+        pid, epoch = _pid(ctx)
+        return InitProducerIdRequest(
+            transactional_id=txn,
+            transaction_timeout_ms=timeout_ms,
+            producer_id=pid + pid_delta,
+            producer_epoch=epoch + epoch_delta,
+        )
+
+    def capture(ctx: Context, response: Any) -> None:
+        if keep and response.error_code == 0:
+            ctx.values["txn"] = (response.producer_id, response.producer_epoch)
+
+    return Exchange(
+        build,
+        4,
+        capture,
+        label=label,
+        # aborting an open transaction first answers CONCURRENT_TRANSACTIONS until it is done
+        until=lambda r: r.error_code != ErrorCode.CONCURRENT_TRANSACTIONS,
+    )
+
+
+def transaction_edge_scenarios(p: str) -> list[Scenario]:
+    """The transaction coordinator's refusals and retries: ending a transaction that is not
+    open, a retried or contrary EndTxn, stale epochs and unknown producer ids, unknown
+    transactional ids, out-of-range timeouts, KIP-360 re-initialisation with the held id and
+    epoch, re-initialisation aborting an open transaction, and records for a partition not in
+    the transaction (KIP-890 part 1)."""
+    out: list[Scenario] = []
+    t, txn, g = f"{p}-states", f"{p}-states-txn", f"{p}-states-group"
+    out.append(
+        Scenario(
+            "edge/txn-states",
+            [
+                setup_topic(t, 2),
+                find_group_coordinator(g),
+                find_txn_coordinator(txn),
+                init_txn_producer(txn),
+                end_txn(txn, committed=True, label="commit with none open"),
+                end_txn(txn, committed=False, label="abort with none open"),
+                add_partitions(txn, t, [0], label="stale epoch", epoch_delta=-1),
+                add_partitions(txn, t, [0], label="other producer id", pid_delta=1),
+                add_partitions(txn, t, [0, 7], label="unknown partition"),
+                add_partitions(txn, t, [0]),
+                add_offsets(txn, g, epoch_delta=-1, label="stale epoch"),
+                produce(
+                    t,
+                    txn_batch(2, sequence=0, start=0),
+                    partition=1,
+                    label="records for a partition not in the transaction",
+                    transactional_id=txn,
+                ),
+                produce(
+                    t,
+                    txn_batch(2, sequence=0, start=0),
+                    label="records for the added partition",
+                    transactional_id=txn,
+                ),
+                end_txn(txn, committed=True, pid_delta=1, label="other producer id"),
+                end_txn(txn, committed=True),
+                describe_txn(txn),
+                end_txn(txn, committed=True, label="commit retried"),
+                end_txn(txn, committed=False, label="abort after commit"),
+                read_committed(t),
+            ],
+        )
+    )
+    u = f"{p}-unknown-txn"
+    out.append(
+        Scenario(
+            "edge/txn-unknown-transactional-id",
+            [
+                setup_topic(u),
+                find_txn_coordinator(u),
+                Exchange(
+                    AddPartitionsToTxnRequest(
+                        v3_and_below_transactional_id=u,
+                        v3_and_below_producer_id=424242,
+                        v3_and_below_producer_epoch=0,
+                        v3_and_below_topics=[AddPartitionsToTxnTopic(name=u, partitions=[0])],
+                    ),
+                    V_ADD_PARTITIONS,
+                ),
+                Exchange(
+                    AddOffsetsToTxnRequest(
+                        transactional_id=u, producer_id=424242, producer_epoch=0, group_id=u
+                    ),
+                    V_ADD_OFFSETS,
+                ),
+                Exchange(
+                    EndTxnRequest(
+                        transactional_id=u, producer_id=424242, producer_epoch=0, committed=True
+                    ),
+                    V_END_TXN,
+                ),
+                describe_txn(u),
+            ],
+        )
+    )
+    to = f"{p}-timeouts"
+    out.append(
+        Scenario(
+            "edge/txn-timeouts",
+            [
+                find_txn_coordinator(to),
+                *(
+                    Exchange(
+                        InitProducerIdRequest(transactional_id=to, transaction_timeout_ms=ms),
+                        4,
+                        label=f"timeout {ms} ms",
+                        until=lambda r: r.error_code != ErrorCode.CONCURRENT_TRANSACTIONS,
+                    )
+                    for ms in (0, -1, 900001, 2**31 - 1, 900000)
+                ),
+            ],
+        )
+    )
+    k, ktxn = f"{p}-kip360", f"{p}-kip360-txn"
+    out.append(
+        Scenario(
+            "edge/txn-init-with-the-held-epoch",
+            [
+                setup_topic(k),
+                find_txn_coordinator(ktxn),
+                init_txn_producer(ktxn),
+                reinit_txn_producer(ktxn, label="held id and epoch"),
+                reinit_txn_producer(ktxn, epoch_delta=-1, keep=False, label="the previous epoch"),
+                reinit_txn_producer(ktxn, epoch_delta=-3, keep=False, label="an older epoch"),
+                reinit_txn_producer(ktxn, epoch_delta=1, keep=False, label="a later epoch"),
+                reinit_txn_producer(ktxn, pid_delta=1, keep=False, label="another producer id"),
+                add_partitions(ktxn, k, [0]),
+                produce(
+                    k,
+                    txn_batch(2, sequence=0, start=0),
+                    label="records",
+                    transactional_id=ktxn,
+                ),
+                reinit_txn_producer(ktxn, label="held id and epoch, a transaction open"),
+                end_txn(ktxn, committed=True, epoch_delta=-1, label="the aborted epoch"),
+                describe_txn(ktxn),
+                read_committed(k),
+            ],
+        )
+    )
+    o, otxn = f"{p}-reinit", f"{p}-reinit-txn"
+    out.append(
+        Scenario(
+            "edge/txn-init-aborts-the-open-transaction",
+            [
+                setup_topic(o),
+                find_txn_coordinator(otxn),
+                init_txn_producer(otxn, key="old"),
+                init_txn_producer(otxn),
+                add_partitions(otxn, o, [0]),
+                produce(
+                    o,
+                    txn_batch(2, sequence=0, start=0),
+                    label="records",
+                    transactional_id=otxn,
+                ),
+                Exchange(
+                    InitProducerIdRequest(transactional_id=otxn, transaction_timeout_ms=60000),
+                    4,
+                    label="a new instance",
+                    until=lambda r: r.error_code != ErrorCode.CONCURRENT_TRANSACTIONS,
+                ),
+                end_txn(otxn, committed=True, label="the fenced instance commits"),
+                describe_txn(otxn),
+                read_committed(o),
+            ],
+        )
+    )
     return out
 
 

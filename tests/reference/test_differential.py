@@ -12,6 +12,7 @@ differences".
 ``ODRADEK_DIFF_SCENARIOS`` (comma-separated shell-style patterns of scenario names, e.g.
 ``offset_fetch_require_stable/*``) runs only the scenarios it names; the checks that need the
 whole corpus (every advertised version sent, every allowance used) are then skipped.
+``ODRADEK_DIFF_SHOW=1`` (with ``-s``) prints both brokers' normalised answers to every exchange.
 """
 
 from __future__ import annotations
@@ -175,6 +176,16 @@ ALLOWED = [
         "'Duplicate key') and never answers: the connection stays open and silent (the corpus "
         "waits 5 s). Odradek sends the answer Kafka means to. "
         "Kafka's admin clients cannot send such a request (they key resources in a map).",
+    ),
+    Allowance(
+        "D24",
+        "edge/txn-init-aborts-the-open-transaction",
+        r"describe_transactions v0 \.transaction_states\[0\]\.transaction_start_time_ms",
+        "A transactional id that InitProducerId moved to Empty: Kafka writes the Empty state "
+        "with no start time (-1) but keeps the last transaction's start time in memory "
+        "(TransactionMetadata.completeTransitionTo does not copy it), so DescribeTransactions "
+        "answers that time until the coordinator reloads the log, then -1. Odradek answers -1, "
+        "what the log says, before and after a reload.",
     ),
 ]
 

@@ -20,6 +20,7 @@ rows say which differences are known and why (docs/compatibility.md lists them).
 from __future__ import annotations
 
 import fnmatch
+import os
 import re
 import socket
 import struct
@@ -372,6 +373,9 @@ def run_scenario(scenario: Scenario, kafka: Connection, odradek: Connection) -> 
                 answers[target] = exchange.project(answers[target])
         api = ApiKey(exchange.api_key).name if exchange.api_key in ApiKey._value2member_map_ else ""
         prefix = f"#{i} {exchange.label or api.lower()} v{exchange.version}"
+        if os.environ.get("ODRADEK_DIFF_SHOW"):
+            print(f"{scenario.name} {prefix}")
+            print(f"  kafka:   {answers['kafka']}\n  odradek: {answers['odradek']}")
         differences.extend(
             Difference(f"{prefix} {d.path}", d.kafka, d.odradek)
             for d in compare(answers["kafka"], answers["odradek"])

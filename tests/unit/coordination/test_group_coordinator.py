@@ -447,6 +447,49 @@ def test_static_member_rejoin_keeps_assignment_and_fences_old_id() -> None:
     assert v9.skip_assignment and v9.leader_id == v9.member_id and len(v9.members) == 1
 
 
+def test_an_instance_id_no_static_member_holds_is_an_unknown_member() -> None:
+    """Kafka's validateCurrentMember: a request naming a group.instance.id must come from the
+    static member holding it, even when its member id is a current member's (Kafka 3.9 answers
+    UNKNOWN_MEMBER_ID; the differential corpus's edge/static-membership compares)."""
+    h = Harness()
+    (a,) = h.stable_group(1)
+    assert (
+        h.gc.heartbeat(group_id="g", member_id=a.member_id, group_instance_id="i9", generation_id=1)
+        == E.UNKNOWN_MEMBER_ID
+    )
+    offsets = {("t", 0): OffsetAndMetadata(7, -1, "", h.sched.now)}
+    assert h.commit_offsets(
+        group_id="g",
+        member_id=a.member_id,
+        group_instance_id="i9",
+        generation_id=1,
+        offsets=offsets,
+    ) == {("t", 0): E.UNKNOWN_MEMBER_ID}
+    assert h.sync("g", a.member_id, 1, instance="i9")[0].error == E.UNKNOWN_MEMBER_ID
+    # a LeaveGroup naming the member under another instance id leaves it in the group
+    error, results = h.gc.leave_group(group_id="g", members=[(a.member_id, "i9")])
+    assert error == E.NONE and results == [(a.member_id, "i9", E.UNKNOWN_MEMBER_ID)]
+    assert a.member_id in h.gc.group("g").members  # type: ignore[union-attr]
+
+
+def test_a_commit_with_no_generation_to_an_empty_group_is_taken() -> None:
+    """Kafka's validateOffsetCommit takes a commit with generation -1 to an empty group
+    whatever member id it names (a consumer that left still commits its last offsets)."""
+    h = Harness()
+    (a,) = h.stable_group(1)
+    h.gc.leave_group(group_id="g", members=[(a.member_id, None)])
+    assert h.gc.group("g").state == GroupState.EMPTY  # type: ignore[union-attr]
+    offsets = {("t", 0): OffsetAndMetadata(9, -1, "", h.sched.now)}
+    assert h.commit_offsets(
+        group_id="g",
+        member_id=a.member_id,
+        group_instance_id=None,
+        generation_id=-1,
+        offsets=offsets,
+    ) == {("t", 0): E.NONE}
+    assert h.gc.fetch_offsets(group_id="g", partitions=[("t", 0)])[1][("t", 0)].offset == 9  # type: ignore[union-attr]
+
+
 def test_static_member_is_not_removed_by_rebalance_timeout() -> None:
     h = Harness()
     a = h.join("g", instance="s1")
