@@ -159,7 +159,7 @@ from protocol.messages.write_txn_markers import (
     WriteTxnMarkersRequest,
 )
 from protocol.records.legacy import build_message_set
-from protocol.records.record import SimpleRecord, build_batch
+from protocol.records.record import Record, RecordBatchBuilder, SimpleRecord, build_batch
 from protocol.schema import Message
 from tests.support.differential import Context, Exchange, RawRequest, Scenario
 
@@ -1720,6 +1720,72 @@ def edge_scenarios(prefix: str) -> list[Scenario]:
                 label="commit naming a member, no generation, to the empty group",
             ),
             offset_fetch(g, {t: [0]}),
+        ],
+    )
+
+    # OffsetCommit of what is not there: a topic that does not exist, a partition past the
+    # topic's, negative offsets, null metadata; then what OffsetFetch answers for each
+    t, g = f"{p}-oddc", f"{p}-oddc-group"
+    add(
+        "offset-commit-oddities",
+        [
+            setup_topic(t),
+            find_group_coordinator(g),
+            commit(g, f"{t}-missing", 3, label="unknown topic"),
+            commit(g, t, 3, partition=9, label="unknown partition"),
+            commit(g, t, -1, label="offset -1"),
+            commit(g, t, -7, partition=0, label="offset -7"),
+            offset_fetch(g, {t: [0, 9], f"{t}-missing": [0]}, label="those partitions"),
+            offset_fetch(g, None, label="every partition"),
+        ],
+    )
+
+    # Produce: timestamps a topic's message.timestamp.before/after.max.ms refuse, a
+    # LogAppendTime topic, records whose offset deltas skip, a control batch from a client
+    t = f"{p}-ts"
+
+    def controlled(ctx: Context) -> bytes:
+        builder = RecordBatchBuilder(producer_id=4242, producer_epoch=0, control=True)
+        builder.append(b"\x00\x00\x00\x00\x00\x00", key=b"\x00\x00\x00\x01", timestamp=T0)
+        return builder.build()
+
+    add(
+        "produce-timestamps-offsets-and-control",
+        [
+            setup_topic(t, **{"message.timestamp.before.max.ms": "3600000"}),
+            Exchange(
+                create_topic(f"{t}-after", configs={"message.timestamp.after.max.ms": "0"}),
+                V_CREATE,
+                project=_error_codes,
+                label="setup create_topics",
+            ),
+            Exchange(
+                create_topic(f"{t}-append", configs={"message.timestamp.type": "LogAppendTime"}),
+                V_CREATE,
+                project=_error_codes,
+                label="setup create_topics",
+            ),
+            produce(t, record_bytes(V_PRODUCE, 3), label="older than before.max.ms"),
+            produce(
+                f"{t}-after",
+                build_batch([SimpleRecord(b"v", b"k", 4_000_000_000_000)]),
+                label="later than after.max.ms",
+            ),
+            produce(
+                f"{t}-append",
+                build_batch([SimpleRecord(b"v", b"k", T0)]),
+                label="LogAppendTime topic",
+            ),
+            produce(
+                f"{t}-after",
+                build_batch(
+                    [Record(0, T0, b"k", b"a", []), Record(2, T0, b"k", b"b", [])],
+                    keep_offsets=True,
+                ),
+                label="offset deltas 0, 2",
+            ),
+            produce(f"{t}-after", controlled, label="a control batch"),
+            list_offsets(f"{t}-after", [-1], version=7),
         ],
     )
 
