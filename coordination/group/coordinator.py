@@ -304,8 +304,9 @@ class GroupCoordinator:
         self, request: HeartbeatRequest, callback: HeartbeatCallback
     ) -> None:
         """ConsumerGroupHeartbeat: ``callback`` gets the answer once the group's records are
-        committed."""
-        p = self._partition(request.group_id, allow_empty=False)
+        committed. An empty group id reaches the group's checks, which refuse it with
+        INVALID_REQUEST as Kafka's do (its request checks come before any group lookup)."""
+        p = self._partition(request.group_id, allow_empty=True)
         if isinstance(p, ErrorCode):
             callback(HeartbeatResult(p))
             return

@@ -2873,6 +2873,120 @@ def consumer_group_scenarios(prefix: str) -> list[Scenario]:
                     prefer="4",
                 )
             )
+    return out + consumer_group_refusals(prefix)
+
+
+def consumer_group_refusals(prefix: str) -> list[Scenario]:
+    """What a KIP-848 group coordinator refuses, against Kafka 4.x: a first heartbeat without
+    a subscription, a negative rebalance timeout, an unknown server assignor, an empty group
+    id, an unknown member, an instance id another live member holds, an epoch ahead of the
+    member's, an invalid regex; then the classic APIs
+    on a consumer group: OffsetCommit v9 with a stale epoch or an unknown member,
+    DescribeGroups, ListGroups by type, DeleteGroups of a group with members, and a static
+    member's temporary leave (epoch -2)."""
+    out: list[Scenario] = []
+    p = f"{prefix}-k"
+    for v in versions(ApiKey.CONSUMER_GROUP_HEARTBEAT):
+        t, g = f"{p}-refusals{v}", f"{p}-refusals{v}-group"
+        first = "ZwsvsQy6Q2iY3VtK8a5o1g" if v >= 1 else ""
+        second = "Q2iY3VtK8a5o1gZwsvsQy6" if v >= 1 else ""
+
+        def hb(
+            *,
+            label: str,
+            epoch: int | Callable[[Context], int] = 0,
+            member: str | None = None,
+            group: str = g,
+            topics: list[str] | None = None,
+            regex: str | None = None,
+            timeout_ms: int = 10000,
+            assignor: str | None = None,
+            instance: str | None = "s1",
+            keep: bool = False,
+            owned: bool = False,
+            v: int = v,
+            first: str = first,
+        ) -> Exchange:
+            def build(ctx: Context) -> Message:
+                e = epoch(ctx) if callable(epoch) else epoch
+                return ConsumerGroupHeartbeatRequest(
+                    group_id=group,
+                    member_id=member
+                    if member is not None
+                    else str(ctx.values.get("kip848.member", first)),
+                    member_epoch=e,
+                    instance_id=instance,
+                    rack_id=None,
+                    rebalance_timeout_ms=timeout_ms,
+                    subscribed_topic_names=topics,
+                    subscribed_topic_regex=regex,
+                    server_assignor=assignor,
+                    topic_partitions=[] if e == 0 or owned else None,
+                )
+
+            def capture(ctx: Context, response: Any) -> None:
+                if keep and response.error_code == 0:
+                    ctx.values["kip848.member"] = response.member_id
+                    ctx.values["kip848.epoch"] = response.member_epoch
+
+            return Exchange(build, v, capture, label=label, project=_without_assignment)
+
+        def held(delta: int) -> Callable[[Context], int]:
+            return lambda ctx: int(ctx.values.get("kip848.epoch", 0)) + delta
+
+        member_of_group = lambda ctx: str(ctx.values.get("kip848.member", ""))  # noqa: E731
+        steps = [
+            setup_topic(t, 2),
+            find_group_coordinator(g),
+            hb(label="no subscription"),
+            hb(label="negative rebalance timeout", topics=[t], timeout_ms=-1),
+            hb(label="unknown assignor", topics=[t], assignor="nope"),
+            hb(label="empty group id", topics=[t], group=""),
+            hb(label="unknown member", topics=[t], epoch=3, member="AAAAAAAAAAAAAAAAAAAAAA"),
+            hb(label="join", topics=[t], keep=True),
+            hb(label="the instance id of a live member", topics=[t], member=second),
+            hb(label="epoch ahead", epoch=held(5)),
+            commit(
+                g,
+                t,
+                1,
+                version=9,
+                generation=held(-1),
+                member=member_of_group,
+                label="commit, stale member epoch",
+            ),
+            commit(
+                g,
+                t,
+                1,
+                version=9,
+                generation=held(0),
+                member="AAAAAAAAAAAAAAAAAAAAAA",
+                label="commit, unknown member",
+            ),
+            describe_groups([g]),
+            Exchange(
+                ListGroupsRequest(states_filter=[], types_filter=["consumer"]),
+                5,
+                project=only_groups(g),
+                label="consumer groups",
+            ),
+            Exchange(
+                ListGroupsRequest(states_filter=[], types_filter=["classic"]),
+                5,
+                project=only_groups(g),
+                label="classic groups",
+            ),
+            Exchange(DeleteGroupsRequest(groups_names=[g]), 2, label="delete, a member in it"),
+            hb(label="static member leaves for now", epoch=-2),
+            hb(label="the instance rejoins", topics=[t], member=second, keep=True),
+            hb(label="leave", epoch=-1),
+        ]
+        if v >= 1:
+            steps.insert(
+                8, hb(label="invalid regex", topics=None, regex="[", member=second, instance=None)
+            )
+        out.append(Scenario(f"consumer_group_refusals/v{v}", steps, prefer="4"))
     return out
 
 

@@ -437,6 +437,10 @@ def test_invalid_requests() -> None:
     assert r.error == E.INVALID_REGULAR_EXPRESSION
     r = h.heartbeat(member_id="x", member_epoch=3, rebalance_timeout_ms=-1)
     assert r.error == E.GROUP_ID_NOT_FOUND
+    # Kafka checks the request before it looks the group up: INVALID_REQUEST, not
+    # INVALID_GROUP_ID (Kafka 4.x answers so; the differential corpus compares)
+    r = h.heartbeat(group_id="", member_id="x", subscribed_topic_names=["t"])
+    assert r.error == E.INVALID_REQUEST and "GroupId" in (r.message or "")
     # v0: the coordinator makes the member id
     r = h.heartbeat(member_id="", subscribed_topic_names=["t"], api_version=0)
     assert r.error == E.NONE and len(r.member_id or "") == 22
