@@ -715,16 +715,9 @@ class Partition:
         if replica_id not in self.replicas:
             return LogReadResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         if last_fetched_epoch >= 0:
-            epoch, end = plog.end_offset_for_epoch(last_fetched_epoch)
-            if epoch < last_fetched_epoch or end < fetch_offset:
-                return LogReadResult(
-                    ErrorCode.NONE,
-                    plog.high_watermark,
-                    self.last_stable_offset,
-                    plog.log_start_offset,
-                    None,
-                    DivergingEpoch(epoch, end),
-                )
+            diverged = self._diverged(last_fetched_epoch, fetch_offset)
+            if diverged is not None:
+                return diverged
         leader_end = plog.log_end_offset
         if fetch_offset > leader_end or fetch_offset < plog.log_start_offset:
             return LogReadResult(
@@ -922,6 +915,27 @@ class Partition:
 
     # -- reads -------------------------------------------------------------------------------
 
+    def _diverged(self, last_fetched_epoch: int, fetch_offset: int) -> LogReadResult | None:
+        """The check of a fetch naming the epoch of the last batch its sender has (Fetch v12+,
+        Kafka's ``Partition.readRecords``): an epoch this log cannot place, or an offset below
+        the log start, is OFFSET_OUT_OF_RANGE; when this log's ``last_fetched_epoch`` ends
+        before ``fetch_offset``, or a lower epoch is the nearest, the sender's log diverged
+        and the answer names where (``diverging_epoch``) with no records. None: read on."""
+        plog = self.log
+        epoch, end = plog.end_offset_for_epoch(last_fetched_epoch)
+        if epoch < 0 or end < 0 or fetch_offset < plog.log_start_offset:
+            return LogReadResult(ErrorCode.OFFSET_OUT_OF_RANGE)
+        if epoch < last_fetched_epoch or end < fetch_offset:
+            return LogReadResult(
+                ErrorCode.NONE,
+                plog.high_watermark,
+                self.last_stable_offset,
+                plog.log_start_offset,
+                None,
+                DivergingEpoch(epoch, end),
+            )
+        return None
+
     def read_records(
         self,
         fetch_offset: int,
@@ -930,15 +944,22 @@ class Partition:
         current_leader_epoch: int,
         isolation: FetchIsolation,
         min_one_batch: bool,
+        last_fetched_epoch: int = -1,
     ) -> LogReadResult:
         """A consumer's read of this partition (Kafka's ``Partition.fetchRecords`` on the
         leader): whole batches from the one holding ``fetch_offset``, up to ``max_bytes`` (at
-        least one whole batch with ``min_one_batch``), never past what ``isolation`` allows.
+        least one whole batch with ``min_one_batch``), never past what ``isolation`` allows;
+        first, when the fetch names its ``last_fetched_epoch``, the divergence check a
+        follower's fetch has (Kafka applies it to any fetch that names one).
         Errors are returned, not raised: a fetch answers them per partition."""
         if not self.is_leader:
             return LogReadResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         if current_leader_epoch >= 0 and current_leader_epoch != self.leader_epoch:
             return LogReadResult(epoch_error(current_leader_epoch, self.leader_epoch))
+        if last_fetched_epoch >= 0:
+            diverged = self._diverged(last_fetched_epoch, fetch_offset)
+            if diverged is not None:
+                return diverged
         plog = self.log
         hw = plog.high_watermark
         lso = plog.last_stable_offset

@@ -943,6 +943,7 @@ class ReplicaManager:
                     current_leader_epoch=read.current_leader_epoch,
                     isolation=isolation,
                     min_one_batch=total == 0,
+                    last_fetched_epoch=read.last_fetched_epoch,
                 )
             if result.region is not None:
                 total += result.region.length

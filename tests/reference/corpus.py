@@ -348,6 +348,8 @@ def fetch(
     session_epoch: int = -1,
     topic_id: Callable[[Context], Any] | None = None,
     label: str = "",
+    current_leader_epoch: int = -1,
+    last_fetched_epoch: int = -1,
 ) -> Exchange:
     def build(ctx: Context) -> Message:
         return FetchRequest(
@@ -365,9 +367,9 @@ def fetch(
                     partitions=[
                         FetchPartition(
                             partition=partition,
-                            current_leader_epoch=-1,
+                            current_leader_epoch=current_leader_epoch,
                             fetch_offset=offset,
-                            last_fetched_epoch=-1,
+                            last_fetched_epoch=last_fetched_epoch,
                             log_start_offset=-1,
                             partition_max_bytes=partition_max_bytes,
                         )
@@ -1786,6 +1788,31 @@ def edge_scenarios(prefix: str) -> list[Scenario]:
             ),
             produce(f"{t}-after", controlled, label="a control batch"),
             list_offsets(f"{t}-after", [-1], version=7),
+        ],
+    )
+
+    # KIP-320: a consumer's fetch and ListOffsets naming the leader epoch it knows (ahead of the
+    # leader's, the leader's), and a fetch's last fetched epoch (v12+) that the log does not
+    # end the same way: the answer names the diverging epoch
+    t = f"{p}-epochs"
+    lo_ahead = list_offsets(t, [-1], version=7)
+    lo_ahead.request.topics[0].partitions[0].current_leader_epoch = 1  # type: ignore[union-attr]
+    lo_ahead.label = "list offsets, epoch ahead"
+    add(
+        "leader-epochs-and-divergence",
+        [
+            setup_topic(t),
+            produce(t, record_bytes(V_PRODUCE, 3)),
+            fetch(t, current_leader_epoch=1, label="epoch ahead"),
+            fetch(t, current_leader_epoch=0, label="the leader's epoch"),
+            *(
+                fetch(t, version=v, offset=2, last_fetched_epoch=3, label="last fetched epoch 3")
+                for v in (12, 16)
+            ),
+            fetch(t, offset=5, last_fetched_epoch=0, label="past the end, epoch 0"),
+            fetch(t, offset=3, last_fetched_epoch=0, label="at the end, epoch 0"),
+            fetch(t, offset=1, last_fetched_epoch=0, label="inside, epoch 0"),
+            lo_ahead,
         ],
     )
 

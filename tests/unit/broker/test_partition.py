@@ -19,7 +19,7 @@ from broker.replication.errors import (
     UnknownLeaderEpoch,
 )
 from broker.replication.log_validator import RecordError, TopicRules
-from broker.replication.partition import FetchIsolation, Partition, TopicPartition
+from broker.replication.partition import DivergingEpoch, FetchIsolation, Partition, TopicPartition
 from coordination.metadata.view import PartitionState
 from protocol.error_codes import ErrorCode
 from storage.manager import LogManager
@@ -141,6 +141,33 @@ def test_reads_stop_at_the_isolation_bound(manager: LogManager) -> None:
             min_one_batch=False,
         )  # fmt: skip
         assert (spent.error, spent.region) == (error, None)
+
+
+@pytest.mark.parametrize(
+    ("offset", "last_epoch", "expected"),
+    [(3, 3, None), (5, 3, None), (6, 3, DivergingEpoch(3, 5)), (2, 2, DivergingEpoch(2, 0)),
+     (2, 4, "out of range"), (0, 3, None)],
+)  # fmt: skip
+def test_a_consumer_fetch_naming_its_last_fetched_epoch(
+    manager: LogManager, offset: int, last_epoch: int, expected: object
+) -> None:
+    """Kafka's ``Partition.readRecords`` checks a fetch's last fetched epoch (v12+) for a
+    consumer as for a follower: this log (epoch 3 from offset 0, end 5) answers where the
+    sender's diverged; an epoch it cannot place is out of range."""
+    part, _ = make_partition(manager)
+    append(part, 3)
+    append(part, 2)
+    result = part.read_records(
+        offset, 1 << 20, current_leader_epoch=3, isolation=FetchIsolation.HIGH_WATERMARK,
+        min_one_batch=True, last_fetched_epoch=last_epoch,
+    )  # fmt: skip
+    if expected == "out of range":
+        assert result.error == ErrorCode.OFFSET_OUT_OF_RANGE and result.high_watermark == -1
+    elif expected is None:
+        assert result.error == ErrorCode.NONE and result.diverging_epoch is None
+    else:
+        assert result.error == ErrorCode.NONE and result.diverging_epoch == expected
+        assert result.region is None and result.high_watermark == 5
 
 
 def test_delete_records_bounds(manager: LogManager) -> None:
