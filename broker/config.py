@@ -345,6 +345,64 @@ _VALID_CHOICES: dict[str, tuple[str, ...]] = {
 }
 
 
+#: Topic configs' valid ranges (low, high; None: unbounded), as Kafka's LogConfig defines
+#: them (ConfigDef's atLeast/between, and each codec's level validator).
+_TOPIC_RANGES: dict[str, tuple[float | None, float | None]] = {
+    "segment.bytes": (14, None),
+    "segment.ms": (1, None),
+    "segment.jitter.ms": (0, None),
+    "segment.index.bytes": (4, None),
+    "flush.messages": (1, None),
+    "flush.ms": (0, None),
+    "retention.ms": (-1, None),
+    "max.message.bytes": (0, None),
+    "index.interval.bytes": (0, None),
+    "delete.retention.ms": (0, None),
+    "min.compaction.lag.ms": (0, None),
+    "max.compaction.lag.ms": (1, None),
+    "file.delete.delay.ms": (0, None),
+    "min.cleanable.dirty.ratio": (0, 1),
+    "min.insync.replicas": (1, None),
+    "message.timestamp.before.max.ms": (0, None),
+    "message.timestamp.after.max.ms": (0, None),
+    "local.retention.ms": (-2, None),
+    "local.retention.bytes": (-2, None),
+    "compression.lz4.level": (1, 17),
+    "compression.zstd.level": (-131072, 22),
+}
+_THROTTLED_REPLICAS = (
+    "leader.replication.throttled.replicas",
+    "follower.replication.throttled.replicas",
+)
+_PARTITION_BROKER = re.compile(r"[0-9]+:[0-9]+")
+
+
+def _check_range(name: str, raw: str, value: Any) -> None:
+    if name == "compression.gzip.level":
+        # Kafka's GzipCompression: -1 (the codec's default) or 1 (best speed) to 9
+        if value != -1 and not 1 <= value <= 9:
+            raise ConfigError(
+                f"Invalid value {raw} for configuration {name}: must be -1 or between 1 and 9"
+            )
+        return
+    low, high = _TOPIC_RANGES.get(name, (None, None))
+    if low is not None and value < low:
+        bound = f"between {low} and {high}" if high is not None else f"at least {low}"
+        raise ConfigError(f"Invalid value {raw} for configuration {name}: Value must be {bound}")
+    if high is not None and value > high:
+        raise ConfigError(
+            f"Invalid value {raw} for configuration {name}: Value must be between {low} and {high}"
+        )
+
+
+def _throttled_replicas_valid(value: list[str]) -> bool:
+    """Kafka's ThrottledReplicaListValidator: ``*`` alone, or partitionId:brokerId entries."""
+    entries = [v.strip() for v in value]
+    if entries == ["*"]:
+        return True
+    return all(_PARTITION_BROKER.fullmatch(e) for e in entries)
+
+
 def validate_topic_configs(configs: Mapping[str, str | None]) -> dict[str, Any]:
     """Parses topic config strings; raises ConfigError naming the first bad key or value."""
     parsed: dict[str, Any] = {}
@@ -364,21 +422,12 @@ def validate_topic_configs(configs: Mapping[str, str | None]) -> dict[str, Any]:
             for policy in value:
                 if policy not in ("delete", "compact"):
                     raise ConfigError(f"Invalid value {raw} for configuration cleanup.policy")
-        if (
-            key.kind in ("int", "long")
-            and name
-            not in (
-                "retention.bytes",
-                "retention.ms",
-                "local.retention.bytes",
-                "local.retention.ms",
-                "compression.gzip.level",
+        _check_range(name, raw, value)
+        if name in _THROTTLED_REPLICAS and not _throttled_replicas_valid(value):
+            raise ConfigError(
+                f"Invalid value {raw} for configuration {name}: must be the wildcard (*) or a "
+                "list of partitionId:brokerId"
             )
-            and value < 0
-        ):
-            raise ConfigError(f"Invalid value {raw} for configuration {name}: must be >= 0")
-        if name == "segment.bytes" and value < 14:
-            raise ConfigError(f"Invalid value {raw} for configuration segment.bytes: must be >= 14")
         parsed[name] = value
     return parsed
 

@@ -1816,6 +1816,52 @@ def edge_scenarios(prefix: str) -> list[Scenario]:
         ],
     )
 
+    # Topic configs CreateTopics (validate only) takes or refuses, one per request: values
+    # out of each config's range or of its kind, and a few just inside
+    t = f"{p}-cfg"
+    checked = [
+        ("cleanup.policy", "bogus"),
+        ("cleanup.policy", "compact,delete"),
+        ("cleanup.policy", ""),
+        ("compression.type", "brotli"),
+        ("compression.type", "producer"),
+        ("retention.ms", "-2"),
+        ("retention.ms", "-1"),
+        ("retention.bytes", "-5"),
+        ("segment.ms", "0"),
+        ("segment.index.bytes", "3"),
+        ("max.message.bytes", "-1"),
+        ("min.insync.replicas", "0"),
+        ("min.insync.replicas", "3"),
+        ("min.cleanable.dirty.ratio", "1.5"),
+        ("message.timestamp.type", "WallClock"),
+        ("unclean.leader.election.enable", "maybe"),
+        ("delete.retention.ms", "-1"),
+        ("flush.messages", "0"),
+        ("compression.gzip.level", "10"),
+        ("compression.zstd.level", "23"),
+        ("compression.lz4.level", "17"),
+        ("local.retention.ms", "-3"),
+        ("follower.replication.throttled.replicas", "0:x"),
+        ("leader.replication.throttled.replicas", "*"),
+    ]
+
+    def outcome(answer: Any) -> Any:
+        return [(x["error_code"], x["error_message"]) for x in answer["topics"]]
+
+    add(
+        "topic-config-validation",
+        [
+            Exchange(
+                create_topic(f"{t}-{i}", configs={key: value}, validate_only=True),
+                V_CREATE,
+                project=outcome,
+                label=f"{key}={value}",
+            )
+            for i, (key, value) in enumerate(checked)
+        ],
+    )
+
     t = f"{p}-names"
     add(
         "topic-names-and-replicas",

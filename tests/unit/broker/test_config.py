@@ -82,11 +82,43 @@ def test_topic_defaults_follow_broker_keys():
         {"compression.type": "brotli"},
         {"segment.bytes": "5"},
         {"retention.ms": None},
+        # Kafka's LogConfig ranges (the differential corpus's edge/topic-config-validation)
+        {"retention.ms": "-2"},
+        {"segment.ms": "0"},
+        {"segment.index.bytes": "3"},
+        {"min.insync.replicas": "0"},
+        {"min.cleanable.dirty.ratio": "1.5"},
+        {"flush.messages": "0"},
+        {"max.compaction.lag.ms": "0"},
+        {"compression.gzip.level": "0"},
+        {"compression.gzip.level": "10"},
+        {"compression.lz4.level": "18"},
+        {"compression.zstd.level": "23"},
+        {"local.retention.ms": "-3"},
+        {"follower.replication.throttled.replicas": "0:x"},
+        {"leader.replication.throttled.replicas": "*,0:1"},
     ],
 )
 def test_topic_config_validation(configs):
     with pytest.raises(ConfigError):
         validate_topic_configs(configs)
+
+
+@pytest.mark.parametrize(
+    "configs",
+    [
+        {"retention.ms": "-1", "retention.bytes": "-5", "local.retention.ms": "-2"},
+        {"compression.gzip.level": "-1"},
+        {"compression.gzip.level": "9", "compression.lz4.level": "17"},
+        {"compression.zstd.level": "-131072"},
+        {"min.cleanable.dirty.ratio": "0", "segment.ms": "1", "segment.index.bytes": "4"},
+        {"leader.replication.throttled.replicas": "*"},
+        {"follower.replication.throttled.replicas": "0:1,1:2"},
+        {"leader.replication.throttled.replicas": ""},
+    ],
+)
+def test_topic_configs_at_the_ends_of_their_ranges(configs):
+    validate_topic_configs(configs)
 
 
 def test_read_properties_separators():
