@@ -377,21 +377,24 @@ _THROTTLED_REPLICAS = (
 _PARTITION_BROKER = re.compile(r"[0-9]+:[0-9]+")
 
 
-def _check_range(name: str, raw: str, value: Any) -> None:
+def _check_range(name: str, raw: str, value: Any, *, shown: str | None = None) -> None:
+    """Whether topic config ``name``'s ``value`` is in its range; the error names ``shown``
+    (a broker key whose default it is) or ``name``."""
+    shown = shown or name
     if name == "compression.gzip.level":
         # Kafka's GzipCompression: -1 (the codec's default) or 1 (best speed) to 9
         if value != -1 and not 1 <= value <= 9:
             raise ConfigError(
-                f"Invalid value {raw} for configuration {name}: must be -1 or between 1 and 9"
+                f"Invalid value {raw} for configuration {shown}: must be -1 or between 1 and 9"
             )
         return
     low, high = _TOPIC_RANGES.get(name, (None, None))
     if low is not None and value < low:
         bound = f"between {low} and {high}" if high is not None else f"at least {low}"
-        raise ConfigError(f"Invalid value {raw} for configuration {name}: Value must be {bound}")
+        raise ConfigError(f"Invalid value {raw} for configuration {shown}: Value must be {bound}")
     if high is not None and value > high:
         raise ConfigError(
-            f"Invalid value {raw} for configuration {name}: Value must be between {low} and {high}"
+            f"Invalid value {raw} for configuration {shown}: Value must be between {low} and {high}"
         )
 
 
@@ -1178,11 +1181,17 @@ def broker_synonyms(name: str) -> tuple[str, ...]:
 
 
 def validate_dynamic_broker_configs(
-    configs: Mapping[str, str | None], *, per_broker: bool
+    configs: Mapping[str, str | None],
+    *,
+    per_broker: bool,
+    current: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Checks dynamic broker configs as Kafka's ``DynamicBrokerConfig.validateConfigs`` does:
     known keys, dynamic ones, per-broker keys not at the cluster default, values of the right
-    type. Raises ConfigError; returns the parsed values."""
+    type and in range (a topic default's range is its topic config's, as Kafka checks the log
+    config they make), and a thread pool changed by at most double or half its ``current``
+    size (the broker's values now; Kafka's ``DynamicThreadPool`` and ``LogCleaner``). Raises
+    ConfigError; returns the parsed values."""
     unknown = sorted(
         k for k in configs if k not in BROKER_CONFIGS and k not in REPLICATION_THROTTLE_CONFIGS
     )
@@ -1224,6 +1233,14 @@ def validate_dynamic_broker_configs(
             )
         if key.kind in ("int", "long") and value < 0 and name not in _NEGATIVE_ALLOWED:
             raise ConfigError(f"Invalid value {raw} for configuration {name}: must be >= 0")
+        topic_name = _TOPIC_OF_BROKER_KEY.get(name)
+        if topic_name is not None and not (name == "log.retention.ms" and value < 0):
+            # (Kafka takes any negative log.retention.ms as -1, unlimited)
+            _check_range(topic_name, raw, value, shown=name)
+        if name in _THREAD_POOLS:
+            _check_thread_pool(name, value, (current or {}).get(name))
+        if name == "max.connections.per.ip.overrides":
+            _parse_overrides(str(value))
         parsed[name] = value
     if "log.segment.bytes" in parsed and parsed["log.segment.bytes"] < 14:
         raise ConfigError("Invalid value for configuration log.segment.bytes: must be >= 14")
@@ -1233,6 +1250,42 @@ def validate_dynamic_broker_configs(
         for spec in parsed["listeners"]:
             parse_listener(spec)
     return parsed
+
+
+#: the broker keys that are topic configs' defaults, with their topic config
+_TOPIC_OF_BROKER_KEY = {k.broker_key: k.name for k in TOPIC_CONFIGS.values() if k.broker_key}
+#: thread pools resized at runtime, by at most double or half (Kafka's DynamicThreadPool, and
+#: the log cleaner's own check)
+_THREAD_POOLS = frozenset(
+    {
+        "num.io.threads",
+        "num.network.threads",
+        "num.replica.fetchers",
+        "num.recovery.threads.per.data.dir",
+        "background.threads",
+        "log.cleaner.threads",
+    }
+)
+
+
+def _check_thread_pool(name: str, value: int, current: int | None) -> None:
+    if value < 1:
+        raise ConfigError(
+            f"Dynamic thread count update validation failed for {name}={value}, value should "
+            "be at least 1"
+        )
+    if current is None or value == current:
+        return
+    if value < current // 2:
+        raise ConfigError(
+            f"Dynamic thread count update validation failed for {name}={value}, value should "
+            f"be at least half the current value {current}"
+        )
+    if value > current * 2:
+        raise ConfigError(
+            f"Dynamic thread count update validation failed for {name}={value}, value should "
+            f"not be greater than double the current value {current}"
+        )
 
 
 #: broker keys whose -1 means "unlimited" or "not set"

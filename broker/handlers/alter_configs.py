@@ -77,7 +77,11 @@ def _alter(
             current = dict(broker.metadata.view.broker_configs.get(entity, {}))
             configs = new_configs(current)
             try:
-                validate_dynamic_broker_configs(configs, per_broker=entity != DEFAULT_BROKER_ENTITY)
+                validate_dynamic_broker_configs(
+                    configs,
+                    per_broker=entity != DEFAULT_BROKER_ENTITY,
+                    current=broker.config.values,
+                )
             except ConfigError as e:
                 raise InvalidRequest(str(e)) from None
             if not validate_only:

@@ -753,20 +753,27 @@ SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 
 def incremental_alter(
-    name: str, ops: list[tuple[str, int, str | None]], *, version: int = 1
+    name: str,
+    ops: list[tuple[str, int, str | None]],
+    *,
+    version: int = 1,
+    resource_type: int = TOPIC_RESOURCE,
+    validate_only: bool = False,
+    label: str = "",
 ) -> Exchange:
     return Exchange(
         IncrementalAlterConfigsRequest(
             resources=[
                 IncResource(
-                    resource_type=TOPIC_RESOURCE,
+                    resource_type=resource_type,
                     resource_name=name,
                     configs=[IncConfig(name=k, config_operation=op, value=v) for k, op, v in ops],
                 )
             ],
-            validate_only=False,
+            validate_only=validate_only,
         ),
         version,
+        label=label,
     )
 
 
@@ -1859,6 +1866,53 @@ def edge_scenarios(prefix: str) -> list[Scenario]:
                 label=f"{key}={value}",
             )
             for i, (key, value) in enumerate(checked)
+        ],
+    )
+
+    # Dynamic broker configs IncrementalAlterConfigs (validate only, on broker 0 and at the
+    # cluster default) takes or refuses: values out of each key's range, thread pools changed
+    # past Kafka's limits (at most double, at least half the current size)
+    broker_checked = [
+        ("log.retention.ms", "-2"),
+        ("log.roll.ms", "0"),
+        ("log.index.size.max.bytes", "3"),
+        ("log.flush.interval.messages", "0"),
+        ("log.cleaner.min.cleanable.ratio", "1.5"),
+        ("log.cleaner.max.compaction.lag.ms", "0"),
+        ("min.insync.replicas", "0"),
+        ("message.max.bytes", "-1"),
+        ("compression.gzip.level", "10"),
+        ("compression.zstd.level", "23"),
+        ("log.message.timestamp.type", "WallClock"),
+        ("log.cleaner.threads", "0"),
+        ("log.cleaner.threads", "2"),
+        ("log.cleaner.threads", "3"),
+        ("log.cleaner.backoff.ms", "-1"),
+        ("num.io.threads", "0"),
+        ("num.io.threads", "16"),
+        ("num.io.threads", "17"),
+        ("num.io.threads", "4"),
+        ("num.io.threads", "3"),
+        ("num.network.threads", "7"),
+        ("num.replica.fetchers", "0"),
+        ("background.threads", "0"),
+        ("num.recovery.threads.per.data.dir", "0"),
+        ("max.connections", "-1"),
+        ("max.connections.per.ip.overrides", "nonsense"),
+        ("producer.id.expiration.ms", "-1"),
+    ]
+    add(
+        "dynamic-broker-config-validation",
+        [
+            incremental_alter(
+                entity,
+                [(key, SET, value)],
+                resource_type=BROKER_RESOURCE,
+                validate_only=True,
+                label=f"{where} {key}={value}",
+            )
+            for key, value in broker_checked
+            for entity, where in (("0", "broker 0"), ("", "default"))
         ],
     )
 

@@ -317,3 +317,39 @@ def test_replication_throttles_are_dynamic_only_and_listed_where_set() -> None:
         leader: "7",
         alter_dirs: "9",
     }
+
+
+@pytest.mark.parametrize(
+    ("configs", "ok"),
+    [
+        ({"log.roll.ms": "0"}, False),
+        ({"log.index.size.max.bytes": "3"}, False),
+        ({"log.cleaner.min.cleanable.ratio": "1.5"}, False),
+        ({"min.insync.replicas": "0"}, False),
+        ({"compression.zstd.level": "23"}, False),
+        ({"log.retention.ms": "-2"}, True),  # Kafka takes any negative retention as unlimited
+        ({"num.io.threads": "16"}, True),
+        ({"num.io.threads": "17"}, False),
+        ({"num.io.threads": "4"}, True),
+        ({"num.io.threads": "3"}, False),
+        ({"num.io.threads": "0"}, False),
+        ({"log.cleaner.threads": "2"}, True),
+        ({"log.cleaner.threads": "3"}, False),
+        ({"log.cleaner.threads": "0"}, False),
+        ({"max.connections.per.ip.overrides": "nonsense"}, False),
+        ({"max.connections.per.ip.overrides": "127.0.0.1:5"}, True),
+    ],
+)
+def test_dynamic_broker_configs_in_kafkas_ranges(configs: dict[str, str], ok: bool) -> None:
+    """Kafka's ranges for dynamic broker configs (the differential corpus's
+    edge/dynamic-broker-config-validation): a topic default's is its topic config's, and a
+    thread pool grows to at most double and shrinks to at least half its current size."""
+    from broker.config import validate_dynamic_broker_configs
+
+    current = BrokerConfig.from_dict({}).values
+    assert current["num.io.threads"] == 8 and current["log.cleaner.threads"] == 1
+    if ok:
+        validate_dynamic_broker_configs(configs, per_broker=True, current=current)
+    else:
+        with pytest.raises(ConfigError):
+            validate_dynamic_broker_configs(configs, per_broker=True, current=current)
