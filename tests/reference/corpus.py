@@ -1916,6 +1916,38 @@ def edge_scenarios(prefix: str) -> list[Scenario]:
         ],
     )
 
+    # DescribeConfigs of every config of a topic (with synonyms): each key's value, source,
+    # sensitivity, read-only flag and synonyms, for a topic with overrides and without
+    t = f"{p}-allcfg"
+    # (Kafka 3.9 also lists the three topic configs Kafka 4.0 removed, as in D6: left out)
+    removed = {
+        "message.format.version",
+        "message.downconversion.enable",
+        "message.timestamp.difference.max.ms",
+    }
+
+    def without_removed(answer: Any) -> Any:
+        results = [
+            {**r, "configs": [c for c in r["configs"] if c["name"] not in removed]}
+            for r in answer["results"]
+        ]
+        return {**answer, "results": results}
+
+    def every_config(name: str, *, synonyms: bool = True) -> Exchange:
+        exchange = describe_configs(TOPIC_RESOURCE, name, None, synonyms=synonyms)
+        exchange.project = without_removed
+        return exchange
+
+    add(
+        "describe-every-topic-config",
+        [
+            setup_topic(t, **{"retention.ms": "3600000", "cleanup.policy": "compact"}),
+            setup_topic(f"{t}-plain"),
+            every_config(t),
+            every_config(f"{t}-plain", synonyms=False),
+        ],
+    )
+
     t = f"{p}-names"
     add(
         "topic-names-and-replicas",
