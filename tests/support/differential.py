@@ -235,8 +235,15 @@ def _decode_records(value: bytes) -> Any:
                 compression=batch.compression,
                 timestamp_type=batch.timestamp_type,
                 is_control=batch.is_control,
+                # a control record's timestamp is the broker's clock when it wrote the marker
                 records=[
-                    (r.offset, r.timestamp, r.key, r.value, [tuple(x) for x in r.headers])
+                    (
+                        r.offset,
+                        "<time>" if batch.is_control else r.timestamp,
+                        r.key,
+                        r.value,
+                        [tuple(x) for x in r.headers],
+                    )
                     for r in batch.records
                 ],
             )
