@@ -1954,6 +1954,118 @@ def edge_scenarios(prefix: str) -> list[Scenario]:
         ],
     )
 
+    # FindCoordinator keys a coordinator cannot be found for: an empty group id, an empty
+    # transactional id, an unknown key type (v3 one key, v4 batched)
+    add(
+        "find-coordinator-odd-keys",
+        [
+            Exchange(FindCoordinatorRequest(key="", key_type=0), 3, label="empty group id"),
+            Exchange(FindCoordinatorRequest(key="", key_type=1), 3, label="empty transactional id"),
+            Exchange(FindCoordinatorRequest(key=f"{p}-k7", key_type=7), 3, label="key type 7"),
+            Exchange(
+                FindCoordinatorRequest(key_type=0, coordinator_keys=["", f"{p}-fc-group"]),
+                4,
+                label="batched, an empty group id",
+            ),
+            Exchange(
+                FindCoordinatorRequest(key_type=1, coordinator_keys=["", f"{p}-fc-txn"]),
+                4,
+                label="batched, an empty transactional id",
+            ),
+            Exchange(
+                FindCoordinatorRequest(key_type=7, coordinator_keys=[f"{p}-fc"]),
+                4,
+                label="batched, key type 7",
+            ),
+        ],
+    )
+
+    # A group whose members are not consumers (protocol type "connect"), and JoinGroup
+    # refusals: no protocols, an empty group id, another protocol type than the group's
+    t, g = f"{p}-proto", f"{p}-proto-group"
+
+    def join_raw(
+        group: str, protocol_type: str, protocols: list[tuple[str, bytes]], label: str
+    ) -> Exchange:
+        return Exchange(
+            JoinGroupRequest(
+                group_id=group,
+                session_timeout_ms=10000,
+                rebalance_timeout_ms=10000,
+                member_id="",
+                group_instance_id="c1",
+                protocol_type=protocol_type,
+                protocols=[JoinGroupRequestProtocol(name=n, metadata=m) for n, m in protocols],
+                reason=None,
+            ),
+            V_JOIN,
+            label=label,
+        )
+
+    add(
+        "group-protocol-types",
+        [
+            setup_topic(t),
+            find_group_coordinator(g),
+            join_raw(f"{g}-none", "consumer", [], "no protocols"),
+            join_raw("", "consumer", [("range", subscription(t))], "empty group id"),
+            join_raw(g, "connect", [("default", b"\x00\x01"), ("v2", b"")], "connect member"),
+            join_raw(g, "consumer", [("range", subscription(t))], "a consumer joins it"),
+            describe_groups([g]),
+            Exchange(
+                ListGroupsRequest(states_filter=[], types_filter=[]),
+                4,
+                project=only_groups(g),
+                label="listed",
+            ),
+            commit(g, t, 1, label="simple commit to the connect group"),
+        ],
+    )
+
+    # read_committed while a transaction is open: the last stable offset holds back what a
+    # read_committed consumer may read (and ListOffsets latest), records after it included
+    t, txn = f"{p}-open", f"{p}-open-txn"
+
+    def isolated(isolation: int, label: str, *, ts: int = -1) -> Exchange:
+        exchange = list_offsets(t, [ts], version=7)
+        exchange.request.isolation_level = isolation  # type: ignore[union-attr]
+        exchange.label = label
+        return exchange
+
+    def fetch_isolated(isolation: int, label: str) -> Exchange:
+        exchange = fetch(t, label=label)
+        inner = exchange.request
+
+        def build(ctx: Context) -> Message:
+            request = inner(ctx)  # type: ignore[operator]
+            request.isolation_level = isolation
+            return request
+
+        return Exchange(build, V_FETCH, label=label)
+
+    add(
+        "read-committed-with-an-open-transaction",
+        [
+            setup_topic(t),
+            produce(t, record_bytes(V_PRODUCE, 2)),
+            find_txn_coordinator(txn),
+            init_txn_producer(txn),
+            add_partitions(txn, t, [0]),
+            produce(t, txn_batch(2, sequence=0, start=2), transactional_id=txn, label="open"),
+            produce(t, record_bytes(V_PRODUCE, 2, start=4), label="after the open transaction"),
+            fetch_isolated(1, "read committed"),
+            fetch_isolated(0, "read uncommitted"),
+            isolated(1, "latest, read committed"),
+            isolated(0, "latest, read uncommitted"),
+            isolated(1, "max timestamp, read committed", ts=-3),
+            isolated(1, "by time, read committed", ts=T0 + 30),
+            end_txn(txn, committed=False),
+            describe_txn(txn),
+            read_committed(t),
+            isolated(1, "latest, read committed, after the abort"),
+        ],
+    )
+
     t = f"{p}-names"
     add(
         "topic-names-and-replicas",
