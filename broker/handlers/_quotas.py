@@ -43,6 +43,9 @@ def entity_to_path(components: Iterable[tuple[str, str | None]]) -> str:
     for entity_type, name in components:
         if entity_type in entity:
             raise InvalidQuota(f"Duplicate {entity_type} entity type in the quota entity")
+        if name == "":
+            # Kafka's parseAndSanitizeQuotaEntity (None names the default entity)
+            raise InvalidQuota(f"Empty {entity_type} not supported")
         entity[entity_type] = name
     if IP in entity:
         if len(entity) > 1:

@@ -27,8 +27,10 @@ def _value(key: str, value: float) -> str:
         raise InvalidQuota(f"Invalid configuration key {key}")
     if integral:
         rounded = round(value)
-        if abs(rounded - value) > 1e-6:
-            raise InvalidQuota(f"Configuration {key} must be a Long value")
+        if abs(rounded - value) > 1e-6 or rounded < 0:
+            # (Kafka refuses a negative byte rate too: its conversion truncates toward zero,
+            # so a negative whole number never converts back exactly)
+            raise InvalidQuota(f"Configuration {key} must be a Long value of at least 0")
         return str(rounded)
     return repr(float(value))
 

@@ -3004,8 +3004,114 @@ def security_scenarios(prefix: str) -> list[Scenario]:
                 ],
             )
         )
+
+    # AlterClientQuotas refusals, validate only: negative rates, a request percentage,
+    # entity combinations Kafka does not keep (ip with user, client-id twice), an empty entity,
+    # an unknown entity type, a key of another entity type (connection rate on a user)
+    def quota(
+        components: list[tuple[str, str | None]], key: str, value: float, label: str
+    ) -> Exchange:
+        return Exchange(
+            AlterClientQuotasRequest(
+                entries=[
+                    QuotaAlteration(
+                        entity=[
+                            QuotaEntityComponent(entity_type=t, entity_name=n)
+                            for t, n in components
+                        ],
+                        ops=[QuotaAlterationOp(key=key, value=value, remove=False)],
+                    )
+                ],
+                validate_only=True,
+            ),
+            1,
+            label=label,
+        )
+
+    u, c = f"{p}-qu", f"{p}-qc"
+    out.append(
+        Scenario(
+            "edge/client-quota-refusals",
+            [
+                quota([("user", u)], "producer_byte_rate", -5.0, "negative byte rate"),
+                quota([("user", u)], "producer_byte_rate", 0.0, "zero byte rate"),
+                quota([("user", u)], "producer_byte_rate", 1.5, "fractional byte rate"),
+                quota([("client-id", c)], "request_percentage", 250.0, "request percentage"),
+                quota([("client-id", c)], "request_percentage", -1.0, "negative percentage"),
+                quota([("user", u)], "controller_mutation_rate", 2.5, "mutation rate"),
+                quota([("user", u)], "connection_creation_rate", 5.0, "connection rate on a user"),
+                quota([("ip", "127.0.0.1")], "connection_creation_rate", 5.0, "ip"),
+                quota([("ip", "not an address")], "connection_creation_rate", 5.0, "bad ip"),
+                quota([("ip", None)], "connection_creation_rate", 5.0, "default ip"),
+                quota(
+                    [("ip", "127.0.0.1"), ("user", u)],
+                    "connection_creation_rate",
+                    5.0,
+                    "ip with user",
+                ),
+                quota(
+                    [("client-id", c), ("client-id", f"{c}2")],
+                    "producer_byte_rate",
+                    5.0,
+                    "client-id twice",
+                ),
+                quota([], "producer_byte_rate", 5.0, "no entity"),
+                quota([("group", c)], "producer_byte_rate", 5.0, "unknown entity type"),
+                quota([("user", "")], "producer_byte_rate", 5.0, "empty user name"),
+                quota([("user", None), ("client-id", None)], "consumer_byte_rate", 9.0, "defaults"),
+            ],
+        )
+    )
+
     user = f"{p}-user"
     salted = bytes(range(32))
+
+    def scram(
+        upsertions: list[tuple[str, int, int, bytes]],
+        deletions: list[tuple[str, int]],
+        label: str,
+    ) -> Exchange:
+        return Exchange(
+            AlterUserScramCredentialsRequest(
+                deletions=[ScramCredentialDeletion(name=n, mechanism=m) for n, m in deletions],
+                upsertions=[
+                    ScramCredentialUpsertion(
+                        name=n, mechanism=m, iterations=i, salt=salt, salted_password=salted
+                    )
+                    for n, m, i, salt in upsertions
+                ],
+            ),
+            0,
+            label=label,
+        )
+
+    su = f"{p}-scram"
+    out.append(
+        Scenario(
+            "edge/scram-credential-refusals",
+            [
+                scram([(su, 0, 4096, b"salt")], [], "unknown mechanism"),
+                scram([(su, 1, 16385, b"salt")], [], "too many iterations"),
+                scram([(su, 1, 4096, b"")], [], "empty salt"),
+                scram([("", 1, 4096, b"salt")], [], "empty user"),
+                scram([(su, 1, 4096, b"salt")], [(su, 1)], "upsert and delete one user"),
+                scram([(su, 1, 4096, b"salt"), (su, 1, 8192, b"salt")], [], "one mechanism twice"),
+                scram([], [(f"{su}-none", 1)], "delete what does not exist"),
+                scram([], [(su, 0)], "delete an unknown mechanism"),
+                scram([(su, 1, 4096, b"salt"), (su, 2, 4096, b"salt")], [], "two mechanisms"),
+                Exchange(
+                    DescribeUserScramCredentialsRequest(
+                        users=[ScramUserName(name=su), ScramUserName(name=su)]
+                    ),
+                    0,
+                    label="one user twice",
+                    until=lambda r: any(x.credential_infos for x in r.results),
+                    until_timeout=10.0,
+                ),
+                scram([], [(su, 1), (su, 2)], "delete both"),
+            ],
+        )
+    )
     out.append(
         Scenario(
             "user_scram_credentials/v0",

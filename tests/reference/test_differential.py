@@ -187,6 +187,22 @@ ALLOWED = [
         "removed, which 3.9 lists, are left out of the comparison.",
     ),
     Allowance(
+        "D26",
+        "edge/client-quota-refusals",
+        r"client-id twice v1 \.entries\[0\]\.(entity|error_code|error_message)",
+        "AlterClientQuotas of an entity naming one entity type twice (a hand-built request; "
+        "Kafka's admin client keys an entity by type): Kafka keeps the last name (it builds a "
+        "map) and answers for that entity; Odradek refuses the entry with INVALID_REQUEST.",
+    ),
+    Allowance(
+        "D27",
+        "edge/client-quota-refusals",
+        r"(#7 ip|#9 default ip) v1 \.entries\[0\]\.(error_code|error_message)",
+        "IP quotas (KIP-612 connection_creation_rate on ip entities): Kafka takes them; "
+        "Odradek does not enforce connection creation rates and refuses them with "
+        "INVALID_REQUEST (docs/security.md). A missing feature.",
+    ),
+    Allowance(
         "D24",
         "edge/txn-init-aborts-the-open-transaction",
         r"describe_transactions v0 \.transaction_states\[0\]\.transaction_start_time_ms",

@@ -209,6 +209,8 @@ _SORT_KEYS = (
     "partition",
     "partition_id",
     "node_id",
+    # a quota entity's components (a map to Kafka, which answers them in its map's order)
+    "entity_type",
 )
 
 
