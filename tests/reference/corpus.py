@@ -2066,6 +2066,66 @@ def edge_scenarios(prefix: str) -> list[Scenario]:
         ],
     )
 
+    # A classic group between its JoinGroup and SyncGroup (CompletingRebalance): heartbeat,
+    # commit, describe; then Stable: OffsetDelete of the topic its member subscribes to and of
+    # another, ListGroups by state (Kafka matches state names without regard to case)
+    t, g = f"{p}-states", f"{p}-states-group"
+
+    def delete_offsets(topic: str, label: str) -> Exchange:
+        return Exchange(
+            OffsetDeleteRequest(
+                group_id=g,
+                topics=[
+                    OffsetDeleteRequestTopic(
+                        name=topic, partitions=[OffsetDeleteRequestPartition(partition_index=0)]
+                    )
+                ],
+            ),
+            0,
+            label=label,
+        )
+
+    def list_by_state(states: list[str]) -> Exchange:
+        return Exchange(
+            ListGroupsRequest(states_filter=states, types_filter=[]),
+            4,
+            project=only_groups(g),
+            label=f"listed as {states}",
+        )
+
+    add(
+        "classic-group-states",
+        [
+            setup_topic(t),
+            setup_topic(f"{t}-other"),
+            find_group_coordinator(g),
+            commit(g, f"{t}-other", 4, label="commit to the other topic while empty"),
+            join(g, t, key="a", label="join"),
+            join(g, t, key="a", label="join with the member id"),
+            heartbeat(g, key="a", label="heartbeat, completing the rebalance"),
+            commit(
+                g,
+                t,
+                1,
+                generation=generation_of("a"),
+                member=member_of("a"),
+                label="commit, completing the rebalance",
+            ),
+            describe_groups([g]),
+            list_by_state(["CompletingRebalance"]),
+            sync(g, t, key="a"),
+            commit(g, t, 2, generation=generation_of("a"), member=member_of("a"), label="commit"),
+            delete_offsets(t, "delete offsets of the subscribed topic"),
+            delete_offsets(f"{t}-other", "delete offsets of another topic"),
+            list_by_state(["Stable"]),
+            list_by_state(["stable"]),
+            list_by_state(["Bogus"]),
+            offset_fetch(g, {t: [0], f"{t}-other": [0]}),
+            leave(g, key="a"),
+            list_by_state(["Empty", "Dead"]),
+        ],
+    )
+
     t = f"{p}-names"
     add(
         "topic-names-and-replicas",
