@@ -923,8 +923,17 @@ class Partition:
         and the answer names where (``diverging_epoch``) with no records. None: read on."""
         plog = self.log
         epoch, end = plog.end_offset_for_epoch(last_fetched_epoch)
-        if epoch < 0 or end < 0 or fetch_offset < plog.log_start_offset:
+        if epoch < 0 or end < 0:
             return LogReadResult(ErrorCode.OFFSET_OUT_OF_RANGE)
+        if fetch_offset < plog.log_start_offset:
+            # with the offsets, which a follower starts over from (Kafka's follower asks the
+            # leader's log start with ListOffsets instead)
+            return LogReadResult(
+                ErrorCode.OFFSET_OUT_OF_RANGE,
+                plog.high_watermark,
+                self.last_stable_offset,
+                plog.log_start_offset,
+            )
         if epoch < last_fetched_epoch or end < fetch_offset:
             return LogReadResult(
                 ErrorCode.NONE,

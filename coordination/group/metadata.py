@@ -278,7 +278,8 @@ class GroupMetadata:
             current = self.static_members.get(instance_id)
             if current is None:
                 return ErrorCode.UNKNOWN_MEMBER_ID
-            return ErrorCode.FENCED_INSTANCE_ID if current != member_id else None
+            if current != member_id:
+                return ErrorCode.FENCED_INSTANCE_ID
         return None if member_id in self.members else ErrorCode.UNKNOWN_MEMBER_ID
 
     @property

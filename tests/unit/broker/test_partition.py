@@ -37,10 +37,10 @@ def manager(tmp_path: Path) -> Iterator[LogManager]:
 
 
 def make_partition(
-    manager: LogManager, *, leader: int = 1, epoch: int = 3
+    manager: LogManager, *, leader: int = 1, epoch: int = 3, replicas: tuple[int, ...] = (1,)
 ) -> tuple[Partition, DelayedOperationPurgatory[TopicPartition]]:
     purgatory: DelayedOperationPurgatory[TopicPartition] = DelayedOperationPurgatory("Fetch")
-    state = PartitionState(0, leader, epoch, (1,), (1,))
+    state = PartitionState(0, leader, epoch, replicas, (1,))
     part = Partition(
         "t",
         0,
@@ -168,6 +168,22 @@ def test_a_consumer_fetch_naming_its_last_fetched_epoch(
     else:
         assert result.error == ErrorCode.NONE and result.diverging_epoch == expected
         assert result.region is None and result.high_watermark == 5
+
+
+def test_a_follower_below_the_log_start_learns_it_despite_its_last_fetched_epoch(
+    manager: LogManager,
+) -> None:
+    """The replica fetcher starts over at the log start the out-of-range answer carries: the
+    divergence check must not drop it (Kafka's follower asks ListOffsets instead)."""
+    part, _ = make_partition(manager, replicas=(1, 2))
+    for _ in range(3):
+        append(part, 2)
+    part.delete_records_on_leader(4)
+    result = part.read_for_follower(
+        2, 1, 1 << 20, current_leader_epoch=3, last_fetched_epoch=3,
+        follower_log_start_offset=0, min_one_batch=True,
+    )  # fmt: skip
+    assert (result.error, result.log_start_offset) == (ErrorCode.OFFSET_OUT_OF_RANGE, 4)
 
 
 def test_delete_records_bounds(manager: LogManager) -> None:
