@@ -2126,6 +2126,33 @@ def edge_scenarios(prefix: str) -> list[Scenario]:
         ],
     )
 
+    # Produce of record formats a version does not carry (magic 1 on v9, magic 2 on v2), a
+    # batch whose base offset or partition leader epoch the client set, two batches in one
+    # partition's records, a batch of only tombstones (null values)
+    t = f"{p}-fmt"
+    no_values = build_batch([SimpleRecord(None, b"k1", T0), SimpleRecord(None, b"k2", T0 + 1)])
+    add(
+        "produce-formats-and-offsets",
+        [
+            setup_topic(t),
+            produce(t, build_message_set(records(2), magic=1), label="magic 1 on produce v9"),
+            produce(t, build_batch(records(2, start=10)), version=2, label="magic 2 on produce v2"),
+            produce(t, build_batch(records(2), base_offset=1000), label="base offset 1000"),
+            produce(
+                t,
+                build_batch(records(2, start=2), partition_leader_epoch=7),
+                label="partition leader epoch 7",
+            ),
+            produce(
+                t,
+                build_batch(records(1, start=4)) + build_batch(records(1, start=5)),
+                label="two batches",
+            ),
+            produce(t, no_values, label="tombstones"),
+            fetch(t, label="read back"),
+        ],
+    )
+
     t = f"{p}-names"
     add(
         "topic-names-and-replicas",
