@@ -2598,6 +2598,7 @@ def transaction_scenarios(prefix: str) -> list[Scenario]:
             out.append(Scenario(f"{api}/v{v}", transaction(p, f"{api}{v}", focus=(api, v))))
     out.append(Scenario("edge/transaction-aborted", transaction(p, "abort", committed=False)))
     out.extend(transaction_edge_scenarios(p))
+    out.extend(transaction_listing_scenarios(p))
 
     t = f"{p}-producers"
     out.append(
@@ -2916,6 +2917,70 @@ def transaction_edge_scenarios(p: str) -> list[Scenario]:
         )
     )
     return out
+
+
+def transaction_listing_scenarios(p: str) -> list[Scenario]:
+    """DescribeProducers and ListTransactions around one transaction: an open one (its start
+    offset, the Ongoing state, a producer id filter, a duration filter that keeps it and one
+    that does not, an unknown state name), then committed."""
+    t, txn = f"{p}-listing", f"{p}-listing-txn"
+
+    def listed(label: str, version: int = 1, **filters: Any) -> Exchange:
+        def build(ctx: Context) -> Message:
+            pid, _ = _pid(ctx)
+            ids = filters.get("pids", [])
+            return ListTransactionsRequest(
+                state_filters=filters.get("states", []),
+                producer_id_filters=[pid if x == "held" else x for x in ids],
+                duration_filter=filters.get("duration", -1),
+            )
+
+        return Exchange(build, version, project=only_transactions(txn), label=label)
+
+    def marker_time(answer: Any) -> Any:
+        """After the commit the producer's last timestamp is its marker's, the broker's clock:
+        compared for being set."""
+        for topic in answer["topics"]:
+            for partition in topic["partitions"]:
+                for producer in partition["active_producers"]:
+                    if producer["last_timestamp"] >= 0:
+                        producer["last_timestamp"] = "<set>"
+        return answer
+
+    def producers(label: str, *, committed: bool = False) -> Exchange:
+        return Exchange(
+            DescribeProducersRequest(
+                topics=[DescribeProducersTopicRequest(name=t, partition_indexes=[0])]
+            ),
+            0,
+            label=label,
+            project=marker_time if committed else None,
+        )
+
+    return [
+        Scenario(
+            "edge/transactions-listed-and-described",
+            [
+                setup_topic(t),
+                produce(t, record_bytes(V_PRODUCE, 2)),
+                find_txn_coordinator(txn),
+                init_txn_producer(txn),
+                add_partitions(txn, t, [0]),
+                produce(t, txn_batch(3, sequence=0, start=2), transactional_id=txn, label="open"),
+                producers("an open transaction"),
+                listed("ongoing", states=["Ongoing"]),
+                listed("by producer id", pids=["held"]),
+                listed("by another producer id", pids=[123456789]),
+                listed("open for 0 ms or more", duration=0),
+                listed("open for a day or more", duration=86_400_000),
+                listed("an unknown state", states=["Ongoing", "Sleeping"]),
+                end_txn(txn),
+                describe_txn(txn),
+                producers("committed", committed=True),
+                listed("complete", states=["CompleteCommit"]),
+            ],
+        )
+    ]
 
 
 def only_transactions(txn: str) -> Callable[[Any], Any]:
