@@ -1242,10 +1242,6 @@ def validate_dynamic_broker_configs(
         if name == "max.connections.per.ip.overrides":
             _parse_overrides(str(value))
         parsed[name] = value
-    if "log.segment.bytes" in parsed and parsed["log.segment.bytes"] < 14:
-        raise ConfigError("Invalid value for configuration log.segment.bytes: must be >= 14")
-    if "num.network.threads" in parsed and parsed["num.network.threads"] < 1:
-        raise ConfigError("Invalid value for configuration num.network.threads: must be >= 1")
     if "listeners" in parsed:
         for spec in parsed["listeners"]:
             parse_listener(spec)

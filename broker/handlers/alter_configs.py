@@ -77,16 +77,16 @@ def _alter(
             current = dict(broker.metadata.view.broker_configs.get(entity, {}))
             configs = new_configs(current)
             try:
-                current = dict(broker.config.values)
+                in_force = dict(broker.config.values)
                 if entity == DEFAULT_BROKER_ENTITY:
                     # this broker's own values stay in force over the cluster default's: only
                     # the others would resize its pools (Kafka validates the broker's config
                     # as it would result)
                     own = broker.metadata.view.broker_configs.get(str(broker.broker_id), {})
                     for key in own:
-                        current.pop(key, None)
+                        in_force.pop(key, None)
                 validate_dynamic_broker_configs(
-                    configs, per_broker=entity != DEFAULT_BROKER_ENTITY, current=current
+                    configs, per_broker=entity != DEFAULT_BROKER_ENTITY, current=in_force
                 )
             except ConfigError as e:
                 raise InvalidRequest(str(e)) from None

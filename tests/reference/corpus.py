@@ -356,6 +356,7 @@ def fetch(
     label: str = "",
     current_leader_epoch: int = -1,
     last_fetched_epoch: int = -1,
+    isolation_level: int = 0,
 ) -> Exchange:
     def build(ctx: Context) -> Message:
         return FetchRequest(
@@ -363,7 +364,7 @@ def fetch(
             max_wait_ms=0,
             min_bytes=0,
             max_bytes=max_bytes,
-            isolation_level=0,
+            isolation_level=isolation_level,
             session_id=0,
             session_epoch=session_epoch,
             topics=[
@@ -473,20 +474,27 @@ def describe_topic_partitions(
 
 
 def list_offsets(
-    topic: str, timestamps: list[int], *, version: int, partition: int = 0
+    topic: str,
+    timestamps: list[int],
+    *,
+    version: int,
+    partition: int = 0,
+    isolation_level: int = 0,
+    current_leader_epoch: int = -1,
+    label: str = "",
 ) -> Exchange:
     # One partition per request: Kafka refuses duplicate partitions in one ListOffsets.
     return Exchange(
         ListOffsetsRequest(
             replica_id=-1,
-            isolation_level=0,
+            isolation_level=isolation_level,
             topics=[
                 ListOffsetsTopic(
                     name=topic,
                     partitions=[
                         ListOffsetsPartition(
                             partition_index=partition,
-                            current_leader_epoch=-1,
+                            current_leader_epoch=current_leader_epoch,
                             timestamp=ts,
                             max_num_offsets=1,
                         )
@@ -497,6 +505,7 @@ def list_offsets(
             timeout_ms=30000,
         ),
         version,
+        label=label,
     )
 
 
@@ -1808,9 +1817,6 @@ def edge_scenarios(prefix: str) -> list[Scenario]:
     # leader's, the leader's), and a fetch's last fetched epoch (v12+) that the log does not
     # end the same way: the answer names the diverging epoch
     t = f"{p}-epochs"
-    lo_ahead = list_offsets(t, [-1], version=7)
-    lo_ahead.request.topics[0].partitions[0].current_leader_epoch = 1  # type: ignore[union-attr]
-    lo_ahead.label = "list offsets, epoch ahead"
     add(
         "leader-epochs-and-divergence",
         [
@@ -1825,7 +1831,9 @@ def edge_scenarios(prefix: str) -> list[Scenario]:
             fetch(t, offset=5, last_fetched_epoch=0, label="past the end, epoch 0"),
             fetch(t, offset=3, last_fetched_epoch=0, label="at the end, epoch 0"),
             fetch(t, offset=1, last_fetched_epoch=0, label="inside, epoch 0"),
-            lo_ahead,
+            list_offsets(
+                t, [-1], version=7, current_leader_epoch=1, label="list offsets, epoch ahead"
+            ),
         ],
     )
 
@@ -2027,21 +2035,7 @@ def edge_scenarios(prefix: str) -> list[Scenario]:
     t, txn = f"{p}-open", f"{p}-open-txn"
 
     def isolated(isolation: int, label: str, *, ts: int = -1) -> Exchange:
-        exchange = list_offsets(t, [ts], version=7)
-        exchange.request.isolation_level = isolation  # type: ignore[union-attr]
-        exchange.label = label
-        return exchange
-
-    def fetch_isolated(isolation: int, label: str) -> Exchange:
-        exchange = fetch(t, label=label)
-        inner = exchange.request
-
-        def build(ctx: Context) -> Message:
-            request = inner(ctx)  # type: ignore[operator]
-            request.isolation_level = isolation
-            return request
-
-        return Exchange(build, V_FETCH, label=label)
+        return list_offsets(t, [ts], version=7, isolation_level=isolation, label=label)
 
     add(
         "read-committed-with-an-open-transaction",
@@ -2053,8 +2047,8 @@ def edge_scenarios(prefix: str) -> list[Scenario]:
             add_partitions(txn, t, [0]),
             produce(t, txn_batch(2, sequence=0, start=2), transactional_id=txn, label="open"),
             produce(t, record_bytes(V_PRODUCE, 2, start=4), label="after the open transaction"),
-            fetch_isolated(1, "read committed"),
-            fetch_isolated(0, "read uncommitted"),
+            fetch(t, isolation_level=1, label="read committed"),
+            fetch(t, label="read uncommitted"),
             isolated(1, "latest, read committed"),
             isolated(0, "latest, read uncommitted"),
             isolated(1, "max timestamp, read committed", ts=-3),
@@ -2475,10 +2469,7 @@ def describe_txn(txn: str) -> Exchange:
 
 
 def read_committed(topic: str) -> Exchange:
-    def build(ctx: Context) -> Message:
-        request = fetch(topic, version=V_FETCH).build(ctx)
-        request.isolation_level = 1
-        return request
+    exchange = fetch(topic, isolation_level=1, label="read committed")
 
     def stable(response: Any) -> bool:
         p = response.responses[0].partitions[0]
@@ -2486,7 +2477,8 @@ def read_committed(topic: str) -> Exchange:
 
     # the last stable offset passes the markers a moment after the coordinator says the
     # transaction is complete: ask until it has
-    return Exchange(build, V_FETCH, label="read committed", until=stable)
+    exchange.until = stable
+    return exchange
 
 
 def transaction(
