@@ -14,6 +14,7 @@ Thread-safety: every public method may be called from any thread.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -54,6 +55,8 @@ from coordination.runtime.runtime import (
 )
 from protocol.error_codes import ErrorCode
 
+log = logging.getLogger(__name__)
+
 TopicPartition = tuple[str, int]
 
 
@@ -78,6 +81,17 @@ def changed_topics(old: ClusterView, new: ClusterView) -> tuple[set[str], bool]:
             changed.add(name)
     changed.update(name for name in old.topics if name not in new.topics)
     return changed, created
+
+
+def deleted_partitions(old: ClusterView, new: ClusterView) -> list[TopicPartition]:
+    """The partitions of topics deleted between two views, or deleted and created again under
+    their name (a new topic id): Kafka's ``TopicsDelta.deletedTopicIds``."""
+    out: list[TopicPartition] = []
+    for name, before in old.topics.items():
+        after = new.topics.get(name)
+        if after is None or after.topic_id != before.topic_id:
+            out.extend((name, p.partition) for p in before.partitions)
+    return out
 
 
 class GroupCoordinator:
@@ -115,7 +129,9 @@ class GroupCoordinator:
     def on_metadata_change(self, old: ClusterView, new: ClusterView) -> None:
         """The metadata changed (any thread): consumer groups subscribed to topics that were
         created, deleted or grew partitions recompute their assignment at their next
-        heartbeat; regex subscriptions are resolved again (Kafka's ``onNewMetadataImage``)."""
+        heartbeat; regex subscriptions are resolved again (Kafka's ``onNewMetadataImage``);
+        every group's offsets of deleted topics go (Kafka's ``onPartitionsDeleted``, which
+        its brokers call for each metadata delta that deletes topics)."""
         if old.topics is new.topics:
             return
         changed, created = changed_topics(old, new)
@@ -123,9 +139,15 @@ class GroupCoordinator:
             return
         if created:
             self._topics_version = max(self._topics_version + 1, self._clock())
+        deleted = deleted_partitions(old, new)
+        removed = 0
         for shard, lock in self.runtime.loaded_shards():
             with lock:
+                if deleted:
+                    removed += shard.on_partitions_deleted(deleted)
                 shard.consumer.on_topics_changed(changed)
+        if removed:
+            log.info("removing %d offset(s) of deleted partitions", removed)
 
     # -- lifecycle and loading -------------------------------------------------------------------
 

@@ -23,7 +23,7 @@ Not thread-safe on its own: its shard's lock is held around every use.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import replace
 
 from coordination.group.metadata import OffsetAndMetadata
@@ -297,13 +297,31 @@ class OffsetManager:
             (offset_commit_key(group_id, t, p), None) for t, p in partitions if (t, p) in committed
         ]
 
+    def holding(self, partitions: Collection[TopicPartition]) -> dict[str, list[TopicPartition]]:
+        """The groups with a committed or pending transactional offset of any of
+        ``partitions``, and those of the partitions each holds."""
+        wanted = frozenset(partitions)
+        held: dict[str, set[TopicPartition]] = {}
+        for group_id, committed in self.offsets.items():
+            hit = [tp for tp in committed if tp in wanted]
+            if hit:
+                held.setdefault(group_id, set()).update(hit)
+        for groups in self.pending.values():
+            for group_id, pending in groups.items():
+                hit = [tp for tp in pending if tp in wanted]
+                if hit:
+                    held.setdefault(group_id, set()).update(hit)
+        return {g: sorted(tps) for g, tps in held.items()}
+
     def forget(self, group_id: str, partitions: Iterable[TopicPartition]) -> int:
-        """Drops offsets whose tombstones were committed; returns how many."""
+        """Drops offsets whose tombstones were committed, and the pending transactional offsets
+        of those partitions, as replaying the tombstones does; returns how many committed
+        offsets it dropped."""
+        tps = tuple(partitions)
+        self._drop_pending(group_id, tps)
         committed = self.offsets.get(group_id)
         if committed is None:
             return 0
-        tps = tuple(partitions)
-        self._drop_pending(group_id, tps)
         n = 0
         for tp in tps:
             if committed.pop(tp, None) is not None:

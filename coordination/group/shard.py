@@ -15,7 +15,7 @@ Every method runs with the shard's lock held (the runtime takes it).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 
 from coordination.group.classic import UNKNOWN_MEMBER_ID, ClassicGroupManager, restore_group
 from coordination.group.config import (
@@ -49,6 +49,7 @@ from coordination.group.records import (
     GroupValue,
     OffsetKey,
     group_metadata_key,
+    offset_commit_key,
     parse_group_value,
     parse_key,
     parse_offset_value,
@@ -56,6 +57,7 @@ from coordination.group.records import (
 from coordination.metadata.view import ClusterView
 from coordination.runtime.runtime import (
     LoadedRecord,
+    Record,
     ShardContext,
     TransactionalRecord,
     TransactionMarker,
@@ -537,6 +539,35 @@ class GroupCoordinatorShard:
             timer.cancel()
         if self.groups.get(group.group_id) is group:
             del self.groups[group.group_id]
+
+    # -- deleted topics --------------------------------------------------------------------------
+
+    def on_partitions_deleted(self, partitions: Collection[TopicPartition]) -> int:
+        """Tombstones for every group's committed and pending transactional offsets of deleted
+        partitions (Kafka's ``OffsetMetadataManager.onPartitionsDeleted``), so a topic created
+        again under its name starts with none; one write per group (a batch each, however
+        many groups), applied once committed. The groups stay: an empty one left with no
+        offsets goes at the next cleanup, as with Kafka's coordinator. Returns how many
+        offsets it asked to remove."""
+        held = self.offsets.holding(partitions)
+        for group_id, tps in held.items():
+
+            def written(
+                error: ErrorCode | None, group_id: str = group_id, tps: list[TopicPartition] = tps
+            ) -> None:
+                if error is None:
+                    self.offsets.forget(group_id, tps)
+                else:
+                    log.warning(
+                        "removing group %s's offsets of deleted partitions failed: %s (they "
+                        "stay until offset retention)",
+                        group_id,
+                        error.name,
+                    )
+
+            records: list[Record] = [(offset_commit_key(group_id, t, p), None) for t, p in tps]
+            self.context.write(records, written)
+        return sum(len(tps) for tps in held.values())
 
     # -- expiration ------------------------------------------------------------------------------
 

@@ -2591,6 +2591,7 @@ def transaction_scenarios(prefix: str) -> list[Scenario]:
     out.append(Scenario("edge/transaction-aborted", transaction(p, "abort", committed=False)))
     out.extend(transaction_edge_scenarios(p))
     out.extend(transaction_listing_scenarios(p))
+    out.extend(deleted_topic_scenarios(p))
 
     t = f"{p}-producers"
     out.append(
@@ -2973,6 +2974,79 @@ def transaction_listing_scenarios(p: str) -> list[Scenario]:
             ],
         )
     ]
+
+
+def deleted_topic_scenarios(p: str) -> list[Scenario]:
+    """A deleted topic's committed offsets go from every group (Kafka's
+    ``GroupCoordinator.onPartitionsDeleted``), and so do its pending transactional offsets, so a
+    topic created again under the name starts with none. Asked again until they are gone: the
+    brokers learn of the deletion a moment after they answer DeleteTopics."""
+
+    def without(topic: str) -> Callable[[Any], bool]:
+        def check(response: Any) -> bool:
+            topics = response.groups[0].topics if response.groups else response.topics
+            return all(t.name != topic for t in topics)
+
+        return check
+
+    def delete(topic: str) -> Exchange:
+        return Exchange(
+            DeleteTopicsRequest(topic_names=[topic], timeout_ms=30000), 4, label=f"delete {topic}"
+        )
+
+    out = []
+    # Kafka 3.9's group coordinator hears of a deletion from StopReplica, 4.x's from the
+    # metadata image: one scenario against each
+    for line, suffix in (("3", ""), ("4", "-kraft")):
+        gone, kept = f"{p}-gone{suffix}", f"{p}-kept{suffix}"
+        g1, g2 = f"{p}-gone-group{suffix}", f"{p}-gone-only-group{suffix}"
+        # Kafka 3.9 may still be deleting the topic's logs: TOPIC_ALREADY_EXISTS until done
+        created_again = setup_topic(gone, 2)
+        created_again.until = lambda r: all(t.error_code == 0 for t in r.topics)
+        steps = [
+            setup_topic(gone, 2),
+            setup_topic(kept),
+            find_group_coordinator(g1),
+            find_group_coordinator(g2),
+            commit(g1, gone, 3),
+            commit(g1, gone, 4, partition=1),
+            commit(g1, kept, 5),
+            commit(g2, gone, 6),
+            offset_fetch(g1, None, label="before"),
+            delete(gone),
+            offset_fetch(g1, None, label="the kept topic's only", until=without(gone)),
+            offset_fetch(g2, None, label="none left", until=without(gone)),
+            created_again,
+            offset_fetch(g1, {gone: [0, 1]}, label="created again: none"),
+            commit(g1, gone, 1, label="the new topic's"),
+            offset_fetch(g1, None, label="the new topic's and the kept topic's"),
+        ]
+        out.append(Scenario(f"edge/deleted-topic-offsets{suffix}", steps, prefer=line))
+    t, g, txn = f"{p}-gone-txn", f"{p}-gone-txn-group", f"{p}-gone-txn-txn"
+    kept = f"{p}-gone-txn-kept"
+    out.append(
+        Scenario(
+            "edge/deleted-topic-pending-offsets",
+            [
+                setup_topic(t),
+                setup_topic(kept),
+                find_group_coordinator(g),
+                commit(g, kept, 2),
+                find_txn_coordinator(txn),
+                init_txn_producer(txn),
+                add_offsets(txn, g),
+                txn_commit(txn, g, t, 7),
+                delete(t),
+                offset_fetch(
+                    g, None, require_stable=True, label="pending dropped", until=_no_unstable_offset
+                ),
+                end_txn(txn),
+                describe_txn(txn),
+                offset_fetch(g, None, label="the commit applies none", until=without(t)),
+            ],
+        )
+    )
+    return out
 
 
 def only_transactions(txn: str) -> Callable[[Any], Any]:

@@ -28,19 +28,19 @@ def plain_commit(h: Harness, offset: int) -> None:
     ) == {TP: E.NONE}
 
 
-def txn_commit(h: Harness, offset: int) -> None:
+def txn_commit(h: Harness, offset: int, *, group: str = GROUP, tp: tuple[str, int] = TP) -> None:
     out: list[dict[tuple[str, int], ErrorCode]] = []
     h.gc.txn_commit_offsets(
-        group_id=GROUP,
+        group_id=group,
         producer_id=PID,
         producer_epoch=0,
         member_id="",
         group_instance_id=None,
         generation_id=-1,
-        offsets={TP: OffsetAndMetadata(offset, -1, "", h.sched.now)},
+        offsets={tp: OffsetAndMetadata(offset, -1, "", h.sched.now)},
         callback=out.append,
     )
-    assert out == [{TP: E.NONE}]
+    assert out == [{tp: E.NONE}]
 
 
 def committed(h: Harness) -> int | None:
