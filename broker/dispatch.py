@@ -88,6 +88,11 @@ class ClusterAuthorizationFailed(KafkaApiError):
     error_code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 
 
+class AuthorizationFailed(KafkaApiError):
+    """An operation :meth:`RequestContext.require` found denied; its error is the resource
+    type's (:data:`AUTHORIZATION_ERRORS`)."""
+
+
 #: the error of a denied operation on each resource type (Kafka's AclEntry.authorizationError)
 AUTHORIZATION_ERRORS = {
     ResourceType.TOPIC: ErrorCode.TOPIC_AUTHORIZATION_FAILED,
@@ -169,7 +174,7 @@ class RequestContext:
         """Raises the resource type's authorization error (the whole request is answered with
         it) unless the principal may do ``operation`` on the resource."""
         if not self.authorize(operation, resource_type, resource_name):
-            raise KafkaApiError(
+            raise AuthorizationFailed(
                 f"{self.session.principal} may not {operation.name} "
                 f"{resource_type.name} {resource_name}",
                 AUTHORIZATION_ERRORS.get(resource_type, ErrorCode.CLUSTER_AUTHORIZATION_FAILED),

@@ -33,7 +33,7 @@ from broker.config import (
     validate_dynamic_broker_configs,
 )
 from broker.config_describe import ConfigResourceType
-from broker.dispatch import RequestContext
+from broker.dispatch import AuthorizationFailed, RequestContext
 from broker.registry import error_response, handler
 from broker.telemetry import CONFIG_NAMES as CLIENT_METRICS_CONFIGS
 from broker.telemetry import parse_subscription
@@ -106,6 +106,8 @@ def _alter(
                 broker.metadata.set_client_metrics_configs(name, configs)
         else:
             raise InvalidRequest(f"Unsupported resource type {resource.resource_type}")
+    except AuthorizationFailed as e:
+        return e.error_code, None  # Kafka's configsAuthorizationApiError has no message
     except KafkaApiError as e:
         return e.error_code, str(e)
     return ErrorCode.NONE, None

@@ -80,13 +80,15 @@ def handle_create_topics(
             continue
         if not request.validate_only:
             result.topic_id = topic.topic_id
-        result.num_partitions = len(topic.partitions)
-        result.replication_factor = len(topic.partitions[0].replicas) if topic.partitions else -1
         if not ctx.authorize(
             AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, t.name, log_denied=False
         ):
+            # neither its configs nor its partition and replica counts (Kafka 4's
+            # ReplicationControlManager; Kafka 3.9 leaves the topic id out too)
             result.topic_config_error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
             continue
+        result.num_partitions = len(topic.partitions)
+        result.replication_factor = len(topic.partitions[0].replicas) if topic.partitions else -1
         result.configs = [
             CreatableTopicConfigs(
                 name=e.name,

@@ -101,12 +101,14 @@ def _reads(ctx: RequestContext, request: Struct) -> list[list[FetchRead]]:
     return topics
 
 
-#: Errors Kafka answers before reading (the partition is unknown, or its records cannot be
-#: converted): an empty aborted-transactions list, where a failed read leaves it null.
+#: Errors Kafka answers before reading (the partition is unknown or not authorized, or its
+#: records cannot be converted): an empty aborted-transactions list, where a failed read leaves
+#: it null.
 _EMPTY_ABORTED_ERRORS = frozenset(
     {
         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
         ErrorCode.UNKNOWN_TOPIC_ID,
+        ErrorCode.TOPIC_AUTHORIZATION_FAILED,
         ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
     }
 )

@@ -48,8 +48,14 @@ def _response(result: JoinResult, version: int) -> JoinGroupResponse:
 
 @handler(ApiKey.JOIN_GROUP, "0-9", acl=(AclOperation.READ, ResourceType.GROUP))
 async def handle_join_group(ctx: RequestContext, request: JoinGroupRequest) -> JoinGroupResponse:
-    ctx.require(AclOperation.READ, ResourceType.GROUP, request.group_id)
     version = ctx.api_version
+    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        # Kafka's JoinGroupRequest.getErrorResponse: a null protocol name from v7
+        refused: JoinGroupResponse = join_group_error(
+            request, ErrorCode.GROUP_AUTHORIZATION_FAILED, None
+        )
+        refused.protocol_name = None if version >= 7 else ""
+        return refused
     instance_id = request.group_instance_id if version >= 5 else None
     rebalance_timeout = request.rebalance_timeout_ms if version >= 1 else -1
     if rebalance_timeout < 0:
@@ -80,6 +86,8 @@ async def handle_join_group(ctx: RequestContext, request: JoinGroupRequest) -> J
 def join_group_error(
     request: JoinGroupRequest, code: ErrorCode, message: str | None
 ) -> JoinGroupResponse:
+    """Kafka's JoinGroupRequest.getErrorResponse (which also leaves the member id unknown); the
+    protocol name is "", as versions below 7 need (7+ would take null, as Kafka answers)."""
     return JoinGroupResponse(
-        error_code=code, generation_id=-1, protocol_name="", leader="", member_id=request.member_id
+        error_code=code, generation_id=-1, protocol_name="", leader="", member_id=""
     )

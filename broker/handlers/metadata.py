@@ -91,9 +91,17 @@ def topic_response(
 
 
 def error_topic(
-    name: str | None, code: ErrorCode, topic_id: Any = ZERO_UUID
+    name: str | None,
+    code: ErrorCode,
+    topic_id: Any = ZERO_UUID,
+    authorized_operations: int | None = None,
 ) -> MetadataResponseTopic:
-    return MetadataResponseTopic(error_code=code, name=name, topic_id=topic_id, partitions=[])
+    """A topic answered with an error; one the principal may describe (unknown, or failed to
+    be created) carries its authorized operations when asked, as Kafka's do."""
+    topic = MetadataResponseTopic(error_code=code, name=name, topic_id=topic_id, partitions=[])
+    if authorized_operations is not None:
+        topic.topic_authorized_operations = authorized_operations
+    return topic
 
 
 def _auto_create(ctx: RequestContext, request: MetadataRequest) -> bool:
@@ -185,7 +193,13 @@ def _metadata(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse
                         topics.append(error_topic(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
                         continue
                     if not auto_create:
-                        topics.append(error_topic(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                        topics.append(
+                            error_topic(
+                                name,
+                                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                authorized_operations=ops(name),
+                            )
+                        )
                         continue
                     try:
                         topic = broker.admin.create_topic(name)
@@ -201,7 +215,7 @@ def _metadata(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse
                                 ErrorCode.REQUEST_TIMED_OUT,
                             ):
                                 code = ErrorCode.LEADER_NOT_AVAILABLE
-                            topics.append(error_topic(name, code))
+                            topics.append(error_topic(name, code, authorized_operations=ops(name)))
                             continue
                     view = broker.metadata.view
             topics.append(

@@ -510,16 +510,24 @@ def list_offsets(
 
 
 def metadata(
-    topics: list[str] | None, *, version: int = V_METADATA, auto: bool = False
+    topics: list[str] | None,
+    *,
+    version: int = V_METADATA,
+    auto: bool = False,
+    topic_operations: bool = False,
+    label: str = "",
+    project: Callable[[Any], Any] | None = None,
 ) -> Exchange:
     return Exchange(
         MetadataRequest(
             topics=None if topics is None else [MetadataRequestTopic(name=t) for t in topics],
             allow_auto_topic_creation=auto,
             include_cluster_authorized_operations=False,
-            include_topic_authorized_operations=False,
+            include_topic_authorized_operations=topic_operations,
         ),
         version,
+        label=label,
+        project=project,
     )
 
 
@@ -595,6 +603,22 @@ def offset_fetch(
             require_stable=require_stable,
         )
     return Exchange(request, version, label=label, until=until)
+
+
+def offset_delete(group: str, topic: str, *, label: str = "offset delete") -> Exchange:
+    """OffsetDelete of the topic's partition 0."""
+    return Exchange(
+        OffsetDeleteRequest(
+            group_id=group,
+            topics=[
+                OffsetDeleteRequestTopic(
+                    name=topic, partitions=[OffsetDeleteRequestPartition(partition_index=0)]
+                )
+            ],
+        ),
+        0,
+        label=label,
+    )
 
 
 def subscription(topic: str) -> bytes:
@@ -2065,20 +2089,6 @@ def edge_scenarios(prefix: str) -> list[Scenario]:
     # another, ListGroups by state (Kafka matches state names without regard to case)
     t, g = f"{p}-states", f"{p}-states-group"
 
-    def delete_offsets(topic: str, label: str) -> Exchange:
-        return Exchange(
-            OffsetDeleteRequest(
-                group_id=g,
-                topics=[
-                    OffsetDeleteRequestTopic(
-                        name=topic, partitions=[OffsetDeleteRequestPartition(partition_index=0)]
-                    )
-                ],
-            ),
-            0,
-            label=label,
-        )
-
     def list_by_state(states: list[str]) -> Exchange:
         return Exchange(
             ListGroupsRequest(states_filter=states, types_filter=[]),
@@ -2109,8 +2119,8 @@ def edge_scenarios(prefix: str) -> list[Scenario]:
             list_by_state(["CompletingRebalance"]),
             sync(g, t, key="a"),
             commit(g, t, 2, generation=generation_of("a"), member=member_of("a"), label="commit"),
-            delete_offsets(t, "delete offsets of the subscribed topic"),
-            delete_offsets(f"{t}-other", "delete offsets of another topic"),
+            offset_delete(g, t, label="delete offsets of the subscribed topic"),
+            offset_delete(g, f"{t}-other", label="delete offsets of another topic"),
             list_by_state(["Stable"]),
             list_by_state(["stable"]),
             list_by_state(["Bogus"]),

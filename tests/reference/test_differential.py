@@ -39,6 +39,7 @@ from tests.reference.corpus import (
     telemetry_scenarios,
     transaction_scenarios,
 )
+from tests.reference.corpus_acl import acl_scenarios
 from tests.support.differential import (
     Allowance,
     Connection,
@@ -203,6 +204,18 @@ ALLOWED = [
         "INVALID_REQUEST (docs/security.md). A missing feature.",
     ),
     Allowance(
+        "D28",
+        "acl/acl-refusals-and-filters",
+        r"^#\d+ (resource type ANY|pattern MATCH|pattern ANY|operation ANY|permission ANY|"
+        r"unknown resource type|unknown operation|delete by an unknown resource type) v3 ",
+        "ACL bindings and filters with ANY or UNKNOWN where a value is needed: Kafka's request "
+        "conversion throws IllegalArgumentException, so a binding is answered "
+        "UNKNOWN_SERVER_ERROR without a message and a DescribeAcls or DeleteAcls filter closes "
+        "the connection; Odradek answers INVALID_REQUEST with the reason, as Kafka's controller "
+        "does for the same checks (AclControlManager.validateNewAcl). Kafka's admin clients "
+        "refuse such bindings before sending them.",
+    ),
+    Allowance(
         "D24",
         "edge/txn-init-aborts-the-open-transaction",
         r"describe_transactions v0 \.transaction_states\[0\]\.transaction_start_time_ms",
@@ -309,6 +322,97 @@ def corpus_outcomes(
     return outcomes, advertised
 
 
+#: The authorization corpus's brokers: an ACL authorizer (Kafka 3.9: its AclAuthorizer, ACLs in
+#: ZooKeeper; Kafka 4.x: its StandardAuthorizer, ACLs in the metadata log; Odradek: its own,
+#: under either class name), open where a resource has no ACL, and no super user, so the
+#: corpus's principal (ANONYMOUS) is judged by the ACLs.
+AUTHORIZING = {"allow.everyone.if.no.acl.found": "true"}
+ZK_AUTHORIZER = {"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer"}
+KRAFT_AUTHORIZER = {
+    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+}
+
+
+@pytest.fixture(scope="module")
+def acl_outcomes(
+    reference_zookeeper: ZooKeeperServer, tmp_path_factory: pytest.TempPathFactory
+) -> list[Outcome]:
+    """The authorization corpus (tests/reference/corpus_acl.py) against a Kafka 3.9 (ZooKeeper
+    mode), a Kafka 4.x (KRaft) and an Odradek of their own, all authorizing (the shared brokers
+    run without an authorizer). A scenario runs against 3.9 unless it prefers 4.x."""
+    from tests.support.kafka_reference import kraft_version, zk_version
+    from tests.support.reference_fixtures import SHARED_BROKER_SETTINGS
+
+    prefix = f"acl-{uuid.uuid4().hex[:6]}"
+    scenarios = acl_scenarios(prefix)
+    if ONLY:
+        scenarios = [s for s in scenarios if any(fnmatch.fnmatch(s.name, p.strip()) for p in ONLY)]
+        if not scenarios:
+            return []
+    home = tmp_path_factory.mktemp("acl-corpus")
+    kafka3 = KafkaBroker(
+        home / "kafka3",
+        zk_version(),
+        zookeeper_connect=reference_zookeeper.chroot_connect(f"kafka-{prefix}"),
+        overrides={**SHARED_BROKER_SETTINGS, **AUTHORIZING, **ZK_AUTHORIZER},
+    )
+    kafka4 = KafkaBroker(
+        home / "kafka4",
+        kraft_version(),
+        overrides={**SHARED_BROKER_SETTINGS, **AUTHORIZING, **KRAFT_AUTHORIZER},
+    )
+    odradek = BrokerProcess(
+        home / "odradek" / "data",
+        {
+            "broker.id": "0",
+            "zookeeper.connect": reference_zookeeper.chroot_connect(f"odradek-{prefix}"),
+            **SHARED_BROKER_SETTINGS,
+            **AUTHORIZING,
+            **ZK_AUTHORIZER,
+        },
+        log_path=home / "odradek.log",
+    )
+    with kafka3, kafka4, odradek:
+        for broker in (kafka3, kafka4, odradek):
+            warm_up(broker.bootstrap)
+        references = {"3": Connection(kafka3.bootstrap), "4": Connection(kafka4.bootstrap)}
+        odradek_conn = Connection(odradek.bootstrap)
+        try:
+            outcomes = []
+            for scenario in scenarios:
+                scenario.reference = scenario.prefer or "3"
+                differences = run_scenario(scenario, references[scenario.reference], odradek_conn)
+                outcomes.append(judge(scenario, differences, ALLOWED))
+            return outcomes
+        finally:
+            for conn in (*references.values(), odradek_conn):
+                conn.close()
+
+
+def _report(outcomes: list[Outcome]) -> tuple[str, str, list[Outcome]]:
+    """The summary line, the report of what differs unexplained, and the scenarios that do."""
+    identical = sum(1 for o in outcomes if o.identical)
+    allowed = sum(1 for o in outcomes if o.differences and not o.unexplained)
+    lines = [f"{len(outcomes)} scenarios, {identical} identical, {allowed} allowed differences"]
+    failing = [o for o in outcomes if o.unexplained]
+    for o in failing:
+        lines.append(f"{o.scenario.name} (against Kafka {o.scenario.reference}.x):")
+        lines.extend(f"    {d}" for d in o.unexplained[:20])
+        if len(o.unexplained) > 20:
+            lines.append(f"    ... {len(o.unexplained) - 20} more")
+    return lines[0], "\n".join(lines), failing
+
+
+def test_odradek_authorizes_like_kafka(
+    acl_outcomes: list[Outcome], request: pytest.FixtureRequest
+) -> None:
+    if not acl_outcomes:
+        pytest.skip("ODRADEK_DIFF_SCENARIOS names no authorization scenario")
+    summary, report, failing = _report(acl_outcomes)
+    add_summary_line(request.config, f"authorization corpus: {summary}")
+    assert not failing, f"{len(failing)} scenarios differ from Kafka:\n{report}"
+
+
 def test_corpus_covers_every_advertised_version(
     corpus_outcomes: tuple[list[Outcome], dict[int, tuple[int, int]]],
 ) -> None:
@@ -333,27 +437,19 @@ def test_odradek_answers_like_kafka(
     request: pytest.FixtureRequest,
 ) -> None:
     outcomes, _ = corpus_outcomes
-    identical = sum(1 for o in outcomes if o.identical)
-    allowed = sum(1 for o in outcomes if o.differences and not o.unexplained)
-    lines = [f"{len(outcomes)} scenarios, {identical} identical, {allowed} allowed differences"]
-    failing = [o for o in outcomes if o.unexplained]
-    for o in failing:
-        lines.append(f"{o.scenario.name} (against Kafka {o.scenario.reference}.x):")
-        lines.extend(f"    {d}" for d in o.unexplained[:20])
-        if len(o.unexplained) > 20:
-            lines.append(f"    ... {len(o.unexplained) - 20} more")
-    report = "\n".join(lines)
-    add_summary_line(request.config, f"differential corpus: {lines[0]}")
+    summary, report, failing = _report(outcomes)
+    add_summary_line(request.config, f"differential corpus: {summary}")
     assert not failing, f"{len(failing)} scenarios differ from Kafka:\n{report}"
 
 
 def test_every_allowance_is_used(
     corpus_outcomes: tuple[list[Outcome], dict[int, tuple[int, int]]],
+    acl_outcomes: list[Outcome],
 ) -> None:
     if ONLY:
         pytest.skip("ODRADEK_DIFF_SCENARIOS runs part of the corpus")
     outcomes, _ = corpus_outcomes
-    used = set().union(*(o.allowances for o in outcomes))
+    used = set().union(*(o.allowances for o in [*outcomes, *acl_outcomes]))
     stale = [a.ident for a in ALLOWED if a.ident not in used]
     assert not stale, f"allowed differences that no longer occur (remove them): {stale}"
 
