@@ -160,6 +160,7 @@ from protocol.messages.write_txn_markers import (
     WriteTxnMarkersRequest,
 )
 from protocol.records.legacy import build_message_set
+from protocol.records.memory import iter_any_batches
 from protocol.records.record import Record, RecordBatchBuilder, SimpleRecord, build_batch
 from protocol.schema import Message
 from tests.support.differential import Context, Exchange, RawRequest, Scenario
@@ -619,6 +620,67 @@ def offset_delete(group: str, topic: str, *, label: str = "offset delete") -> Ex
         0,
         label=label,
     )
+
+
+def keyed_batch(
+    pairs: list[tuple[bytes, bytes | None]],
+    start: int,
+    *,
+    producer: str | None = None,
+    sequence: int = -1,
+    transactional: bool = False,
+) -> Callable[[Context], bytes]:
+    """A batch of (key, value) records (a None value: a tombstone); an idempotent or
+    transactional producer's when ``producer`` names the context value holding its id."""
+
+    def build(ctx: Context) -> bytes:
+        pid, epoch = ctx.values.get(producer, (-1, -1)) if producer else (-1, -1)
+        return build_batch(
+            [
+                SimpleRecord(value=v, key=k, timestamp=T0 + start + i)
+                for i, (k, v) in enumerate(pairs)
+            ],
+            producer_id=pid,
+            producer_epoch=epoch,
+            base_sequence=sequence,
+            transactional=transactional,
+        )
+
+    return build
+
+
+def compacted_topic(name: str) -> Exchange:
+    """A compacted topic whose segments roll at 1 KiB, and that the cleaner cleans as soon as
+    a segment is rolled (Kafka's cleaner looks every 15 s)."""
+    return setup_topic(
+        name,
+        **{
+            "cleanup.policy": "compact",
+            "segment.bytes": "1024",
+            "min.cleanable.dirty.ratio": "0.01",
+        },
+    )
+
+
+def compaction_checks(topic: str, offset: int, *, retained: list[int]) -> list[Exchange]:
+    """A batch too big for the segment rolls the log at ``offset``; then the cleaned segment is
+    fetched, asked again until its records' offsets are ``retained`` (the cleaner has run), and
+    the active segment and the log's bounds are checked."""
+
+    def cleaned(response: Any) -> bool:
+        data = response.responses[0].partitions[0].records
+        found = [r.offset for b in iter_any_batches(bytes(data or b"")) for r in b.records]
+        return found == retained
+
+    compacted = fetch(topic, label="cleaned")
+    compacted.until, compacted.until_timeout = cleaned, 90.0
+    return [
+        produce(topic, keyed_batch([(b"k9", b"z" * 900)], offset), label="roll"),
+        compacted,
+        fetch(topic, offset=offset, label="the active segment"),
+        list_offsets(topic, [-2], version=7, label="earliest"),
+        list_offsets(topic, [-1], version=7, label="latest"),
+    ]
 
 
 def subscription(topic: str) -> bytes:
@@ -1891,6 +1953,31 @@ def edge_scenarios(prefix: str) -> list[Scenario]:
         ("leader.replication.throttled.replicas", "*"),
     ]
 
+    # Compaction (Kafka's LogCleaner): one segment of single-record batches and a batch of two,
+    # then a batch too big for it rolls the log, so the first segment is cleanable. Once
+    # cleaned it keeps each key's last record (a tombstone too, for delete.retention.ms), and
+    # the batch of two keeps its one survivor; a key the active segment has again keeps its
+    # record in the cleaned segment (the active segment is not read for the offset map).
+    t = f"{p}-compacted"
+    layout: list[list[tuple[bytes, bytes | None]]] = [
+        [(b"k0", b"a")],
+        [(b"k1", b"a")],
+        [(b"k2", b"a")],
+        [(b"k0", b"b")],
+        [(b"k1", None)],
+        [(b"k2", b"c")],
+        [(b"k9", b"z")],
+        [(b"k3", b"x"), (b"k4", b"x")],
+        [(b"k3", b"y")],
+    ]
+    steps = [compacted_topic(t)]
+    offset = 0
+    for batch in layout:
+        steps.append(produce(t, keyed_batch(batch, offset)))
+        offset += len(batch)
+    steps += compaction_checks(t, offset, retained=[3, 4, 5, 6, 8, 9])
+    add("compaction", steps)
+
     def outcome(answer: Any) -> Any:
         return [(x["error_code"], x["error_message"]) for x in answer["topics"]]
 
@@ -2602,6 +2689,42 @@ def transaction_scenarios(prefix: str) -> list[Scenario]:
     out.extend(transaction_edge_scenarios(p))
     out.extend(transaction_listing_scenarios(p))
     out.extend(deleted_topic_scenarios(p))
+
+    # Compaction of a producer's batches (Kafka's LogCleaner): an idempotent producer's last
+    # batch stays, emptied, when its record is superseded (its sequence must survive); an
+    # aborted transaction's records go, its marker stays (for delete.retention.ms), and so do a
+    # committed one's records and marker
+    t, txn = f"{p}-compacted-txn", f"{p}-compacted-txn-txn"
+    out.append(
+        Scenario(
+            "edge/compaction-of-producers-and-transactions",
+            [
+                compacted_topic(t),
+                init_producer_id(),
+                produce(t, keyed_batch([(b"k0", b"a")], 0, producer="pid", sequence=0)),
+                produce(t, keyed_batch([(b"k0", b"b")], 1)),
+                find_txn_coordinator(txn),
+                init_txn_producer(txn),
+                add_partitions(txn, t, [0]),
+                produce(
+                    t,
+                    keyed_batch([(b"k1", b"t")], 2, producer="txn", sequence=0, transactional=True),
+                    transactional_id=txn,
+                ),
+                end_txn(txn, committed=False),
+                describe_txn(txn),
+                add_partitions(txn, t, [0], label="the second transaction"),
+                produce(
+                    t,
+                    keyed_batch([(b"k2", b"t")], 4, producer="txn", sequence=1, transactional=True),
+                    transactional_id=txn,
+                ),
+                end_txn(txn),
+                describe_txn(txn),
+                *compaction_checks(t, 6, retained=[1, 3, 4, 5]),
+            ],
+        )
+    )
 
     t = f"{p}-producers"
     out.append(
