@@ -311,18 +311,20 @@ class Dispatcher:
                 f"unsupported request {name} v{header.api_version} from client {header.client_id!r}"
             )
         if not session.authenticated:
+            # Kafka's SaslServerAuthenticator: before the handshake only ApiVersions and
+            # SaslHandshake are read (anything else closes the connection unanswered); after
+            # it, anything but SaslAuthenticate is answered with its error response
+            # (ILLEGAL_SASL_STATE), then the connection closes
+            authenticating = exchange is not None and exchange.state is SaslState.AUTHENTICATE
+            if authenticating and header.api_key != ApiKey.SASL_AUTHENTICATE:
+                return self._refuse_during_authentication(conn, handler, header, frame, pos)
             if not handler.before_authentication:
                 raise CloseConnection(
                     f"{handler.api_key.name} before authentication from client {header.client_id!r}"
                 )
-            if (
-                exchange is not None
-                and exchange.state is SaslState.AUTHENTICATE
-                and header.api_key != ApiKey.SASL_AUTHENTICATE
-            ):
+            if header.api_key == ApiKey.SASL_AUTHENTICATE and not authenticating:
                 raise CloseConnection(
-                    f"unexpected Kafka request of type {handler.api_key.name} during SASL "
-                    "authentication"
+                    f"SASL_AUTHENTICATE before a SaslHandshake from client {header.client_id!r}"
                 )
         elif (
             session.reauth_deadline_ns
@@ -500,6 +502,31 @@ class Dispatcher:
                 result.throttle_time_ms = max(ms, result.throttle_time_ms or 0)
             if ctx.conn is not None:
                 ctx.conn.mute(ms)
+
+    def _refuse_during_authentication(
+        self, conn: Connection, handler: Handler, header: Any, frame: memoryview, pos: int
+    ) -> Response:
+        """A request other than SaslAuthenticate after the SASL handshake: answered with the
+        API's error response (ILLEGAL_SASL_STATE), then the connection closes."""
+        reason = (
+            f"Unexpected Kafka request of type {handler.api_key.name} during SASL authentication."
+        )
+        if handler.error_response is None:
+            raise CloseConnection(reason)
+        try:
+            body, _ = handler.schema.request_decoder(header.api_version)(frame, pos)
+            answer = handler.error_response(body, ErrorCode.ILLEGAL_SASL_STATE, reason)
+            encoded = encode_response(
+                handler.schema, header.api_version, header.correlation_id, answer
+            )
+        except Exception:  # noqa: BLE001 - an undecodable request or answer: closed at once
+            raise CloseConnection(reason) from None
+        security = self.services.security
+        if security is not None:
+            fail_authentication(conn, conn.session.authenticator, security.audit, reason)
+        else:
+            conn.close_after_responses(reason)
+        return encoded
 
     def _frame(self, handler: Handler, ctx: RequestContext, body: Any, result: Any) -> Response:
         """The response frame. A response that cannot be encoded (a bug) is answered with the

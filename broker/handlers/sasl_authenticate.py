@@ -3,8 +3,10 @@
 A failed exchange is answered SASL_AUTHENTICATION_FAILED with a message that says the
 authentication failed and with which mechanism (never whether the user exists), then the
 connection closes. On success, v1+ tells the client the session lifetime
-(``connections.max.reauth.ms``, KIP-368; 0: unlimited). Without a handshake first, the answer is
-ILLEGAL_SASL_STATE.
+(``connections.max.reauth.ms``, KIP-368; 0: unlimited). Without a handshake first, a SASL
+listener's connection closes unanswered (the dispatcher, as Kafka's SaslServerAuthenticator);
+an authenticated connection, or one that needs no authentication, is answered
+ILLEGAL_SASL_STATE (Kafka's KafkaApis).
 """
 
 from __future__ import annotations

@@ -30,9 +30,8 @@ def handle_sasl_handshake(
     auth = session.authenticator
     if session.authenticated:
         if not session.reauth_deadline_ns or session.sasl_mechanism is None:
-            return SaslHandshakeResponse(
-                error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=sasl.enabled
-            )
+            # Kafka's KafkaApis.handleSaslHandshakeRequest: no mechanisms
+            return SaslHandshakeResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=[])
         auth = SaslServerAuthenticator(sasl, reauth_of=(session.sasl_mechanism, session.principal))
     elif auth is None:
         auth = SaslServerAuthenticator(sasl)

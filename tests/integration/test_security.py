@@ -336,10 +336,15 @@ def test_sasl_failures_are_answered_then_closed(secure, bystander):
     early = sock.getsockname()[1]
     sock.sendall(encode_request(MetadataRequest(topics=None), 12, 1))
     assert is_closed(sock)
-    # after SaslHandshake only SaslAuthenticate
+    # after SaslHandshake only SaslAuthenticate: anything else is answered ILLEGAL_SASL_STATE,
+    # then the connection closes (Kafka's SaslServerAuthenticator)
     sock = sasl_connect(secure, "PLAIN")
     during = sock.getsockname()[1]
-    sock.sendall(encode_request(api_versions(), 3, 2))
+    assert call(sock, api_versions(), 3, 2).error_code == ErrorCode.ILLEGAL_SASL_STATE
+    assert is_closed(sock)
+    # SaslAuthenticate with no handshake: closed unanswered
+    sock = connect(secure.address("SASL_PLAINTEXT"))
+    sock.sendall(encode_request(SaslAuthenticateRequest(auth_bytes=plain("alice", "x")), 2, 1))
     assert is_closed(sock)
     secure.wait_for_log(f"from 127.0.0.1:{during} on listener SASL_PLAINTEXT")
     log = secure.log()
@@ -352,12 +357,12 @@ def test_sasl_failures_are_answered_then_closed(secure, bystander):
     )
     assert (
         f"authentication failed: user (unknown) from 127.0.0.1:{during} on listener "
-        "SASL_PLAINTEXT (SASL PLAIN): unexpected Kafka request of type API_VERSIONS during SASL "
+        "SASL_PLAINTEXT (SASL PLAIN): Unexpected Kafka request of type API_VERSIONS during SASL "
         "authentication" in log
     )
     assert "alice-secret" not in log and "wrong" not in log.replace("wrong password", "")
-    # every refusal above is counted: 2 PLAIN, 2 x 2 SCRAM, GSSAPI, the two out of turn
-    assert failures(secure, "SASL_PLAINTEXT") - failed_before == 9
+    # every refusal above is counted: 2 PLAIN, 2 x 2 SCRAM, GSSAPI, the three out of turn
+    assert failures(secure, "SASL_PLAINTEXT") - failed_before == 10
 
 
 def test_real_clients_see_the_authentication_error(secure, tls, bystander, caplog):

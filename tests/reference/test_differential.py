@@ -27,6 +27,15 @@ import pytest
 
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
+from protocol.messages.alter_user_scram_credentials import (
+    AlterUserScramCredentialsRequest,
+    ScramCredentialUpsertion,
+)
+from protocol.messages.describe_user_scram_credentials import (
+    DescribeUserScramCredentialsRequest,
+    ScramUserName,
+)
+from protocol.scram import salted_password
 from tests.integration.broker_process import BrokerProcess
 from tests.reference.corpus import (
     api_scenarios,
@@ -40,6 +49,16 @@ from tests.reference.corpus import (
     transaction_scenarios,
 )
 from tests.reference.corpus_acl import acl_scenarios
+from tests.reference.corpus_sasl import (
+    MECHANISMS as SASL_MECHANISMS,
+)
+from tests.reference.corpus_sasl import (
+    PLAIN_USERS,
+    SASL_LISTENER,
+    SCRAM_PASSWORD,
+    SCRAM_USER,
+    sasl_scenarios,
+)
 from tests.support.differential import (
     Allowance,
     Connection,
@@ -53,6 +72,7 @@ from tests.support.differential import (
 )
 from tests.support.kafka_reference import KafkaBroker
 from tests.support.reference_summary import add_summary_line
+from tests.support.waiting import wait_for
 from tests.support.zookeeper import ZooKeeperServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -334,28 +354,45 @@ KRAFT_AUTHORIZER = {
 
 
 @pytest.fixture(scope="module")
-def acl_outcomes(
+def secured_outcomes(
     reference_zookeeper: ZooKeeperServer, tmp_path_factory: pytest.TempPathFactory
 ) -> list[Outcome]:
-    """The authorization corpus (tests/reference/corpus_acl.py) against a Kafka 3.9 (ZooKeeper
-    mode), a Kafka 4.x (KRaft) and an Odradek of their own, all authorizing (the shared brokers
-    run without an authorizer). A scenario runs against 3.9 unless it prefers 4.x."""
+    """The SASL and authorization corpora (tests/reference/corpus_sasl.py, corpus_acl.py)
+    against a Kafka 3.9 (ZooKeeper mode), a Kafka 4.x (KRaft) and an Odradek of their own, all
+    authorizing, the 3.9 and Odradek with a SASL_PLAINTEXT listener too (the shared brokers run
+    without either). A scenario runs against 3.9 unless it prefers 4.x; the SASL scenarios come
+    first, as the last authorization scenario closes the cluster."""
     from tests.support.kafka_reference import kraft_version, zk_version
+    from tests.support.ports import free_port
     from tests.support.reference_fixtures import SHARED_BROKER_SETTINGS
+    from tests.support.secure_broker import plain_jaas
 
-    prefix = f"acl-{uuid.uuid4().hex[:6]}"
-    scenarios = acl_scenarios(prefix)
+    prefix = f"sec-{uuid.uuid4().hex[:6]}"
+    scenarios = sasl_scenarios(prefix) + acl_scenarios(prefix)
     if ONLY:
         scenarios = [s for s in scenarios if any(fnmatch.fnmatch(s.name, p.strip()) for p in ONLY)]
         if not scenarios:
             return []
-    home = tmp_path_factory.mktemp("acl-corpus")
+    sasl = {
+        "inter.broker.listener.name": "PLAINTEXT",
+        "sasl.enabled.mechanisms": SASL_MECHANISMS,
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": plain_jaas(PLAIN_USERS),
+        "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": (
+            "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+        ),
+    }
+    home = tmp_path_factory.mktemp("secured-corpus")
     kafka3 = KafkaBroker(
         home / "kafka3",
         zk_version(),
         zookeeper_connect=reference_zookeeper.chroot_connect(f"kafka-{prefix}"),
-        overrides={**SHARED_BROKER_SETTINGS, **AUTHORIZING, **ZK_AUTHORIZER},
+        overrides={**SHARED_BROKER_SETTINGS, **AUTHORIZING, **ZK_AUTHORIZER, **sasl},
     )
+    kafka3_sasl = f"127.0.0.1:{free_port()}"
+    kafka3.overrides = {
+        **(kafka3.overrides or {}),
+        "listeners": f"PLAINTEXT://{kafka3.bootstrap},SASL_PLAINTEXT://{kafka3_sasl}",
+    }
     kafka4 = KafkaBroker(
         home / "kafka4",
         kraft_version(),
@@ -366,27 +403,76 @@ def acl_outcomes(
         {
             "broker.id": "0",
             "zookeeper.connect": reference_zookeeper.chroot_connect(f"odradek-{prefix}"),
+            "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
             **SHARED_BROKER_SETTINGS,
             **AUTHORIZING,
             **ZK_AUTHORIZER,
+            **sasl,
         },
         log_path=home / "odradek.log",
     )
     with kafka3, kafka4, odradek:
-        for broker in (kafka3, kafka4, odradek):
-            warm_up(broker.bootstrap)
-        references = {"3": Connection(kafka3.bootstrap), "4": Connection(kafka4.bootstrap)}
-        odradek_conn = Connection(odradek.bootstrap)
+        for bootstrap in (kafka3.bootstrap, kafka4.bootstrap, odradek.bootstrap):
+            warm_up(bootstrap)
+            _create_scram_credential(bootstrap)
+        addresses = {
+            ("3", "PLAINTEXT"): kafka3.bootstrap,
+            ("3", SASL_LISTENER): kafka3_sasl,
+            ("4", "PLAINTEXT"): kafka4.bootstrap,
+            ("odradek", "PLAINTEXT"): odradek.bootstrap,
+            ("odradek", SASL_LISTENER): odradek.address(SASL_LISTENER),
+        }
+        connections = {key: Connection(address) for key, address in addresses.items()}
         try:
             outcomes = []
             for scenario in scenarios:
                 scenario.reference = scenario.prefer or "3"
-                differences = run_scenario(scenario, references[scenario.reference], odradek_conn)
+                differences = run_scenario(
+                    scenario,
+                    connections[scenario.reference, scenario.listener],
+                    connections["odradek", scenario.listener],
+                )
                 outcomes.append(judge(scenario, differences, ALLOWED))
             return outcomes
         finally:
-            for conn in (*references.values(), odradek_conn):
+            for conn in connections.values():
                 conn.close()
+
+
+def _create_scram_credential(bootstrap: str) -> None:
+    """The SASL corpus's SCRAM-SHA-256 user (AlterUserScramCredentials, KIP-554), waited for
+    until the broker describes it."""
+    salt = os.urandom(16)
+    iterations = 4096
+    salted = salted_password("SCRAM-SHA-256", SCRAM_PASSWORD, salt, iterations)
+    conn = Connection(bootstrap)
+    try:
+        (result,) = conn.call(
+            AlterUserScramCredentialsRequest(
+                deletions=[],
+                upsertions=[
+                    ScramCredentialUpsertion(
+                        name=SCRAM_USER,
+                        mechanism=1,
+                        iterations=iterations,
+                        salt=salt,
+                        salted_password=salted,
+                    )
+                ],
+            ),
+            0,
+        ).results
+        assert result.error_code == 0, result
+
+        def described() -> bool:
+            answer = conn.call(
+                DescribeUserScramCredentialsRequest(users=[ScramUserName(name=SCRAM_USER)]), 0
+            )
+            return bool(answer.results and answer.results[0].credential_infos)
+
+        wait_for(described, timeout=30, what="the SCRAM credential")
+    finally:
+        conn.close()
 
 
 def _report(outcomes: list[Outcome]) -> tuple[str, str, list[Outcome]]:
@@ -404,12 +490,25 @@ def _report(outcomes: list[Outcome]) -> tuple[str, str, list[Outcome]]:
 
 
 def test_odradek_authorizes_like_kafka(
-    acl_outcomes: list[Outcome], request: pytest.FixtureRequest
+    secured_outcomes: list[Outcome], request: pytest.FixtureRequest
 ) -> None:
-    if not acl_outcomes:
-        pytest.skip("ODRADEK_DIFF_SCENARIOS names no authorization scenario")
-    summary, report, failing = _report(acl_outcomes)
-    add_summary_line(request.config, f"authorization corpus: {summary}")
+    _check_corpus(secured_outcomes, "acl/", "authorization corpus", request)
+
+
+def test_odradek_authenticates_like_kafka(
+    secured_outcomes: list[Outcome], request: pytest.FixtureRequest
+) -> None:
+    _check_corpus(secured_outcomes, "sasl/", "SASL corpus", request)
+
+
+def _check_corpus(
+    outcomes: list[Outcome], kind: str, name: str, request: pytest.FixtureRequest
+) -> None:
+    mine = [o for o in outcomes if o.scenario.name.startswith(kind)]
+    if not mine:
+        pytest.skip(f"ODRADEK_DIFF_SCENARIOS names no scenario of the {name}")
+    summary, report, failing = _report(mine)
+    add_summary_line(request.config, f"{name}: {summary}")
     assert not failing, f"{len(failing)} scenarios differ from Kafka:\n{report}"
 
 
@@ -444,12 +543,12 @@ def test_odradek_answers_like_kafka(
 
 def test_every_allowance_is_used(
     corpus_outcomes: tuple[list[Outcome], dict[int, tuple[int, int]]],
-    acl_outcomes: list[Outcome],
+    secured_outcomes: list[Outcome],
 ) -> None:
     if ONLY:
         pytest.skip("ODRADEK_DIFF_SCENARIOS runs part of the corpus")
     outcomes, _ = corpus_outcomes
-    used = set().union(*(o.allowances for o in [*outcomes, *acl_outcomes]))
+    used = set().union(*(o.allowances for o in [*outcomes, *secured_outcomes]))
     stale = [a.ident for a in ALLOWED if a.ident not in used]
     assert not stale, f"allowed differences that no longer occur (remove them): {stale}"
 

@@ -90,6 +90,8 @@ class Exchange:
     #: seconds to wait for the answer before taking the broker as silent (CLOSED): for a
     #: request the reference swallows without closing the connection
     answer_within: float = 60.0
+    #: sent on a new connection (a SASL listener's connection starts unauthenticated)
+    fresh: bool = False
 
     def build(self, ctx: Context) -> Message | RawRequest:
         if isinstance(self.request, Message | RawRequest):
@@ -115,6 +117,8 @@ class Scenario:
     #: the reference does not check (Kafka 4.x serves KIP-714's client telemetry APIs with no
     #: telemetry receiver configured, and advertises them only with one)
     unadvertised: frozenset[int] = frozenset()
+    #: the listener the scenario speaks to (the security corpora's brokers have several)
+    listener: str = "PLAINTEXT"
 
 
 class Connection:
@@ -365,6 +369,8 @@ def run_scenario(scenario: Scenario, kafka: Connection, odradek: Connection) -> 
         for target, conn in (("kafka", kafka), ("odradek", odradek)):
             ctx = contexts[target]
             request = exchange.build(ctx)
+            if exchange.fresh:
+                conn.close()
             response = conn.call(request, exchange.version, timeout=exchange.answer_within)
             deadline = time.monotonic() + exchange.until_timeout
             while (

@@ -1,0 +1,186 @@
+"""The SASL corpus: authentication on a SASL_PLAINTEXT listener, exchange by exchange, as a
+client's SASL layer speaks it (KIP-43's SaslHandshake v1 then SaslAuthenticate, KIP-152).
+
+Both brokers enable PLAIN (JAAS users) and SCRAM-SHA-256 (a credential the test creates for
+``carol`` before the corpus runs). The scenarios cover a mechanism the broker does not enable,
+wrong and malformed PLAIN tokens, requests out of order (before the handshake, a second
+handshake, SaslAuthenticate with no handshake), a whole SCRAM exchange with the right and a wrong
+password and for a user with no credential, and what an authenticated connection may do next.
+A refused authentication closes the connection in Kafka: the next exchange shows it (the
+harness then opens a new one). SCRAM's server messages carry the server's random nonce and the
+credential's salt: they are compared for their attribute names only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.messages.api_versions import ApiVersionsRequest
+from protocol.messages.sasl_authenticate import SaslAuthenticateRequest
+from protocol.messages.sasl_handshake import SaslHandshakeRequest
+from protocol.scram import ScramClient
+from tests.reference.corpus import metadata
+from tests.support.differential import Context, Exchange, Scenario
+
+SASL_LISTENER = "SASL_PLAINTEXT"
+MECHANISMS = "PLAIN,SCRAM-SHA-256"
+PLAIN_USERS = {"admin": "admin-secret", "alice": "alice-secret"}
+#: the SCRAM-SHA-256 credential the test creates on both brokers
+SCRAM_USER, SCRAM_PASSWORD = "carol", "carol-secret"
+
+
+def handshake(mechanism: str, *, version: int = 1, label: str = "") -> Exchange:
+    return Exchange(
+        SaslHandshakeRequest(mechanism=mechanism), version, label=label or f"handshake {mechanism}"
+    )
+
+
+def authenticate(token: bytes, *, version: int = 2, label: str = "") -> Exchange:
+    return Exchange(SaslAuthenticateRequest(auth_bytes=token), version, label=label)
+
+
+def plain(user: str, password: str) -> bytes:
+    return b"\x00" + user.encode() + b"\x00" + password.encode()
+
+
+# --- SCRAM-SHA-256, the client's side (RFC 5802) ------------------------------------------------
+
+
+def scram_first(user: str, password: str, *, label: str = "client-first") -> Exchange:
+    """The client-first message of a new exchange (its client kept for the final one)."""
+
+    def build(ctx: Context) -> SaslAuthenticateRequest:
+        client = ScramClient("SCRAM-SHA-256", user, password)
+        ctx.values["scram"] = client
+        return SaslAuthenticateRequest(auth_bytes=client.first())
+
+    def capture(ctx: Context, response: Any) -> None:
+        ctx.values["server-first"] = bytes(response.auth_bytes or b"")
+
+    return Exchange(build, 2, capture, label=label, project=_attributes)
+
+
+def scram_final(*, label: str = "client-final") -> Exchange:
+    """The client-final message for the server-first message the previous exchange captured."""
+
+    def build(ctx: Context) -> SaslAuthenticateRequest:
+        client = ctx.values.get("scram")
+        server_first = ctx.values.get("server-first", b"")
+        if not isinstance(client, ScramClient) or not isinstance(server_first, bytes):
+            return SaslAuthenticateRequest(auth_bytes=b"c=biws,r=,p=")
+        return SaslAuthenticateRequest(auth_bytes=client.final(server_first))
+
+    return Exchange(build, 2, label=label, project=_attributes)
+
+
+def _attributes(answer: Any) -> Any:
+    """A SCRAM server message reduced to its attribute names (r=, s=, i=, v=, e=...): its values
+    are random or derived from a random salt. An error message is compared as it is."""
+    token = answer.get("auth_bytes")
+    if isinstance(token, bytes | bytearray) and token:
+        text = bytes(token).decode(errors="replace")
+        answer = {**answer, "auth_bytes": [part.split("=", 1)[0] for part in text.split(",")]}
+    return answer
+
+
+# --- scenarios ------------------------------------------------------------------------------------
+
+
+def sasl_scenarios(prefix: str) -> list[Scenario]:
+    """Each scenario starts on a new connection; ``then`` marks an exchange sent on a new one
+    (after a refusal, which closes the connection: the exchange before it shows that)."""
+    out: list[Scenario] = []
+
+    def add(name: str, exchanges: list[Exchange]) -> None:
+        exchanges[0].fresh = True
+        out.append(Scenario(f"sasl/{name}", exchanges, listener=SASL_LISTENER))
+
+    def then(exchange: Exchange) -> Exchange:
+        exchange.fresh = True
+        return exchange
+
+    def api_versions(label: str = "api versions") -> Exchange:
+        return Exchange(
+            ApiVersionsRequest(client_software_name="odradek-diff", client_software_version="1.0"),
+            3,
+            label=label,
+            project=lambda a: {k: v for k, v in a.items() if k == "error_code"},
+        )
+
+    def is_open() -> Exchange:
+        return api_versions("is the connection open")
+
+    unknown = [f"{prefix}-unknown"]
+    add(
+        "mechanisms",
+        [
+            handshake("GSSAPI", label="a mechanism not enabled"),
+            is_open(),
+            then(handshake("GSSAPI", version=0, label="v0, a mechanism not enabled")),
+            is_open(),
+            then(handshake("plain", label="a mechanism's name in lower case")),
+            is_open(),
+        ],
+    )
+    refusals = {
+        "a wrong password": plain("alice", "wrong"),
+        "an unknown user": plain("nobody", "secret"),
+        "a token without NULs": b"alice-secret",
+        "an empty token": b"",
+        "an authorization id of another user": b"admin\x00alice\x00alice-secret",
+    }
+    steps = [api_versions()]
+    for label, token in refusals.items():
+        steps += [then(handshake("PLAIN")), authenticate(token, label=label), is_open()]
+    add("plain-refusals", steps)
+    for v in (0, 1, 2):
+        add(
+            f"plain-v{v}",
+            [
+                handshake("PLAIN"),
+                authenticate(plain("alice", "alice-secret"), version=v),
+                metadata(unknown, label="authenticated"),
+                handshake("PLAIN", label="a handshake once authenticated"),
+                authenticate(plain("alice", "alice-secret"), label="authenticated again"),
+                is_open(),
+            ],
+        )
+    add(
+        "out-of-order",
+        [
+            metadata(unknown, label="before the handshake"),
+            then(authenticate(plain("alice", "alice-secret"), label="with no handshake")),
+            then(handshake("PLAIN")),
+            handshake("PLAIN", label="a second handshake"),
+            then(handshake("PLAIN")),
+            metadata(unknown, label="between the handshake and the token"),
+            then(api_versions("api versions first")),
+            handshake("PLAIN"),
+            api_versions("api versions between the handshake and the token"),
+        ],
+    )
+    add(
+        "scram",
+        [
+            handshake("SCRAM-SHA-256"),
+            scram_first(SCRAM_USER, SCRAM_PASSWORD),
+            scram_final(),
+            metadata(unknown, label="authenticated"),
+        ],
+    )
+    add(
+        "scram-refusals",
+        [
+            handshake("SCRAM-SHA-256"),
+            scram_first(SCRAM_USER, "wrong"),
+            scram_final(label="a wrong password"),
+            is_open(),
+            then(handshake("SCRAM-SHA-256")),
+            scram_first("nobody", "secret", label="a user with no credential"),
+            is_open(),
+            then(handshake("SCRAM-SHA-256")),
+            authenticate(b"not a scram message", label="a malformed client-first"),
+            is_open(),
+        ],
+    )
+    return out
