@@ -68,7 +68,8 @@ def handle_consumer_group_heartbeat(
                 "The consumer group protocol is disabled (group.coordinator.rebalance.protocols)",
             )
         )
-    ctx.require(AclOperation.READ, ResourceType.GROUP, request.group_id)
+    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return _response(HeartbeatResult(ErrorCode.GROUP_AUTHORIZATION_FAILED))  # no message
     names = request.subscribed_topic_names
     if names and not all(
         ctx.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC, t) for t in names

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
+from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from protocol.messages.create_acls import AclCreation, CreateAclsRequest
 from protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsTopic
 from protocol.messages.delete_acls import DeleteAclsFilter, DeleteAclsRequest
@@ -491,6 +493,39 @@ def acl_scenarios(prefix: str) -> list[Scenario]:
         )
     )
 
+    # KIP-848 groups, against Kafka 4.x: a heartbeat to another user's group, a subscription
+    # naming a topic the member may not describe, ConsumerGroupDescribe of both groups
+    t, secret = f"{p}-cg", f"{p}-cg-secret"
+    denied_group, group = f"{p}-cg-denied", f"{p}-cg-group"
+    out.append(
+        Scenario(
+            "acl/consumer-groups",
+            prefer="4",
+            exchanges=[
+                setup_topic(t),
+                setup_topic(secret),
+                grant(
+                    acl(GROUP_RESOURCE, denied_group, ALL, principal=OTHER),
+                    acl(TOPIC_RESOURCE, secret, ALL, principal=OTHER),
+                ),
+                find_group_coordinator(group),
+                consumer_heartbeat(denied_group, [t], label="another user's group"),
+                consumer_heartbeat(group, [t, secret], label="a topic it may not describe"),
+                consumer_heartbeat(group, [t], label="topics it may describe"),
+                consumer_heartbeat(group, [t], label="another member", member="B"),
+                Exchange(
+                    ConsumerGroupDescribeRequest(
+                        group_ids=[denied_group, group], include_authorized_operations=True
+                    ),
+                    0,
+                    label="describe",
+                    project=_group_errors,
+                ),
+                consumer_heartbeat(group, [t], epoch=-1, label="leave"),
+            ],
+        )
+    )
+
     # the cluster: ANONYMOUS may alter and describe it (so it can still manage ACLs) and take
     # cluster actions (Kafka's brokers speak to each other as ANONYMOUS on a plaintext
     # listener: without it Kafka's controller could not reach its broker), nothing else; last,
@@ -550,6 +585,47 @@ def acl_scenarios(prefix: str) -> list[Scenario]:
         ],
     )
     return out
+
+
+def consumer_heartbeat(
+    group: str, topics: list[str], *, epoch: int = 0, label: str, member: str = "A"
+) -> Exchange:
+    """ConsumerGroupHeartbeat v1 of one member (its id chosen by the client, KIP-1082): its
+    first heartbeat, or its leave (epoch -1)."""
+    return Exchange(
+        ConsumerGroupHeartbeatRequest(
+            group_id=group,
+            member_id=f"AclMember{member * 13}",
+            member_epoch=epoch,
+            instance_id=None,
+            rack_id=None,
+            rebalance_timeout_ms=10000,
+            subscribed_topic_names=topics if epoch == 0 else None,
+            subscribed_topic_regex=None,
+            server_assignor=None,
+            topic_partitions=[] if epoch == 0 else None,
+        ),
+        1,
+        label=label,
+        project=_heartbeat_outcome,
+    )
+
+
+def _heartbeat_outcome(answer: Any) -> Any:
+    """A heartbeat's error and whether the member is in the group (a positive epoch, whose
+    value is D14's), out of it (-1) or never let in (0)."""
+    epoch = answer["member_epoch"]
+    return {
+        "error_code": answer["error_code"],
+        "error_message": answer["error_message"],
+        "member_epoch": "<in the group>" if epoch > 0 else epoch,
+    }
+
+
+def _group_errors(answer: Any) -> Any:
+    """ConsumerGroupDescribe reduced to each group's error and authorized operations (the
+    assignment depends on when the coordinator computes it)."""
+    return [(g["group_id"], g["error_code"], g["authorized_operations"]) for g in answer["groups"]]
 
 
 def _only_transactions(prefix: str) -> Any:
