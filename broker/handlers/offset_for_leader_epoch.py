@@ -18,9 +18,9 @@ from protocol.messages.offset_for_leader_epoch import (
 from protocol.schema import Struct
 
 
-def _partition(ctx: RequestContext, topic: str, p: Struct) -> EpochEndOffset:
+def _partition(ctx: RequestContext, topic: str, p: Struct, *, cluster: bool) -> EpochEndOffset:
     result = EpochEndOffset(partition=p.partition, error_code=ErrorCode.NONE)
-    if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC, topic):
+    if not cluster and not ctx.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC, topic):
         result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
         return result
     try:
@@ -37,14 +37,17 @@ def _partition(ctx: RequestContext, topic: str, p: Struct) -> EpochEndOffset:
 def handle_offset_for_leader_epoch(
     ctx: RequestContext, request: OffsetForLeaderEpochRequest
 ) -> OffsetForLeaderEpochResponse:
-    if ctx.api_version >= 3 and request.replica_id >= 0:
-        # a follower's request (Kafka's rule: CLUSTER_ACTION on the cluster)
-        ctx.require(AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME)
+    # Kafka's rule, whoever asks (a follower or, since KIP-320, a consumer): CLUSTER_ACTION on
+    # the cluster answers every topic, else DESCRIBE on each
+    cluster = ctx.authorize(
+        AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME, log_denied=False
+    )
     return OffsetForLeaderEpochResponse(
         throttle_time_ms=0,
         topics=[
             OffsetForLeaderTopicResult(
-                topic=t.topic, partitions=[_partition(ctx, t.topic, p) for p in t.partitions]
+                topic=t.topic,
+                partitions=[_partition(ctx, t.topic, p, cluster=cluster) for p in t.partitions],
             )
             for t in request.topics
         ],

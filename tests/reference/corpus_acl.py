@@ -34,6 +34,12 @@ from protocol.messages.find_coordinator import FindCoordinatorRequest
 from protocol.messages.init_producer_id import InitProducerIdRequest
 from protocol.messages.list_groups import ListGroupsRequest
 from protocol.messages.list_transactions import ListTransactionsRequest
+from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
+from protocol.messages.offset_for_leader_epoch import (
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderPartition,
+    OffsetForLeaderTopic,
+)
 from tests.reference.corpus import (
     BROKER_RESOURCE,
     TOPIC_RESOURCE,
@@ -66,6 +72,7 @@ from tests.reference.corpus import (
     record_bytes,
     setup_topic,
     sync,
+    txn_batch,
     txn_commit,
 )
 from tests.support.differential import Exchange, Scenario
@@ -229,6 +236,34 @@ def topic_probes(t: str, g: str, prefix: str, *, writes: bool = True) -> list[Ex
         commit(g, t, 1, label="commit"),
         offset_fetch(g, {t: [0]}, label="offset fetch"),
         offset_fetch(g, None, label="offset fetch of every topic"),
+        fetch(t, version=13, topic_id=lambda ctx: ctx.topic_id(t), label="fetch by topic id"),
+        Exchange(
+            lambda ctx: MetadataRequest(
+                topics=[MetadataRequestTopic(topic_id=ctx.topic_id(t), name=None)],
+                allow_auto_topic_creation=False,
+                include_cluster_authorized_operations=False,
+                include_topic_authorized_operations=False,
+            ),
+            12,
+            label="metadata by topic id",
+        ),
+        Exchange(
+            OffsetForLeaderEpochRequest(
+                replica_id=-1,
+                topics=[
+                    OffsetForLeaderTopic(
+                        topic=t,
+                        partitions=[
+                            OffsetForLeaderPartition(
+                                partition=0, current_leader_epoch=-1, leader_epoch=0
+                            )
+                        ],
+                    )
+                ],
+            ),
+            4,
+            label="offset for leader epoch",
+        ),
     ]
     if writes:
         steps += [
@@ -340,16 +375,20 @@ def _access_scenarios(p: str) -> list[Scenario]:
     )
 
     # transactional ids: another user's, and one ANONYMOUS may write with but not the topic
-    t = f"{p}-txntopic"
+    t, secret = f"{p}-txntopic", f"{p}-txntopic-secret"
     txn_denied, txn_ok, g = f"{p}-txn-denied", f"{p}-txn-ok", f"{p}-txn-group"
+    denied_group = f"{p}-txn-denied-group"
     add(
         "transactional-ids",
         [
             setup_topic(t),
+            setup_topic(secret),
             grant(
                 acl(TXN_RESOURCE, txn_denied, ALL, principal=OTHER),
                 acl(TXN_RESOURCE, txn_ok, WRITE),
                 acl(TOPIC_RESOURCE, t, READ),
+                acl(TOPIC_RESOURCE, secret, ALL, principal=OTHER),
+                acl(GROUP_RESOURCE, denied_group, ALL, principal=OTHER),
             ),
             Exchange(
                 FindCoordinatorRequest(key=txn_denied, key_type=1), 3, label="find coordinator"
@@ -371,8 +410,22 @@ def _access_scenarios(p: str) -> list[Scenario]:
             ),
             find_txn_coordinator(txn_ok),
             init_txn_producer(txn_ok),
+            # another user's transactional id, with this producer's id and epoch
+            add_partitions(txn_denied, t, [0], label="add partitions, another user's id"),
+            add_offsets(txn_denied, g, label="add offsets, another user's id"),
+            txn_commit(txn_denied, g, t, 1, label="txn commit, another user's id"),
+            end_txn(txn_denied, label="end, another user's id"),
+            produce(
+                t,
+                txn_batch(1, sequence=0, start=0),
+                transactional_id=txn_denied,
+                label="produce, another user's id",
+            ),
             add_partitions(txn_ok, t, [0], label="add a topic it may not write"),
+            add_offsets(txn_ok, denied_group, label="add offsets of another user's group"),
             add_offsets(txn_ok, g, label="add offsets of an open group"),
+            txn_commit(txn_ok, denied_group, t, 1, label="txn commit to another user's group"),
+            txn_commit(txn_ok, g, secret, 1, label="txn commit of a topic it may not read"),
             txn_commit(txn_ok, g, t, 1, label="txn commit"),
             end_txn(txn_ok, committed=False),
             Exchange(
@@ -400,13 +453,16 @@ def acl_scenarios(prefix: str) -> list[Scenario]:
     # who may do what, against Kafka 3.9's AclAuthorizer (Kafka 4.x's answers differ in ways
     # of its own: see docs/compatibility.md)
     out = _access_scenarios(p)
+    # the scenarios against Kafka 4.x name their resources apart: the 3.9 scenarios' listings
+    # (the cluster's, last) keep only names beginning with ``p``
+    p4 = f"{prefix}-k"
 
     def add(name: str, exchanges: list[Exchange]) -> None:
         out.append(Scenario(f"acl/{name}", exchanges))
 
     # prefixed and wildcard ACLs; a denied topic that does not exist is hidden (no
     # UNKNOWN_TOPIC_OR_PARTITION) and is not created by Metadata or CreateTopics
-    hidden = f"{p}-hidden-"
+    hidden = f"{p4}-hidden-"
     # against Kafka 4.x, which answers the id of a topic created without DESCRIBE_CONFIGS on
     # it, as Odradek does (Kafka 3.9 leaves it zero)
     out.append(
@@ -418,19 +474,19 @@ def acl_scenarios(prefix: str) -> list[Scenario]:
                     acl(TOPIC_RESOURCE, hidden, ALL, principal=OTHER, pattern=PREFIXED),
                     acl(TOPIC_RESOURCE, f"{hidden}visible", DESCRIBE),
                 ),
-                topic_metadata([f"{hidden}x"], p, label="an unknown denied topic"),
-                topic_metadata([f"{hidden}x"], p, label="with auto-creation", auto=True),
-                topic_metadata([f"{hidden}visible"], p, label="an unknown described topic"),
+                topic_metadata([f"{hidden}x"], p4, label="an unknown denied topic"),
+                topic_metadata([f"{hidden}x"], p4, label="with auto-creation", auto=True),
+                topic_metadata([f"{hidden}visible"], p4, label="an unknown described topic"),
                 Exchange(create_topic(f"{hidden}x"), 7, label="create a denied topic"),
                 produce(f"{hidden}y", record_bytes(V_PRODUCE, 1), label="produce to it"),
                 fetch(f"{hidden}y", label="fetch from it"),
-                topic_metadata([f"{p}-open-x"], p, label="an unknown open topic"),
+                topic_metadata([f"{p4}-open-x"], p4, label="an unknown open topic"),
             ],
         )
     )
 
     # CreateAcls and DeleteAcls refusals, and DescribeAcls filters
-    r = f"{p}-aclres"
+    r = f"{p4}-aclres"
     bad = {
         "resource type ANY": acl(ANY, r, READ),
         "pattern MATCH": acl(TOPIC_RESOURCE, r, READ, pattern=MATCH),
@@ -495,8 +551,8 @@ def acl_scenarios(prefix: str) -> list[Scenario]:
 
     # KIP-848 groups, against Kafka 4.x: a heartbeat to another user's group, a subscription
     # naming a topic the member may not describe, ConsumerGroupDescribe of both groups
-    t, secret = f"{p}-cg", f"{p}-cg-secret"
-    denied_group, group = f"{p}-cg-denied", f"{p}-cg-group"
+    t, secret = f"{p4}-cg", f"{p4}-cg-secret"
+    denied_group, group = f"{p4}-cg-denied", f"{p4}-cg-group"
     out.append(
         Scenario(
             "acl/consumer-groups",

@@ -24,6 +24,7 @@ from broker.replication.errors import UnknownTopicOrPartition
 from broker.replication.log_validator import TopicRules
 from broker.replication.partition import Partition, TopicPartition
 from coordination.metadata.view import PartitionState, TopicMetadata
+from protocol.acl import ResourceType
 from protocol.error_codes import ErrorCode
 from protocol.messages.delete_records import (
     DeleteRecordsPartition,
@@ -347,18 +348,38 @@ def test_offset_for_leader_epoch_errors(
     assert codes == [E.UNKNOWN_TOPIC_OR_PARTITION, E.NOT_LEADER_OR_FOLLOWER, *fence]
 
 
+class DenyTopics:
+    def authorize(
+        self, principal: Any, host: str, operation: Any, resource_type: Any, name: str
+    ) -> bool:
+        return resource_type != ResourceType.TOPIC
+
+
 @pytest.mark.parametrize("version", [2, 3, 4])
-def test_a_followers_offset_for_leader_epoch_needs_cluster_action(
+def test_offset_for_leader_epoch_needs_cluster_action_or_describe(
     registry: Any, two_epochs: dict[TopicPartition, Partition], version: int
 ) -> None:
-    """v3+ names the asking replica; a follower's request needs CLUSTER_ACTION (Kafka's
-    KafkaApis), a consumer's (replica id -1) only DESCRIBE on the topic."""
-    d = dispatcher(registry, two_epochs, authorizer=DenyCluster())
-    follower = end_offsets(d, version, ("t", 0, EPOCH, -1), replica_id=2)
-    consumer = end_offsets(d, version, ("t", 0, EPOCH, -1), replica_id=-1)
-    assert consumer == [(E.NONE, EPOCH, 2)]
-    expected = E.CLUSTER_AUTHORIZATION_FAILED if version >= 3 else E.NONE
-    assert [code for code, _, _ in follower] == [expected]
+    """Kafka's KafkaApis, whoever asks (a follower names itself from v3, a consumer is -1):
+    CLUSTER_ACTION on the cluster answers every topic, else DESCRIBE on each topic does."""
+    for authorizer, expected in (
+        (DenyCluster(), E.NONE),  # DESCRIBE on the topic
+        (DenyTopics(), E.NONE),  # CLUSTER_ACTION
+    ):
+        d = dispatcher(registry, two_epochs, authorizer=authorizer)
+        for replica in (2, -1):
+            answered = end_offsets(d, version, ("t", 0, EPOCH, -1), replica_id=replica)
+            assert answered == [(expected, EPOCH, 2)]
+    d = dispatcher(registry, two_epochs, authorizer=DenyAll())
+    for replica in (2, -1):
+        answered = end_offsets(d, version, ("t", 0, EPOCH, -1), replica_id=replica)
+        assert [code for code, _, _ in answered] == [E.TOPIC_AUTHORIZATION_FAILED]
+
+
+class DenyAll:
+    def authorize(
+        self, principal: Any, host: str, operation: Any, resource_type: Any, name: str
+    ) -> bool:
+        return False
 
 
 # --- OffsetCommit / OffsetFetch ------------------------------------------------------------
