@@ -622,6 +622,38 @@ def offset_delete(group: str, topic: str, *, label: str = "offset delete") -> Ex
     )
 
 
+def end_offsets_of_epochs(
+    topic: str,
+    epochs: list[int],
+    *,
+    version: int,
+    current_leader_epoch: int = -1,
+    partition: int = 0,
+    label: str = "",
+) -> Exchange:
+    """A consumer's OffsetForLeaderEpoch (replica id -1) of the partition's ``epochs``."""
+    return Exchange(
+        OffsetForLeaderEpochRequest(
+            replica_id=-1,
+            topics=[
+                OffsetForLeaderTopic(
+                    topic=topic,
+                    partitions=[
+                        OffsetForLeaderPartition(
+                            partition=partition,
+                            current_leader_epoch=current_leader_epoch,
+                            leader_epoch=e,
+                        )
+                        for e in epochs
+                    ],
+                )
+            ],
+        ),
+        version,
+        label=label,
+    )
+
+
 def keyed_batch(
     pairs: list[tuple[bytes, bytes | None]],
     start: int,
@@ -1195,24 +1227,8 @@ def api_scenarios(prefix: str, advertised: dict[int, tuple[int, int]]) -> list[S
         t = f"{prefix}-oe{v}"
 
         def epochs(v: int = v, t: str = t, current: int = -1, partition: int = 0) -> Exchange:
-            return Exchange(
-                OffsetForLeaderEpochRequest(
-                    replica_id=-1,
-                    topics=[
-                        OffsetForLeaderTopic(
-                            topic=t,
-                            partitions=[
-                                OffsetForLeaderPartition(
-                                    partition=partition,
-                                    current_leader_epoch=current,
-                                    leader_epoch=e,
-                                )
-                                for e in (0, 7)
-                            ],
-                        )
-                    ],
-                ),
-                v,
+            return end_offsets_of_epochs(
+                t, [0, 7], version=v, current_leader_epoch=current, partition=partition
             )
 
         steps = [setup_topic(t), produce(t, record_bytes(V_PRODUCE, 3)), epochs()]

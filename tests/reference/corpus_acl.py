@@ -35,11 +35,6 @@ from protocol.messages.init_producer_id import InitProducerIdRequest
 from protocol.messages.list_groups import ListGroupsRequest
 from protocol.messages.list_transactions import ListTransactionsRequest
 from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
-from protocol.messages.offset_for_leader_epoch import (
-    OffsetForLeaderEpochRequest,
-    OffsetForLeaderPartition,
-    OffsetForLeaderTopic,
-)
 from tests.reference.corpus import (
     BROKER_RESOURCE,
     TOPIC_RESOURCE,
@@ -53,6 +48,7 @@ from tests.reference.corpus import (
     create_topic,
     delete_records,
     describe_configs,
+    end_offsets_of_epochs,
     end_txn,
     fetch,
     find_group_coordinator,
@@ -247,23 +243,7 @@ def topic_probes(t: str, g: str, prefix: str, *, writes: bool = True) -> list[Ex
             12,
             label="metadata by topic id",
         ),
-        Exchange(
-            OffsetForLeaderEpochRequest(
-                replica_id=-1,
-                topics=[
-                    OffsetForLeaderTopic(
-                        topic=t,
-                        partitions=[
-                            OffsetForLeaderPartition(
-                                partition=0, current_leader_epoch=-1, leader_epoch=0
-                            )
-                        ],
-                    )
-                ],
-            ),
-            4,
-            label="offset for leader epoch",
-        ),
+        end_offsets_of_epochs(t, [0], version=4, label="offset for leader epoch"),
     ]
     if writes:
         steps += [

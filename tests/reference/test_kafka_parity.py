@@ -14,11 +14,6 @@ import pytest
 from protocol.error_codes import ErrorCode
 from protocol.messages.describe_cluster import DescribeClusterRequest
 from protocol.messages.find_coordinator import FindCoordinatorRequest
-from protocol.messages.offset_for_leader_epoch import (
-    OffsetForLeaderEpochRequest,
-    OffsetForLeaderPartition,
-    OffsetForLeaderTopic,
-)
 from tests.integration.broker_process import BrokerProcess
 from tests.reference import corpus as c
 from tests.support.differential import Connection, Context, warm_up
@@ -131,26 +126,7 @@ def test_leader_epochs(conn: Connection, topic: str) -> None:
     _, latest = run(conn, c.setup_topic(topic), c.list_offsets(topic, [-1], version=7))
     assert latest.topics[0].partitions[0].leader_epoch == 0
     run(conn, c.produce(topic, c.record_bytes(9, 3)))
-    (answer,) = run(
-        conn,
-        c.Exchange(
-            OffsetForLeaderEpochRequest(
-                replica_id=-1,
-                topics=[
-                    OffsetForLeaderTopic(
-                        topic=topic,
-                        partitions=[
-                            OffsetForLeaderPartition(
-                                partition=0, current_leader_epoch=-1, leader_epoch=e
-                            )
-                            for e in (0, 7)
-                        ],
-                    )
-                ],
-            ),
-            4,
-        ),
-    )
+    (answer,) = run(conn, c.end_offsets_of_epochs(topic, [0, 7], version=4))
     ends = [(p.leader_epoch, p.end_offset) for p in answer.topics[0].partitions]
     assert ends == [(0, 3), (-1, -1)]
 

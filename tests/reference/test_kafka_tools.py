@@ -320,74 +320,35 @@ def steps(topic: str, group: str, offsets_file: Path, reassignment_file: Path) -
             (*b, "--describe", "--group", group),
         ),
         # client quotas and SCRAM credentials (KIP-546, KIP-554) through kafka-configs
-        Step(
-            "quotas-alter",
-            "kafka-configs",
-            (
-                *b,
-                "--alter",
-                "--entity-type",
-                "clients",
-                "--entity-name",
-                f"{group}-client",
-                "--add-config",
-                "producer_byte_rate=1048576,consumer_byte_rate=2097152",
-            ),
+        *entity_config_steps(
+            "quotas",
+            "clients",
+            f"{group}-client",
+            "producer_byte_rate=1048576,consumer_byte_rate=2097152",
+            "producer_byte_rate,consumer_byte_rate",
         ),
-        Step(
-            "quotas-describe",
-            "kafka-configs",
-            (*b, "--describe", "--entity-type", "clients", "--entity-name", f"{group}-client"),
-        ),
-        Step(
-            "quotas-delete",
-            "kafka-configs",
-            (
-                *b,
-                "--alter",
-                "--entity-type",
-                "clients",
-                "--entity-name",
-                f"{group}-client",
-                "--delete-config",
-                "producer_byte_rate,consumer_byte_rate",
-            ),
-        ),
-        Step(
-            "scram-alter",
-            "kafka-configs",
-            (
-                *b,
-                "--alter",
-                "--entity-type",
-                "users",
-                "--entity-name",
-                f"{group}-user",
-                "--add-config",
-                "SCRAM-SHA-256=[iterations=8192,password=tool-secret]",
-            ),
-        ),
-        Step(
-            "scram-describe",
-            "kafka-configs",
-            (*b, "--describe", "--entity-type", "users", "--entity-name", f"{group}-user"),
-        ),
-        Step(
-            "scram-delete",
-            "kafka-configs",
-            (
-                *b,
-                "--alter",
-                "--entity-type",
-                "users",
-                "--entity-name",
-                f"{group}-user",
-                "--delete-config",
-                "SCRAM-SHA-256",
-            ),
+        *entity_config_steps(
+            "scram",
+            "users",
+            f"{group}-user",
+            "SCRAM-SHA-256=[iterations=8192,password=tool-secret]",
+            "SCRAM-SHA-256",
         ),
         Step("groups-delete", "kafka-consumer-groups", (*b, "--delete", "--group", group)),
         Step("topics-delete", "kafka-topics", (*b, "--delete", "--topic", compact)),
+    ]
+
+
+def entity_config_steps(
+    name: str, entity_type: str, entity: str, add: str, delete: str
+) -> list[Step]:
+    """kafka-configs on one entity: add configs, describe them, delete them."""
+    b = ("--bootstrap-server", "{bootstrap}")
+    target = (*b, "--entity-type", entity_type, "--entity-name", entity)
+    return [
+        Step(f"{name}-alter", "kafka-configs", (*target, "--alter", "--add-config", add)),
+        Step(f"{name}-describe", "kafka-configs", (*target, "--describe")),
+        Step(f"{name}-delete", "kafka-configs", (*target, "--alter", "--delete-config", delete)),
     ]
 
 
