@@ -114,6 +114,9 @@ class Session:
     #: when the SASL session expires (time.monotonic_ns; 0: never): a client must
     #: re-authenticate before then (KIP-368, connections.max.reauth.ms)
     reauth_deadline_ns: int = 0
+    #: when the last re-authentication began (time.monotonic_ns; 0: none yet): Kafka takes at
+    #: most one a second (KafkaChannel.maybeBeginServerReauthentication)
+    reauth_started_ns: int = 0
 
     @classmethod
     def accepted(cls, listener: str, security_protocol: str, peer: tuple[str, int]) -> Session:

@@ -23,10 +23,31 @@ from tests.reference.corpus import metadata
 from tests.support.differential import Context, Exchange, Scenario
 
 SASL_LISTENER = "SASL_PLAINTEXT"
-MECHANISMS = "PLAIN,SCRAM-SHA-256"
+#: a second SASL_PLAINTEXT listener whose sessions expire (KIP-368)
+REAUTH_LISTENER = "REAUTH"
+REAUTH_MS = 600_000
 PLAIN_USERS = {"admin": "admin-secret", "alice": "alice-secret"}
 #: the SCRAM-SHA-256 credential the test creates on both brokers
 SCRAM_USER, SCRAM_PASSWORD = "carol", "carol-secret"
+_PLAIN_JAAS = (
+    "org.apache.kafka.common.security.plain.PlainLoginModule required "
+    + " ".join(f'user_{u}="{pw}"' for u, pw in PLAIN_USERS.items())
+    + ";"
+)
+_SCRAM_JAAS = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+#: the brokers' settings for both SASL listeners (``listeners`` itself is each broker's)
+SETTINGS = {
+    "listener.security.protocol.map": (
+        f"PLAINTEXT:PLAINTEXT,{SASL_LISTENER}:SASL_PLAINTEXT,{REAUTH_LISTENER}:SASL_PLAINTEXT"
+    ),
+    "inter.broker.listener.name": "PLAINTEXT",
+    "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
+    "listener.name.sasl_plaintext.plain.sasl.jaas.config": _PLAIN_JAAS,
+    "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": _SCRAM_JAAS,
+    "listener.name.reauth.plain.sasl.jaas.config": _PLAIN_JAAS,
+    "listener.name.reauth.scram-sha-256.sasl.jaas.config": _SCRAM_JAAS,
+    "listener.name.reauth.connections.max.reauth.ms": str(REAUTH_MS),
+}
 
 
 def handshake(mechanism: str, *, version: int = 1, label: str = "") -> Exchange:
@@ -183,4 +204,70 @@ def sasl_scenarios(prefix: str) -> list[Scenario]:
             is_open(),
         ],
     )
+
+    # KIP-368: a listener whose sessions last REAUTH_MS tells SaslAuthenticate v1+ clients so,
+    # and takes a re-authentication on the open connection: the same mechanism and principal
+    def add_reauth(name: str, exchanges: list[Exchange]) -> None:
+        exchanges[0].fresh = True
+        out.append(Scenario(f"sasl/{name}", exchanges, listener=REAUTH_LISTENER))
+
+    def session(token: bytes, label: str, *, version: int = 2) -> Exchange:
+        exchange = authenticate(token, version=version, label=label)
+        exchange.project = _lifetime
+        return exchange
+
+    alice, admin = plain("alice", "alice-secret"), plain("admin", "admin-secret")
+    add_reauth(
+        "reauthentication",
+        [
+            handshake("PLAIN"),
+            session(alice, "a session that expires"),
+            metadata(unknown, label="authenticated"),
+            handshake("PLAIN", label="re-authentication"),
+            session(alice, "the same user again"),
+            metadata(unknown, label="re-authenticated"),
+            handshake("PLAIN", label="again within a second"),
+            session(admin, "another user, within a second"),
+            is_open(),
+        ],
+    )
+    add_reauth(
+        "reauthentication-as-another-user",
+        [
+            handshake("PLAIN"),
+            session(alice, "a session that expires"),
+            handshake("PLAIN", label="re-authentication"),
+            session(admin, "another user"),
+            is_open(),
+        ],
+    )
+    for v in (0, 1):
+        add_reauth(
+            f"reauthentication-v{v}",
+            [
+                handshake("PLAIN"),
+                session(alice, "a session that expires", version=v),
+                handshake("PLAIN", label="re-authentication"),
+                session(alice, "the same user again", version=v),
+                is_open(),
+            ],
+        )
+    add_reauth(
+        "reauthentication-mechanism",
+        [
+            handshake("SCRAM-SHA-256"),
+            scram_first(SCRAM_USER, SCRAM_PASSWORD),
+            scram_final(),
+            handshake("PLAIN", label="re-authentication with another mechanism"),
+            is_open(),
+        ],
+    )
     return out
+
+
+def _lifetime(answer: Any) -> Any:
+    """A session's lifetime compared for being set: the broker counts it from its clock."""
+    lifetime = answer.get("session_lifetime_ms")
+    if isinstance(lifetime, int) and lifetime > 0:
+        answer = {**answer, "session_lifetime_ms": "<set>" if lifetime <= REAUTH_MS else lifetime}
+    return answer

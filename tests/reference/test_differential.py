@@ -50,15 +50,13 @@ from tests.reference.corpus import (
 )
 from tests.reference.corpus_acl import acl_scenarios
 from tests.reference.corpus_sasl import (
-    MECHANISMS as SASL_MECHANISMS,
-)
-from tests.reference.corpus_sasl import (
-    PLAIN_USERS,
+    REAUTH_LISTENER,
     SASL_LISTENER,
     SCRAM_PASSWORD,
     SCRAM_USER,
     sasl_scenarios,
 )
+from tests.reference.corpus_sasl import SETTINGS as SASL_SETTINGS
 from tests.support.differential import (
     Allowance,
     Connection,
@@ -365,7 +363,6 @@ def secured_outcomes(
     from tests.support.kafka_reference import kraft_version, zk_version
     from tests.support.ports import free_port
     from tests.support.reference_fixtures import SHARED_BROKER_SETTINGS
-    from tests.support.secure_broker import plain_jaas
 
     prefix = f"sec-{uuid.uuid4().hex[:6]}"
     scenarios = sasl_scenarios(prefix) + acl_scenarios(prefix)
@@ -373,14 +370,7 @@ def secured_outcomes(
         scenarios = [s for s in scenarios if any(fnmatch.fnmatch(s.name, p.strip()) for p in ONLY)]
         if not scenarios:
             return []
-    sasl = {
-        "inter.broker.listener.name": "PLAINTEXT",
-        "sasl.enabled.mechanisms": SASL_MECHANISMS,
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config": plain_jaas(PLAIN_USERS),
-        "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config": (
-            "org.apache.kafka.common.security.scram.ScramLoginModule required;"
-        ),
-    }
+    sasl = SASL_SETTINGS
     home = tmp_path_factory.mktemp("secured-corpus")
     kafka3 = KafkaBroker(
         home / "kafka3",
@@ -388,10 +378,13 @@ def secured_outcomes(
         zookeeper_connect=reference_zookeeper.chroot_connect(f"kafka-{prefix}"),
         overrides={**SHARED_BROKER_SETTINGS, **AUTHORIZING, **ZK_AUTHORIZER, **sasl},
     )
-    kafka3_sasl = f"127.0.0.1:{free_port()}"
+    kafka3_sasl, kafka3_reauth = (f"127.0.0.1:{free_port()}" for _ in range(2))
     kafka3.overrides = {
         **(kafka3.overrides or {}),
-        "listeners": f"PLAINTEXT://{kafka3.bootstrap},SASL_PLAINTEXT://{kafka3_sasl}",
+        "listeners": (
+            f"PLAINTEXT://{kafka3.bootstrap},{SASL_LISTENER}://{kafka3_sasl},"
+            f"{REAUTH_LISTENER}://{kafka3_reauth}"
+        ),
     }
     kafka4 = KafkaBroker(
         home / "kafka4",
@@ -403,7 +396,10 @@ def secured_outcomes(
         {
             "broker.id": "0",
             "zookeeper.connect": reference_zookeeper.chroot_connect(f"odradek-{prefix}"),
-            "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+            "listeners": (
+                f"PLAINTEXT://127.0.0.1:0,{SASL_LISTENER}://127.0.0.1:0,"
+                f"{REAUTH_LISTENER}://127.0.0.1:0"
+            ),
             **SHARED_BROKER_SETTINGS,
             **AUTHORIZING,
             **ZK_AUTHORIZER,
@@ -418,9 +414,11 @@ def secured_outcomes(
         addresses = {
             ("3", "PLAINTEXT"): kafka3.bootstrap,
             ("3", SASL_LISTENER): kafka3_sasl,
+            ("3", REAUTH_LISTENER): kafka3_reauth,
             ("4", "PLAINTEXT"): kafka4.bootstrap,
             ("odradek", "PLAINTEXT"): odradek.bootstrap,
             ("odradek", SASL_LISTENER): odradek.address(SASL_LISTENER),
+            ("odradek", REAUTH_LISTENER): odradek.address(REAUTH_LISTENER),
         }
         connections = {key: Connection(address) for key, address in addresses.items()}
         try:
