@@ -745,12 +745,14 @@ def join(
     key: str = "m",
     label: str = "",
     instance: str | None = None,
+    session_ms: int = 10000,
+    rebalance_ms: int = 10000,
 ) -> Exchange:
     def build(ctx: Context) -> Message:
         return JoinGroupRequest(
             group_id=group,
-            session_timeout_ms=10000,
-            rebalance_timeout_ms=10000,
+            session_timeout_ms=session_ms,
+            rebalance_timeout_ms=rebalance_ms,
             member_id=str(ctx.values.get(f"{key}.member", "")),
             group_instance_id=instance,
             protocol_type="consumer",
@@ -2184,6 +2186,36 @@ def edge_scenarios(prefix: str) -> list[Scenario]:
             describe_txn(txn),
             read_committed(t),
             isolated(1, "latest, read committed, after the abort"),
+        ],
+    )
+
+    # A classic group's rebalance when a second member joins and the first never rejoins: the
+    # second's JoinGroup waits the rebalance timeout (3 s), then completes without the first,
+    # which is gone (its heartbeat, SyncGroup and JoinGroup answer UNKNOWN_MEMBER_ID). The
+    # sessions last longer than both brokers' waits together (each broker's exchange waits
+    # while the other's runs), so only the rebalance timeout ends the first member; for the
+    # same reason the second member's SyncGroup is not compared (Kafka drops a member that has
+    # not synced within the rebalance timeout, which runs out on Kafka while Odradek's JoinGroup
+    # waits its own).
+    t, g = f"{p}-rebalance", f"{p}-rebalance-group"
+
+    def member(key: str, label: str) -> Exchange:
+        return join(g, t, key=key, label=label, session_ms=45000, rebalance_ms=3000)
+
+    add(
+        "classic-rebalance-without-a-member",
+        [
+            setup_topic(t, 2),
+            find_group_coordinator(g),
+            member("m1", "first member, no id"),
+            member("m1", "first member"),
+            sync(g, t, key="m1", label="first member's sync"),
+            heartbeat(g, key="m1", label="first member's heartbeat"),
+            member("m2", "second member, no id"),
+            member("m2", "second member, after the rebalance timeout"),
+            heartbeat(g, key="m1", label="the first member, gone"),
+            sync(g, t, key="m1", label="the first member's sync"),
+            member("m1", "the first member rejoins"),
         ],
     )
 
