@@ -40,7 +40,7 @@ def handle_sasl_handshake(
         if (
             not session.reauth_deadline_ns
             or session.sasl_mechanism is None
-            or now - session.reauth_started_ns < _REAUTH_INTERVAL_NS
+            or (session.reauth_started_ns and now - session.reauth_started_ns < _REAUTH_INTERVAL_NS)
         ):
             # no re-authentication here, or one less than a second after the last began:
             # Kafka's KafkaApis.handleSaslHandshakeRequest answers, with no mechanisms
