@@ -290,7 +290,10 @@ def _forgotten(request: FetchRequest, by_id: bool) -> list[PartitionKey]:
 
 def _resolve(ctx: RequestContext, reads: list[CachedPartition], by_id: bool) -> None:
     """A session's partitions for this request: their topic names (from the ids, which may have
-    appeared or gone since the session began) and hosted partitions."""
+    appeared or gone since the session began) and hosted partitions. A partition whose topic
+    id is gone keeps the name it had (none if it never had one): as in Kafka's fetch session,
+    a deleted topic's partitions answer UNKNOWN_TOPIC_OR_PARTITION, an id never known
+    UNKNOWN_TOPIC_ID."""
     hosted = ctx.services.replica_manager.partitions
     names = ctx.services.metadata.view.topics_by_id if by_id else None
     last_id: Any = None
@@ -302,6 +305,9 @@ def _resolve(ctx: RequestContext, reads: list[CachedPartition], by_id: bool) -> 
                 last_id = tid
                 meta = names.get(last_id)
                 name = meta.name if meta is not None else None
+            if name is None:
+                cp.partition = None
+                continue
             cp.name = name
         cp.partition = hosted.get((cp.name, cp.index)) if cp.name is not None else None
 

@@ -2441,6 +2441,26 @@ def edge_scenarios(prefix: str) -> list[Scenario]:
                 session_fetch(st, {}, version=v, epoch=6, label="closed session"),
             ],
         )
+        # a session's topic deleted: the next incremental fetches name its partitions' error
+        # (asked again until the broker has seen the deletion)
+        gone = f"{p}-session{v}-gone"
+        after = session_fetch(gone, {}, version=v, epoch=1, label="after the deletion")
+        after.until = lambda r: bool(r.responses)
+        out.append(
+            Scenario(
+                f"edge/fetch-sessions-v{v}-deleted-topic",
+                prefer="4",
+                exchanges=[
+                    setup_topic(gone, 2),
+                    produce(gone, record_bytes(V_PRODUCE, 2)),
+                    session_fetch(gone, {0: 0, 1: 0}, version=v, epoch=0, label="full"),
+                    Exchange(DeleteTopicsRequest(topic_names=[gone], timeout_ms=30000), 4),
+                    after,
+                    session_fetch(gone, {}, version=v, epoch=2, label="again"),
+                    session_fetch(gone, {0: 2}, version=v, epoch=3, label="fetching on"),
+                ],
+            )
+        )
     return out
 
 
