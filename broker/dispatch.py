@@ -84,13 +84,12 @@ class EncodedBody:
     parts: list[Any]
 
 
-class ClusterAuthorizationFailed(KafkaApiError):
-    error_code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
-
-
 class AuthorizationFailed(KafkaApiError):
-    """An operation :meth:`RequestContext.require` found denied; its error is the resource
-    type's (:data:`AUTHORIZATION_ERRORS`)."""
+    """A denied operation; its error is the resource type's (:data:`AUTHORIZATION_ERRORS`)."""
+
+
+class ClusterAuthorizationFailed(AuthorizationFailed):
+    error_code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 
 
 #: the error of a denied operation on each resource type (Kafka's AclEntry.authorizationError)

@@ -290,11 +290,16 @@ class OffsetManager:
 
     # -- deletion and expiration ---------------------------------------------------------------
 
-    def tombstones(self, group_id: str, partitions: Iterable[TopicPartition]) -> list[Record]:
-        """Tombstone records for the committed ones among ``partitions``."""
+    def tombstones(
+        self, group_id: str, partitions: Iterable[TopicPartition], *, pending: bool = False
+    ) -> list[Record]:
+        """Tombstone records for the committed ones among ``partitions`` (and, with
+        ``pending``, those with only a pending transactional offset)."""
         committed = self.offsets.get(group_id, {})
         return [
-            (offset_commit_key(group_id, t, p), None) for t, p in partitions if (t, p) in committed
+            (offset_commit_key(group_id, t, p), None)
+            for t, p in partitions
+            if (t, p) in committed or (pending and self.has_pending(group_id, (t, p)))
         ]
 
     def holding(self, partitions: Collection[TopicPartition]) -> dict[str, list[TopicPartition]]:

@@ -49,7 +49,6 @@ from coordination.group.records import (
     GroupValue,
     OffsetKey,
     group_metadata_key,
-    offset_commit_key,
     parse_group_value,
     parse_key,
     parse_offset_value,
@@ -57,7 +56,6 @@ from coordination.group.records import (
 from coordination.metadata.view import ClusterView
 from coordination.runtime.runtime import (
     LoadedRecord,
-    Record,
     ShardContext,
     TransactionalRecord,
     TransactionMarker,
@@ -565,8 +563,7 @@ class GroupCoordinatorShard:
                         error.name,
                     )
 
-            records: list[Record] = [(offset_commit_key(group_id, t, p), None) for t, p in tps]
-            self.context.write(records, written)
+            self.context.write(self.offsets.tombstones(group_id, tps, pending=True), written)
         return sum(len(tps) for tps in held.values())
 
     # -- expiration ------------------------------------------------------------------------------

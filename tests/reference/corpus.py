@@ -2176,12 +2176,7 @@ def edge_scenarios(prefix: str) -> list[Scenario]:
     add(
         "read-committed-with-an-open-transaction",
         [
-            setup_topic(t),
-            produce(t, record_bytes(V_PRODUCE, 2)),
-            find_txn_coordinator(txn),
-            init_txn_producer(txn),
-            add_partitions(txn, t, [0]),
-            produce(t, txn_batch(2, sequence=0, start=2), transactional_id=txn, label="open"),
+            *open_transaction(t, txn, 2),
             produce(t, record_bytes(V_PRODUCE, 2, start=4), label="after the open transaction"),
             fetch(t, isolation_level=1, label="read committed"),
             fetch(t, label="read uncommitted"),
@@ -2629,6 +2624,18 @@ def end_txn(
         )
 
     return Exchange(build, version, label=label)
+
+
+def open_transaction(topic: str, txn: str, count: int) -> list[Exchange]:
+    """A topic with two plain records, then ``count`` records of a transaction left open."""
+    return [
+        setup_topic(topic),
+        produce(topic, record_bytes(V_PRODUCE, 2)),
+        find_txn_coordinator(txn),
+        init_txn_producer(txn),
+        add_partitions(txn, topic, [0]),
+        produce(topic, txn_batch(count, sequence=0, start=2), transactional_id=txn, label="open"),
+    ]
 
 
 def _settled(response: Any) -> bool:
@@ -3163,12 +3170,7 @@ def transaction_listing_scenarios(p: str) -> list[Scenario]:
         Scenario(
             "edge/transactions-listed-and-described",
             [
-                setup_topic(t),
-                produce(t, record_bytes(V_PRODUCE, 2)),
-                find_txn_coordinator(txn),
-                init_txn_producer(txn),
-                add_partitions(txn, t, [0]),
-                produce(t, txn_batch(3, sequence=0, start=2), transactional_id=txn, label="open"),
+                *open_transaction(t, txn, 3),
                 producers("an open transaction"),
                 listed("ongoing", states=["Ongoing"]),
                 listed("by producer id", pids=["held"]),
