@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
@@ -94,6 +94,18 @@ def batches(directory: Path) -> list[tuple[int, int, int, int]]:
     return out
 
 
+def _high_watermark(consumer: Consumer, tp: TopicPartition) -> tuple[int] | None:
+    """The partition's high watermark (in a tuple, so that 0 is true), or None if the broker
+    asked is no longer its leader."""
+    try:
+        return (consumer.get_watermark_offsets(tp, timeout=30)[1],)
+    except KafkaException as e:
+        retriable = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE)
+        if e.args[0].code() in retriable:
+            return None
+        raise
+
+
 def read_partition(boot: str, topic: str, partition: int) -> list[tuple[int, bytes]]:
     """(offset, value) of every record of the partition, up to its high watermark now."""
     consumer = Consumer(
@@ -106,7 +118,12 @@ def read_partition(boot: str, topic: str, partition: int) -> list[tuple[int, byt
         }
     )
     try:
-        _, end = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=30)
+        # the client's metadata may still name the leader before a move (the controller's
+        # preferred-leader election after broker 1 rejoins): asked again, it refreshes it
+        end = wait_for(
+            lambda: _high_watermark(consumer, TopicPartition(topic, partition)),
+            f"{topic}-{partition}'s high watermark from its leader",
+        )[0]
         consumer.assign([TopicPartition(topic, partition, 0)])
         got: list[tuple[int, bytes]] = []
 

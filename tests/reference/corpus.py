@@ -453,11 +453,9 @@ def session_fetch(
     return Exchange(build, version, capture, label=label)
 
 
-def _deletion_seen(response: Any) -> bool:
-    """Whether a fetch answers every partition UNKNOWN_TOPIC_OR_PARTITION or UNKNOWN_TOPIC_ID."""
-    gone = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID)
-    partitions = [p for t in response.responses for p in t.partitions]
-    return bool(partitions) and all(p.error_code in gone for p in partitions)
+def _topic_gone(response: Any) -> bool:
+    """Whether a Metadata response answers every topic UNKNOWN_TOPIC_OR_PARTITION."""
+    return all(t.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION for t in response.topics)
 
 
 def describe_topic_partitions(
@@ -2443,12 +2441,13 @@ def edge_scenarios(prefix: str) -> list[Scenario]:
                 session_fetch(st, {}, version=v, epoch=6, label="closed session"),
             ],
         )
-        # a session's topic deleted: the next incremental fetches name its partitions' error
-        # (asked again until the broker has seen the deletion: until then a partition being
-        # deleted may answer NOT_LEADER_OR_FOLLOWER for a moment)
+        # a session's topic deleted: the next incremental fetches name its partitions' error.
+        # Metadata is asked until the topic is gone before the session fetches again: a
+        # partition being deleted may answer NOT_LEADER_OR_FOLLOWER for a moment, and asking
+        # the fetch again would reuse its session epoch (INVALID_FETCH_SESSION_EPOCH)
         gone = f"{p}-session{v}-gone"
-        after = session_fetch(gone, {}, version=v, epoch=1, label="after the deletion")
-        after.until = _deletion_seen
+        deleted = metadata([gone], label="until the topic is gone")
+        deleted.until = _topic_gone
         out.append(
             Scenario(
                 f"edge/fetch-sessions-v{v}-deleted-topic",
@@ -2458,7 +2457,8 @@ def edge_scenarios(prefix: str) -> list[Scenario]:
                     produce(gone, record_bytes(V_PRODUCE, 2)),
                     session_fetch(gone, {0: 0, 1: 0}, version=v, epoch=0, label="full"),
                     Exchange(DeleteTopicsRequest(topic_names=[gone], timeout_ms=30000), 4),
-                    after,
+                    deleted,
+                    session_fetch(gone, {}, version=v, epoch=1, label="after the deletion"),
                     session_fetch(gone, {}, version=v, epoch=2, label="again"),
                     session_fetch(gone, {0: 2}, version=v, epoch=3, label="fetching on"),
                 ],
