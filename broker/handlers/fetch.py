@@ -293,7 +293,9 @@ def _resolve(ctx: RequestContext, reads: list[CachedPartition], by_id: bool) -> 
     appeared or gone since the session began) and hosted partitions. A partition whose topic
     id is gone keeps the name it had (none if it never had one): as in Kafka's fetch session,
     a deleted topic's partitions answer UNKNOWN_TOPIC_OR_PARTITION, an id never known
-    UNKNOWN_TOPIC_ID."""
+    UNKNOWN_TOPIC_ID. If a topic of the kept name was created again and this broker hosts its
+    partition, that partition is another topic's: INCONSISTENT_TOPIC_ID, as Kafka's
+    ``ReplicaManager.readFromLocalLog`` answers when the log's topic id is not the session's."""
     hosted = ctx.services.replica_manager.partitions
     names = ctx.services.metadata.view.topics_by_id if by_id else None
     last_id: Any = None
@@ -307,6 +309,11 @@ def _resolve(ctx: RequestContext, reads: list[CachedPartition], by_id: bool) -> 
                 name = meta.name if meta is not None else None
             if name is None:
                 cp.partition = None
+                if cp.name is not None:
+                    # (the old partition itself may still be hosted while it is deleted)
+                    other = hosted.get((cp.name, cp.index))
+                    if other is not None and other.topic_id != tid:
+                        cp.result = LogReadResult(ErrorCode.INCONSISTENT_TOPIC_ID)
                 continue
             cp.name = name
         cp.partition = hosted.get((cp.name, cp.index)) if cp.name is not None else None

@@ -458,6 +458,14 @@ def _topic_gone(response: Any) -> bool:
     return all(t.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION for t in response.topics)
 
 
+def _topic_led(response: Any) -> bool:
+    """Whether a Metadata response answers every topic with a leader for each partition."""
+    return all(
+        t.error_code == 0 and t.partitions and all(x.leader_id >= 0 for x in t.partitions)
+        for t in response.topics
+    )
+
+
 def describe_topic_partitions(
     names: list[str] | None,
     limit: int,
@@ -2461,6 +2469,32 @@ def edge_scenarios(prefix: str) -> list[Scenario]:
                     session_fetch(gone, {}, version=v, epoch=1, label="after the deletion"),
                     session_fetch(gone, {}, version=v, epoch=2, label="again"),
                     session_fetch(gone, {0: 2}, version=v, epoch=3, label="fetching on"),
+                ],
+            )
+        )
+        # a session's topic deleted and created again under its name before the next fetch
+        again = f"{p}-session{v}-again"
+        created_again = setup_topic(again, 2)
+        created_again.until = lambda r: all(t.error_code == 0 for t in r.topics)
+        led = metadata([again], label="until the new topic has leaders")
+        led.until = _topic_led
+        deleted = metadata([again], label="until the topic is gone")
+        deleted.until = _topic_gone
+        out.append(
+            Scenario(
+                f"edge/fetch-sessions-v{v}-recreated-topic",
+                prefer="4",
+                exchanges=[
+                    setup_topic(again, 2),
+                    produce(again, record_bytes(V_PRODUCE, 2)),
+                    session_fetch(again, {0: 0, 1: 0}, version=v, epoch=0, label="full"),
+                    Exchange(DeleteTopicsRequest(topic_names=[again], timeout_ms=30000), 4),
+                    deleted,
+                    created_again,
+                    led,
+                    session_fetch(again, {}, version=v, epoch=1, label="after the recreation"),
+                    session_fetch(again, {}, version=v, epoch=2, label="again"),
+                    session_fetch(again, {0: 0}, version=v, epoch=3, label="from the start"),
                 ],
             )
         )
