@@ -466,6 +466,22 @@ def _topic_led(response: Any) -> bool:
     )
 
 
+def _session_of_a_deleted_topic(topic: str, version: int) -> list[Exchange]:
+    """A fetch session opened on a topic of 2 partitions, then the topic deleted. Metadata is
+    asked until the topic is gone, before the session fetches again: a partition being deleted
+    may answer NOT_LEADER_OR_FOLLOWER for a moment, and asking the fetch again would reuse its
+    session epoch (INVALID_FETCH_SESSION_EPOCH)."""
+    deleted = metadata([topic], label="until the topic is gone")
+    deleted.until = _topic_gone
+    return [
+        setup_topic(topic, 2),
+        produce(topic, record_bytes(V_PRODUCE, 2)),
+        session_fetch(topic, {0: 0, 1: 0}, version=version, epoch=0, label="full"),
+        Exchange(DeleteTopicsRequest(topic_names=[topic], timeout_ms=30000), 4),
+        deleted,
+    ]
+
+
 def describe_topic_partitions(
     names: list[str] | None,
     limit: int,
@@ -2449,47 +2465,32 @@ def edge_scenarios(prefix: str) -> list[Scenario]:
                 session_fetch(st, {}, version=v, epoch=6, label="closed session"),
             ],
         )
-        # a session's topic deleted: the next incremental fetches name its partitions' error.
-        # Metadata is asked until the topic is gone before the session fetches again: a
-        # partition being deleted may answer NOT_LEADER_OR_FOLLOWER for a moment, and asking
-        # the fetch again would reuse its session epoch (INVALID_FETCH_SESSION_EPOCH)
+        # a session's topic deleted: the next incremental fetches name its partitions' error
         gone = f"{p}-session{v}-gone"
-        deleted = metadata([gone], label="until the topic is gone")
-        deleted.until = _topic_gone
         out.append(
             Scenario(
                 f"edge/fetch-sessions-v{v}-deleted-topic",
                 prefer="4",
                 exchanges=[
-                    setup_topic(gone, 2),
-                    produce(gone, record_bytes(V_PRODUCE, 2)),
-                    session_fetch(gone, {0: 0, 1: 0}, version=v, epoch=0, label="full"),
-                    Exchange(DeleteTopicsRequest(topic_names=[gone], timeout_ms=30000), 4),
-                    deleted,
+                    *_session_of_a_deleted_topic(gone, v),
                     session_fetch(gone, {}, version=v, epoch=1, label="after the deletion"),
                     session_fetch(gone, {}, version=v, epoch=2, label="again"),
                     session_fetch(gone, {0: 2}, version=v, epoch=3, label="fetching on"),
                 ],
             )
         )
-        # a session's topic deleted and created again under its name before the next fetch
+        # ... and created again under its name before the next fetch
         again = f"{p}-session{v}-again"
         created_again = setup_topic(again, 2)
         created_again.until = lambda r: all(t.error_code == 0 for t in r.topics)
         led = metadata([again], label="until the new topic has leaders")
         led.until = _topic_led
-        deleted = metadata([again], label="until the topic is gone")
-        deleted.until = _topic_gone
         out.append(
             Scenario(
                 f"edge/fetch-sessions-v{v}-recreated-topic",
                 prefer="4",
                 exchanges=[
-                    setup_topic(again, 2),
-                    produce(again, record_bytes(V_PRODUCE, 2)),
-                    session_fetch(again, {0: 0, 1: 0}, version=v, epoch=0, label="full"),
-                    Exchange(DeleteTopicsRequest(topic_names=[again], timeout_ms=30000), 4),
-                    deleted,
+                    *_session_of_a_deleted_topic(again, v),
                     created_again,
                     led,
                     session_fetch(again, {}, version=v, epoch=1, label="after the recreation"),
