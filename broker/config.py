@@ -129,6 +129,7 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in [
     _k("max.connections", "int", 2147483647, "Connections the broker accepts at once; at the limit it stops accepting until one closes, as Kafka does."),
     _k("max.connections.per.ip", "int", 2147483647, "Connections one IP address may hold; more are closed at once."),
     _k("max.connections.per.ip.overrides", "string", "", "Per-IP (or hostname) limits: 'host:count,host:count'."),
+    _k("max.connection.creation.rate", "int", 2147483647, "New connections per second the broker accepts (KIP-612), over quota.window.num samples of quota.window.size.seconds; over it the acceptor waits before accepting more. The inter-broker listener is exempt when there are others. Per-IP rates are client quotas (connection_creation_rate of ip entities)."),
     _k("request.timeout.ms", "int", 30000, "How long the broker waits for another broker's answer to a request it sends on its own behalf (KIP-890 verification with a transaction coordinator)."),
     _k("request.receive.timeout.ms", "long", 60000, "Ours (Kafka has no such key): a request whose first bytes arrived must be complete within this time, or the connection is closed (a client trickling bytes cannot hold a frame buffer forever)."),
     _k("telemetry.max.bytes", "int", 1048576, "Largest metrics payload a client may push (KIP-714 PushTelemetry); larger answers TELEMETRY_TOO_LARGE. Pushed metrics are published on the metrics endpoint (see metrics.port)."),
@@ -664,6 +665,8 @@ class BrokerConfig:
             raise ConfigError("num.network.threads must be >= 1")
         if self["message.max.bytes"] < 0:
             raise ConfigError("message.max.bytes must be >= 0")
+        if self["max.connection.creation.rate"] < 0:
+            raise ConfigError("max.connection.creation.rate must be >= 0")
         if self["leader.imbalance.check.interval.seconds"] < 1:
             raise ConfigError("leader.imbalance.check.interval.seconds must be >= 1")
         listeners = self.listeners
@@ -897,6 +900,7 @@ class NetworkConfig:
     max_connections: int
     max_connections_per_ip: int
     max_connections_per_ip_overrides: dict[str, int]
+    max_connection_creation_rate: int
     request_receive_timeout_ms: int
     socket_listen_backlog_size: int
     socket_send_buffer_bytes: int
@@ -915,6 +919,7 @@ class NetworkConfig:
             max_connections_per_ip_overrides=_parse_overrides(
                 str(config["max.connections.per.ip.overrides"] or "")
             ),
+            max_connection_creation_rate=int(config["max.connection.creation.rate"]),
             request_receive_timeout_ms=int(config["request.receive.timeout.ms"]),
             socket_listen_backlog_size=int(config["socket.listen.backlog.size"]),
             socket_send_buffer_bytes=int(config["socket.send.buffer.bytes"]),
@@ -1123,6 +1128,7 @@ DYNAMIC_BROKER_CONFIGS: frozenset[str] = frozenset(
         "num.io.threads", "num.network.threads", "num.replica.fetchers",
         "num.recovery.threads.per.data.dir", "background.threads",
         "max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides",
+        "max.connection.creation.rate",
         # DynamicListenerConfig (per broker only)
         "listeners", "advertised.listeners", "listener.security.protocol.map",
         # DynamicProducerStateManagerConfig (ProducerStateManagerConfig's reconfigurable keys:

@@ -278,6 +278,10 @@ class _AcceptStats(Protocol):
 class _QuotaStats(Protocol):
     @property
     def refused_per_ip(self) -> int: ...
+    @property
+    def throttled_per_ip(self) -> int: ...
+    @property
+    def rate_wait_ms(self) -> int: ...
 
 
 class _PoolStats(Protocol):
@@ -314,7 +318,8 @@ class NetworkMetrics:
       ``kafka_network_requestchannel_requestqueuesize``,
       ``kafka_network_socketserver_memorypoolused``;
     * Odradek's own: ``odradek_sendfile_bytes_total``, ``odradek_accept_errors_total``,
-      ``odradek_connections_refused_per_ip_total``.
+      ``odradek_connections_refused_per_ip_total``,
+      ``odradek_connections_throttled_per_ip_total``, ``odradek_connection_rate_wait_ms_total``.
     """
 
     def __init__(
@@ -516,6 +521,19 @@ class NetworkMetrics:
                 "counter",
                 "Connections closed at once because their address reached max.connections.per.ip.",
                 [("", float(self.quotas.refused_per_ip))],
+            ),
+            (
+                "odradek_connections_throttled_per_ip_total",
+                "counter",
+                "Connections over their address's connection_creation_rate quota (closed after "
+                "their throttle time, unread).",
+                [("", float(self.quotas.throttled_per_ip))],
+            ),
+            (
+                "odradek_connection_rate_wait_ms_total",
+                "counter",
+                "Time the acceptor waited for max.connection.creation.rate, in milliseconds.",
+                [("", float(self.quotas.rate_wait_ms))],
             ),
         ]
 

@@ -59,7 +59,7 @@ from broker.replication.replica_manager import ReplicaManager
 from broker.security.audit import SecurityAudit
 from broker.security.authorizer import ACL_AUTHORIZER_CLASSES, AclAuthorizer
 from broker.security.inter_broker import InterBrokerSecurity
-from broker.security.quotas import QuotaManagers
+from broker.security.quotas import QuotaManagers, ip_connection_rates
 from broker.security.sasl import ListenerSasl, ScramCredentialCache
 from broker.security.services import SecurityServices
 from broker.security.tls import tls_transport_factory
@@ -70,7 +70,7 @@ from coordination.metadata.embedded import FILE_NAME as EMBEDDED_METADATA_FILE
 from coordination.metadata.embedded import EmbeddedMetadataStore
 from coordination.metadata.embedded_security import FILE_NAME as EMBEDDED_SECURITY_FILE
 from coordination.metadata.embedded_security import EmbeddedSecurityStore
-from coordination.metadata.security import SecurityStore
+from coordination.metadata.security import EntityConfigs, SecurityStore
 from coordination.metadata.store import MetadataStore
 from coordination.metadata.view import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, BrokerInfo, Endpoint
 from coordination.producer_id_manager import ProducerIdManager
@@ -122,6 +122,9 @@ class Broker:
             max_connections=network.max_connections,
             max_connections_per_ip=network.max_connections_per_ip,
             overrides=network.max_connections_per_ip_overrides,
+            max_connection_creation_rate=network.max_connection_creation_rate,
+            samples=int(config["quota.window.num"]),
+            window_seconds=int(config["quota.window.size.seconds"]),
         )
         self.memory_pool = RequestMemoryPool(network.queued_max_request_bytes)
         self.audit = SecurityAudit()
@@ -318,9 +321,15 @@ class Broker:
             self.quotas.max_connections = network.max_connections
             self.quotas.max_connections_per_ip = network.max_connections_per_ip
             self.quotas.overrides = dict(network.max_connections_per_ip_overrides)
+            self.quotas.max_connection_creation_rate = network.max_connection_creation_rate
 
         dynamic.add_reconfigurable(
-            ("max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides"),
+            (
+                "max.connections",
+                "max.connections.per.ip",
+                "max.connections.per.ip.overrides",
+                "max.connection.creation.rate",
+            ),
             connection_limits,
         )
 
@@ -375,6 +384,8 @@ class Broker:
             send_buffer=network.socket_send_buffer_bytes,
             receive_buffer=network.socket_receive_buffer_bytes,
         )
+        if len(self.config.listeners) > 1:
+            acceptor.protected_listener = self.config.inter_broker_listener_name
         factories = self._transports()
         try:
             self.inter_broker = InterBrokerSecurity.from_config(self.config)
@@ -404,6 +415,11 @@ class Broker:
             for a in self.config.advertised_listeners
         ]
         return acceptor
+
+    def _update_ip_rates(self, entities: EntityConfigs) -> None:
+        """The ip entities' ``connection_creation_rate`` quotas, to the acceptor's limits."""
+        default, per_ip = ip_connection_rates(entities)
+        self.quotas.set_ip_rates(default, per_ip)
 
     def _refused(self, conn: Connection, reason: str) -> None:
         """A connection closed for what its client sent. On a SASL listener before the client
@@ -467,10 +483,12 @@ class Broker:
             store = ZkSecurityStore(metadata.zk)
         store.add_entity_listener(self.scram.update)
         store.add_entity_listener(self.quota_managers.update)
+        store.add_entity_listener(self._update_ip_rates)
         store.start()
         self.security_store = store
         self.scram.update(store.entity_configs)
         self.quota_managers.update(store.entity_configs)
+        self._update_ip_rates(store.entity_configs)
         name = str(config["authorizer.class.name"] or "").strip()
         if name:
             if name not in ACL_AUTHORIZER_CLASSES:

@@ -1,18 +1,23 @@
 """What DescribeClientQuotas and AlterClientQuotas share: quota entities on the wire (lists of
-(entity type, name or None for the default)) and their entity-config paths."""
+(entity type, name or None for the default)), their entity-config paths and the quota keys each
+kind of entity takes."""
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterable
 
 from coordination.errors import KafkaApiError
 from coordination.metadata.security import (
     CONSUMER_BYTE_RATE,
     CONTROLLER_MUTATION_RATE,
+    IP_CONNECTION_RATE,
     PRODUCER_BYTE_RATE,
     REQUEST_PERCENTAGE,
     entity_path,
+    ip_entity_path,
     parse_entity_path,
+    parse_ip_entity_path,
 )
 from protocol.error_codes import ErrorCode
 
@@ -20,14 +25,16 @@ USER = "user"
 CLIENT_ID = "client-id"
 IP = "ip"
 
-#: quota keys of user and client-id entities and whether they are whole numbers (Kafka's
-#: DynamicConfig.User/Client: the byte rates are longs, the others doubles)
-QUOTA_KEY_INTEGRAL = {
-    PRODUCER_BYTE_RATE: True,
-    CONSUMER_BYTE_RATE: True,
-    REQUEST_PERCENTAGE: False,
-    CONTROLLER_MUTATION_RATE: False,
+#: quota keys of user and client-id entities and their types (Kafka's DynamicConfig.User and
+#: Client: the byte rates are longs, the others doubles)
+USER_QUOTA_KEYS = {
+    PRODUCER_BYTE_RATE: "LONG",
+    CONSUMER_BYTE_RATE: "LONG",
+    REQUEST_PERCENTAGE: "DOUBLE",
+    CONTROLLER_MUTATION_RATE: "DOUBLE",
 }
+#: the quota key of ip entities and its type (Kafka's DynamicConfig.Ip)
+IP_QUOTA_KEYS = {IP_CONNECTION_RATE: "INT"}
 
 
 class InvalidQuota(KafkaApiError):
@@ -38,7 +45,7 @@ Entity = dict[str, str | None]
 
 
 def entity_to_path(components: Iterable[tuple[str, str | None]]) -> str:
-    """The entity-config path of a user/client-id entity; raises InvalidQuota."""
+    """The entity-config path of a user/client-id or ip entity; raises InvalidQuota."""
     entity: Entity = {}
     for entity_type, name in components:
         if entity_type in entity:
@@ -53,7 +60,10 @@ def entity_to_path(components: Iterable[tuple[str, str | None]]) -> str:
                 "Invalid quota entity combination, IP entity should not be used with user/"
                 "client ID entity."
             )
-        raise InvalidQuota("IP quotas (connection_creation_rate) are not supported by Odradek")
+        ip = entity[IP]
+        if ip is not None and not _resolvable(ip):
+            raise InvalidQuota(f"{ip} is not a valid IP or resolvable host.")
+        return ip_entity_path(ip)
     unknown = set(entity) - {USER, CLIENT_ID}
     if unknown or not entity:
         raise InvalidQuota(f"Invalid client quota entity: {sorted(unknown) or 'empty'}")
@@ -67,7 +77,25 @@ def entity_to_path(components: Iterable[tuple[str, str | None]]) -> str:
     )
 
 
+def quota_keys(path: str) -> dict[str, str]:
+    """The quota keys an entity path takes, and their types."""
+    return IP_QUOTA_KEYS if parse_ip_entity_path(path) is not None else USER_QUOTA_KEYS
+
+
+def _resolvable(host: str) -> bool:
+    """Kafka's ``isValidIpEntity``: an address, or a host name that resolves
+    (``InetAddress.getByName``)."""
+    try:
+        socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        return False
+    return True
+
+
 def path_to_entity(path: str) -> Entity | None:
+    ip = parse_ip_entity_path(path)
+    if ip is not None:
+        return {IP: ip[0]}
     parsed = parse_entity_path(path)
     if parsed is None:
         return None

@@ -1,12 +1,13 @@
-"""AlterClientQuotas: set or remove quota keys of user/client-id entities (KIP-546;
-ALTER_CONFIGS on the cluster), stored as Kafka stores them (``/config/users/<user>``,
-``/config/clients/<client-id>``, ``/config/users/<user>/clients/<client-id>``, ``<default>``
-for a default entity) with a change notification, so every broker applies them at once."""
+"""AlterClientQuotas: set or remove quota keys of user/client-id entities and of ip entities
+(KIP-546, KIP-612; ALTER_CONFIGS on the cluster), stored as Kafka stores them
+(``/config/users/<user>``, ``/config/clients/<client-id>``,
+``/config/users/<user>/clients/<client-id>``, ``/config/ips/<ip>``, ``<default>`` for a
+default entity) with a change notification, so every broker applies them at once."""
 
 from __future__ import annotations
 
 from broker.dispatch import RequestContext
-from broker.handlers._quotas import QUOTA_KEY_INTEGRAL, InvalidQuota, entity_to_path
+from broker.handlers._quotas import InvalidQuota, entity_to_path, quota_keys
 from broker.registry import error_response, handler
 from coordination.metadata.security import SecurityStoreError
 from protocol.acl import AclOperation, ResourceType
@@ -21,33 +22,38 @@ from protocol.messages.alter_client_quotas import (
 )
 
 
-def _value(key: str, value: float) -> str:
-    integral = QUOTA_KEY_INTEGRAL.get(key)
-    if integral is None:
+def _value(keys: dict[str, str], key: str, value: float) -> str:
+    """The stored text of a quota value, checked as Kafka's ZooKeeper-mode ZkAdminManager
+    checks it: a LONG or INT must convert to a whole number and back unchanged, so a fraction,
+    a negative number (its conversion truncates toward zero) or too large a one is refused."""
+    kind = keys.get(key)
+    if kind is None:
         raise InvalidQuota(f"Invalid configuration key {key}")
-    if integral:
-        rounded = round(value)
-        if abs(rounded - value) > 1e-6 or rounded < 0:
-            # (Kafka refuses a negative byte rate too: its conversion truncates toward zero,
-            # so a negative whole number never converts back exactly)
-            raise InvalidQuota(f"Configuration {key} must be a Long value of at least 0")
-        return str(rounded)
-    return repr(float(value))
+    if kind == "DOUBLE":
+        return repr(float(value))
+    rounded = round(value)
+    top = 2**31 - 1 if kind == "INT" else 2**63 - 1
+    if abs(rounded - value) > 1e-6 or not 0 <= rounded <= top:
+        if kind == "INT":
+            raise InvalidQuota(f"Configuration {key} must be a INT value")
+        raise InvalidQuota(f"Configuration {key} must be a Long value of at least 0")
+    return str(rounded)
 
 
 def _alter(ctx: RequestContext, entry: QuotaAlteration, validate_only: bool) -> None:
     security = ctx.services.security
     assert security is not None
     path = entity_to_path((c.entity_type, c.entity_name) for c in entry.entity)
+    keys = quota_keys(path)
     sets: dict[str, str] = {}
     removes: list[str] = []
     for op in entry.ops:
         if op.remove:
-            if op.key not in QUOTA_KEY_INTEGRAL:
+            if op.key not in keys:
                 raise InvalidQuota(f"Invalid configuration key {op.key}")
             removes.append(op.key)
         else:
-            sets[op.key] = _value(op.key, op.value)
+            sets[op.key] = _value(keys, op.key, op.value)
     if validate_only:
         return
 

@@ -6,7 +6,12 @@ broker advertises anything); :meth:`Acceptor.start` begins accepting once the br
 serve, so no client is handed to a processor before then (they wait in the listen backlog).
 
 Limits (Kafka's ``ConnectionQuotas``): a connection over ``max.connections.per.ip`` is closed at
-once; at ``max.connections`` the acceptor stops accepting until a connection closes. When the
+once; at ``max.connections`` the acceptor stops accepting until a connection closes. Over
+``max.connection.creation.rate`` the acceptor holds the connection it just accepted and stops
+accepting until the rate is back within it (the inter-broker listener is exempt when there are
+others, as in Kafka). A connection over its address's ``connection_creation_rate`` quota is
+neither handed to a processor nor read: it is closed once its throttle time has passed, as
+Kafka's acceptor delays closing it, so that a client reconnecting in a loop is slowed. When the
 process runs out of file descriptors (EMFILE/ENFILE) or socket memory, accepting pauses for a
 growing delay instead of spinning on the listening socket, and the failures are logged once per
 interval with a count (and counted in :attr:`Acceptor.accept_errors`).
@@ -37,6 +42,10 @@ PAUSE_MIN_S = 0.05
 PAUSE_MAX_S = 2.0
 #: at most one log line per interval about them
 ERROR_LOG_INTERVAL_S = 10.0
+
+
+def _now_ms() -> int:
+    return int(time.monotonic() * 1000)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +93,13 @@ class Acceptor:
         self._unlogged_errors = 0
         self._last_error_log = 0.0
         self._next = 0
+        #: the listener exempt from max.connection.creation.rate (Kafka's protected listener:
+        #: the inter-broker one, when there are others)
+        self.protected_listener: str | None = None
+        #: a connection accepted over max.connection.creation.rate, waiting to be admitted
+        self._held: tuple[socket.socket, object, BoundListener] | None = None
+        #: connections over their address's rate quota, each closed when its timer fires
+        self._throttled: dict[socket.socket, asyncio.TimerHandle] = {}
 
     def bind(
         self,
@@ -201,34 +217,80 @@ class Acceptor:
                     log.warning("accept failed on %s: %s", bound.name, e)
                 return
             self._pause_s = PAUSE_MIN_S
-            ip = str(peer[0]) if isinstance(peer, tuple) else str(peer)
-            if not self.quotas.try_open(ip):
-                log.info(
-                    "refused a connection from %s on %s: max.connections.per.ip reached",
-                    ip,
-                    bound.name,
-                )
-                conn.close()
-                continue
-            if self.send_buffer > 0:
-                try:
-                    conn.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.send_buffer)
-                except OSError:
-                    pass
-            processor = self.processors[self._next % len(self.processors)]
-            self._next += 1
-            processor.call(
-                processor.adopt,
-                conn,
-                peer,
+            counted = bound.name != self.protected_listener
+            wait_ms = self.quotas.record_connection(_now_ms()) if counted else 0
+            if wait_ms:
+                # over max.connection.creation.rate: this connection waits, and so does the
+                # listen backlog (Kafka's acceptor thread blocks the same way)
+                self._unwatch()
+                self._held = (conn, peer, bound)
+                self._paused_until = time.monotonic() + wait_ms / 1000
+                self.loop.call_later(wait_ms / 1000, self._admit_held)
+                return
+            self._admit(conn, peer, bound, counted)
+
+    def _admit_held(self) -> None:
+        held, self._held = self._held, None
+        if held is not None:
+            self._admit(*held, True)
+        self._resume()
+
+    def _admit(
+        self, conn: socket.socket, peer: object, bound: BoundListener, counted: bool
+    ) -> None:
+        """The address's limits, then a processor."""
+        ip = str(peer[0]) if isinstance(peer, tuple) else str(peer)
+        throttle_ms = self.quotas.record_ip(ip, _now_ms(), counted=counted)
+        if throttle_ms:
+            log.debug(
+                "throttled a connection from %s on %s for %d ms: connection_creation_rate "
+                "quota reached; it is closed then",
+                ip,
                 bound.name,
-                bound.security_protocol,
-                bound.make_transport,
+                throttle_ms,
             )
+            self._throttled[conn] = self.loop.call_later(
+                throttle_ms / 1000, self._close_throttled, conn
+            )
+            return
+        if not self.quotas.try_open(ip):
+            log.info(
+                "refused a connection from %s on %s: max.connections.per.ip reached",
+                ip,
+                bound.name,
+            )
+            conn.close()
+            return
+        if self.send_buffer > 0:
+            try:
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.send_buffer)
+            except OSError:
+                pass
+        processor = self.processors[self._next % len(self.processors)]
+        self._next += 1
+        processor.call(
+            processor.adopt,
+            conn,
+            peer,
+            bound.name,
+            bound.security_protocol,
+            bound.make_transport,
+        )
+
+    def _close_throttled(self, conn: socket.socket) -> None:
+        self._throttled.pop(conn, None)
+        conn.close()
 
     def close(self) -> None:
         self._unwatch()
         self._accepting = False
+        held, self._held = self._held, None
+        if held is not None:
+            held[0].close()
+        for conn, timer in list(self._throttled.items()):
+            timer.cancel()
+            conn.close()
+        self._throttled.clear()
         for bound in self.listeners:
             bound.sock.close()
         self.listeners.clear()

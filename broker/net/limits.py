@@ -6,6 +6,13 @@ memory held by received requests (Kafka's ``MemoryPool`` behind ``queued.max.req
   ``max.connections.per.ip`` (or its override for that address) the socket is closed at once;
   at ``max.connections`` the acceptor stops accepting until a connection closes (Kafka waits the
   same way), so the limit is never exceeded and nothing already accepted is hurt.
+  It also measures connection creation rates (KIP-612), over ``quota.window.num`` samples of
+  ``quota.window.size.seconds`` as Kafka's quotas do: the broker's
+  (``max.connection.creation.rate``: over it, the acceptor waits before accepting more,
+  :meth:`ConnectionQuotas.record_connection`) and each IP address's (the
+  ``connection_creation_rate`` quota of an ``ip`` entity or the default one: a connection over
+  it is throttled, :meth:`ConnectionQuotas.record_ip`, and the acceptor closes it once the
+  throttle time has passed, without reading from it). A throttle is at most one window.
 * :class:`RequestMemoryPool` is one budget for the bytes of requests held at once by every
   connection (frames waiting to be handled, large frames arriving). A connection whose read
   would go over the budget stops reading and retries shortly; memory comes back as requests are
@@ -17,13 +24,23 @@ memory held by received requests (Kafka's ``MemoryPool`` behind ``queued.max.req
   its frame is complete (and its memory comes back once the request is handled).
 
 Thread-safety: both are shared by the acceptor (main loop) and every processor thread; each
-method takes the object's lock.
+method takes the object's lock, except the connection rates'
+(:meth:`ConnectionQuotas.record_connection`, :meth:`ConnectionQuotas.record_ip`), which only the
+acceptor calls; the security store's thread replaces the ip rates whole
+(:meth:`ConnectionQuotas.set_ip_rates`).
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
+
+from broker.rates import SampledRate
+
+#: Kafka's default of every connection creation rate (Integer.MAX_VALUE): no limit
+UNLIMITED_RATE = 2**31 - 1
+#: IP sensors idle this long are dropped once there are many (Kafka expires them after an hour)
+_SENSOR_EXPIRATION_MS = 3600 * 1000
 
 
 class ConnectionQuotas:
@@ -33,10 +50,27 @@ class ConnectionQuotas:
         max_connections: int,
         max_connections_per_ip: int,
         overrides: Mapping[str, int] | None = None,
+        max_connection_creation_rate: int = UNLIMITED_RATE,
+        samples: int = 11,
+        window_seconds: int = 1,
     ) -> None:
         self.max_connections = max_connections
         self.max_connections_per_ip = max_connections_per_ip
         self.overrides = dict(overrides or {})
+        #: ``max.connection.creation.rate`` (connections per second, every listener but a
+        #: protected inter-broker one)
+        self.max_connection_creation_rate = max_connection_creation_rate
+        self.samples = samples
+        self.window_ms = window_seconds * 1000
+        self._broker_rate: SampledRate | None = None
+        #: ``connection_creation_rate`` of the default ip entity and of each address
+        self._default_ip_rate = UNLIMITED_RATE
+        self._ip_rates: Mapping[str, int] = {}
+        self._ip_sensors: dict[str, SampledRate] = {}
+        #: connections throttled by their address's connection rate quota
+        self.throttled_per_ip = 0
+        #: how long the acceptor waited for ``max.connection.creation.rate``, in total (ms)
+        self.rate_wait_ms = 0
         self._lock = threading.Lock()
         self._total = 0
         self._per_ip: dict[str, int] = {}
@@ -64,6 +98,63 @@ class ConnectionQuotas:
             self._per_ip[ip] = count + 1
             self._total += 1
             return True
+
+    def set_ip_rates(self, default: int | None, per_ip: Mapping[str, int]) -> None:
+        """The ``connection_creation_rate`` quotas of ip entities: the default entity's (None:
+        none) and each address's (Kafka's ``updateIpConnectionRateQuota``)."""
+        with self._lock:
+            self._default_ip_rate = UNLIMITED_RATE if default is None else default
+            self._ip_rates = dict(per_ip)
+
+    def ip_rate(self, ip: str) -> int:
+        """The connection creation rate allowed to ``ip`` (:data:`UNLIMITED_RATE`: none)."""
+        return self._ip_rates.get(ip, self._default_ip_rate)
+
+    def record_connection(self, now_ms: int) -> int:
+        """Records a connection about to be accepted against ``max.connection.creation.rate``;
+        returns how long (ms) the acceptor should wait before accepting it (0: at once), as
+        Kafka's ``ConnectionQuotas.waitForConnectionSlot`` waits."""
+        limit = self.max_connection_creation_rate
+        if limit >= UNLIMITED_RATE:
+            return 0
+        sensor = self._broker_rate
+        if sensor is None:
+            sensor = self._broker_rate = SampledRate(self.samples, self.window_ms, now_ms)
+        wait = sensor.record_within(1.0, now_ms, limit, self.window_ms)
+        self.rate_wait_ms += wait
+        return wait
+
+    def record_ip(self, ip: str, now_ms: int, *, counted: bool) -> int:
+        """Records a new connection from ``ip`` against its connection rate quota; returns 0,
+        or how long (ms) the connection is throttled, after which the acceptor closes it. A
+        throttled connection is taken back out of the address's rate, and out of the broker's
+        when it was ``counted`` there (Kafka's ``recordIpConnectionMaybeThrottle``)."""
+        limit = self.ip_rate(ip)
+        if limit >= UNLIMITED_RATE:
+            return 0
+        sensor = self._ip_sensor(ip, now_ms)
+        throttle = sensor.record_within(1.0, now_ms, limit, self.window_ms)
+        if throttle:
+            with sensor.lock:
+                sensor.record(-1.0, now_ms)
+            broker = self._broker_rate
+            if counted and broker is not None:
+                with broker.lock:
+                    broker.record(-1.0, now_ms)
+            self.throttled_per_ip += 1
+        return throttle
+
+    def _ip_sensor(self, ip: str, now_ms: int) -> SampledRate:
+        sensors = self._ip_sensors
+        sensor = sensors.get(ip)
+        if sensor is None:
+            if len(sensors) > 10_000:
+                horizon = now_ms - _SENSOR_EXPIRATION_MS
+                for key, old in list(sensors.items()):
+                    if old.last_record_ms < horizon:
+                        del sensors[key]
+            sensor = sensors[ip] = SampledRate(self.samples, self.window_ms, now_ms)
+        return sensor
 
     def closed(self, ip: str) -> None:
         with self._lock:

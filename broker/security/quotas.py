@@ -25,95 +25,31 @@ is an immutable snapshot replaced on change.
 
 from __future__ import annotations
 
+import ipaddress
+import logging
+import socket
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
 from broker.metrics import MetricSamples
+from broker.rates import SampledRate
 from coordination.metadata.security import (
     CONSUMER_BYTE_RATE,
     DEFAULT_ENTITY,
+    IP_CONNECTION_RATE,
     PRODUCER_BYTE_RATE,
     REQUEST_PERCENTAGE,
     EntityConfigs,
+    parse_ip_entity_path,
     sanitize,
 )
 
+log = logging.getLogger(__name__)
+
 #: sensors idle longer than this are dropped (Kafka's InactiveSensorExpirationTimeSeconds)
 SENSOR_EXPIRATION_MS = 3600 * 1000
-
-
-class _Rate:
-    """Kafka's ``Rate`` over a ``SampledStat``: ``samples`` windows of ``window_ms``."""
-
-    __slots__ = ("last_record_ms", "lock", "samples", "slots", "window_ms")
-
-    def __init__(self, samples: int, window_ms: int, now_ms: int) -> None:
-        self.slots = max(2, samples)
-        self.window_ms = window_ms
-        #: [start_ms, value] per sample, oldest first
-        self.samples: list[list[float]] = [[float(now_ms), 0.0]]
-        self.lock = threading.Lock()
-        self.last_record_ms = now_ms
-
-    def _purge(self, now_ms: int) -> None:
-        horizon = now_ms - self.slots * self.window_ms
-        kept = [s for s in self.samples if s[0] >= horizon]
-        self.samples = kept or [[float(now_ms), 0.0]]
-
-    def record(self, value: float, now_ms: int) -> None:
-        self._purge(now_ms)
-        current = self.samples[-1]
-        if now_ms - current[0] >= self.window_ms:
-            current = [float(now_ms), 0.0]
-            self.samples.append(current)
-            if len(self.samples) > self.slots:
-                del self.samples[0]
-        current[1] += value
-        self.last_record_ms = now_ms
-
-    def window_size_ms(self, now_ms: int) -> float:
-        total = now_ms - self.samples[0][0]
-        full = int(total // self.window_ms)
-        minimum = self.slots - 1
-        if full < minimum:
-            total += (minimum - full) * self.window_ms
-        return max(total, 1.0)
-
-    def measure(self, now_ms: int) -> float:
-        """Per second."""
-        self._purge(now_ms)
-        return sum(s[1] for s in self.samples) / (self.window_size_ms(now_ms) / 1000)
-
-    def _rate_at(self, t_ms: float) -> float:
-        """The rate :meth:`measure` would give at ``t_ms`` if nothing more were recorded."""
-        horizon = t_ms - self.slots * self.window_ms
-        kept = [s for s in self.samples if s[0] >= horizon]
-        if not kept:
-            return 0.0
-        elapsed = t_ms - kept[0][0]
-        full = int(elapsed // self.window_ms)
-        if full < self.slots - 1:
-            elapsed += (self.slots - 1 - full) * self.window_ms
-        return sum(s[1] for s in kept) / (max(elapsed, 1.0) / 1000)
-
-    def time_to_quota_ms(self, now_ms: int, limit: float) -> float:
-        """How long until the rate is back within ``limit`` if nothing more is recorded:
-        the first time, in steps of a twentieth of a window, at which :meth:`measure` would
-        be within the quota (the samples that made the excess expire, the window grows).
-        Kafka's ``QuotaUtils.throttleTime`` estimates the same time as
-        ``(rate - limit) / limit * window``, which assumes the window keeps growing; it does
-        not once it is full, and a client throttled that way goes on at more than its quota
-        for as long as an early burst stays in the window."""
-        step = self.window_ms / 20
-        t = float(now_ms)
-        end = now_ms + (self.slots + 1) * self.window_ms
-        while t < end:
-            if self._rate_at(t) <= limit:
-                return t - now_ms
-            t += step
-        return float(self.slots * self.window_ms)
 
 
 @dataclass(frozen=True)
@@ -135,7 +71,7 @@ class ClientQuotaManager:
         self.window_ms = window_seconds * 1000
         self.cap_ms = cap_ms
         self._limits: Mapping[str, float] = MappingProxyType({})
-        self._sensors: dict[tuple[str, str], _Rate] = {}
+        self._sensors: dict[tuple[str, str], SampledRate] = {}
         self._sensors_lock = threading.Lock()
         self._resolved: dict[tuple[str, str], _Match | None] = {}
         #: total throttle time handed out, milliseconds (a metric)
@@ -190,7 +126,7 @@ class ClientQuotaManager:
         resolved[key] = match
         return match
 
-    def _sensor(self, key: tuple[str, str], now_ms: int) -> _Rate:
+    def _sensor(self, key: tuple[str, str], now_ms: int) -> SampledRate:
         sensor = self._sensors.get(key)
         if sensor is None:
             with self._sensors_lock:
@@ -201,7 +137,7 @@ class ClientQuotaManager:
                         for k, s in list(self._sensors.items()):
                             if s.last_record_ms < horizon:
                                 del self._sensors[k]
-                    sensor = self._sensors[key] = _Rate(self.samples, self.window_ms, now_ms)
+                    sensor = self._sensors[key] = SampledRate(self.samples, self.window_ms, now_ms)
         return sensor
 
     def record(self, user: str, client_id: str, value: float, now_ms: int) -> int:
@@ -273,3 +209,47 @@ class QuotaManagers:
                 [(f'{{quota="{name}"}}', float(m.throttled_responses)) for name, m in managers],
             ),
         ]
+
+
+def ip_connection_rates(entities: EntityConfigs) -> tuple[int | None, dict[str, int]]:
+    """The ``connection_creation_rate`` quotas of ip entities (KIP-612): the default entity's
+    (None: none) and each address's. An entity named by a host name applies to the address it
+    resolves to, as Kafka's ``IpConfigHandler`` resolves it (``InetAddress.getByName``); one
+    that does not resolve is left out, with a warning. Addresses are in the form the acceptor
+    sees a peer's (``ipaddress``'s compressed form)."""
+    default: int | None = None
+    per_ip: dict[str, int] = {}
+    for path, configs in entities.items():
+        parsed = parse_ip_entity_path(path)
+        raw = configs.get(IP_CONNECTION_RATE)
+        if parsed is None or raw is None:
+            continue
+        try:
+            rate = int(float(raw))
+        except ValueError:
+            log.warning("ignoring the unreadable %s of %s: %r", IP_CONNECTION_RATE, path, raw)
+            continue
+        (name,) = parsed
+        if name is None:
+            default = rate
+            continue
+        address = _address(name)
+        if address is None:
+            log.warning(
+                "ignoring the %s quota of %s: it does not resolve", IP_CONNECTION_RATE, name
+            )
+            continue
+        per_ip[address] = rate
+    return default, per_ip
+
+
+def _address(name: str) -> str | None:
+    try:
+        return str(ipaddress.ip_address(name))
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(name, None, type=socket.SOCK_STREAM)
+        return str(ipaddress.ip_address(infos[0][4][0])) if infos else None
+    except (OSError, UnicodeError, ValueError):
+        return None

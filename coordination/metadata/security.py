@@ -163,10 +163,12 @@ def decode_acls(data: bytes | None) -> AclSet:
     return frozenset(out)
 
 
-# --- entity configs (/config/users, /config/clients) -----------------------------------------
+# --- entity configs (/config/users, /config/clients, /config/ips) --------------------------------
 
 USERS = "users"
 CLIENTS = "clients"
+#: ip entities (KIP-612): ``ips/<address or host name>``, ``ips/<default>``
+IPS = "ips"
 #: the default entity's name in a path (Kafka's ZooKeeperInternals.DEFAULT_STRING)
 DEFAULT_ENTITY = "<default>"
 
@@ -176,6 +178,8 @@ CONSUMER_BYTE_RATE = "consumer_byte_rate"
 REQUEST_PERCENTAGE = "request_percentage"
 CONTROLLER_MUTATION_RATE = "controller_mutation_rate"
 QUOTA_KEYS = (PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE, REQUEST_PERCENTAGE, CONTROLLER_MUTATION_RATE)
+#: the quota key of ip entities (Kafka's QuotaConfig.IP_CONNECTION_RATE_OVERRIDE_CONFIG)
+IP_CONNECTION_RATE = "connection_creation_rate"
 
 
 #: what Java's URLEncoder leaves as it is, less ``*`` (Kafka's Sanitizer encodes it)
@@ -242,6 +246,25 @@ def parse_entity_path(path: str) -> tuple[str | None, str | None, bool, bool] | 
             dc,
         )
     return None
+
+
+def ip_entity_path(ip: str | None) -> str:
+    """The path of an ip entity under ``/config``: ``ips/<ip>``, or ``ips/<default>`` for the
+    default entity (None). Kafka keeps the name as given (an address or a host name)."""
+    return f"{IPS}/{DEFAULT_ENTITY if ip is None else ip}"
+
+
+def parse_ip_entity_path(path: str) -> tuple[str | None] | None:
+    """``ips/<ip>`` -> (the ip, None for the default entity); None for other paths."""
+    kind, sep, name = path.partition("/")
+    if kind != IPS or not sep or not name or "/" in name:
+        return None
+    return (None if name == DEFAULT_ENTITY else name,)
+
+
+def is_entity_path(path: str) -> bool:
+    """Whether ``path`` names a user, client-id, user+client-id or ip entity."""
+    return parse_entity_path(path) is not None or parse_ip_entity_path(path) is not None
 
 
 EntityConfigs = Mapping[str, Mapping[str, str]]

@@ -16,6 +16,7 @@ path                                                mode        content
 ``/config/users/<user>``                            persistent  ``{"version":1,"config":{…}}``
 ``/config/users/<user>/clients/<client-id>``        persistent  same
 ``/config/clients/<client-id>``                     persistent  same
+``/config/ips/<ip>``                                persistent  same (KIP-612)
 ``/config/changes/config_change_<10 digits>``       sequential  ``{"version":2,
                                                                 "entity_path":"users/alice"}``
 ==================================================  ==========  ==================================
@@ -52,6 +53,7 @@ from kazoo.protocol.states import KazooState
 from coordination.metadata.security import (
     ACL_RESOURCE_TYPES,
     CLIENTS,
+    IPS,
     USERS,
     AclDataError,
     AclSet,
@@ -60,7 +62,7 @@ from coordination.metadata.security import (
     SecurityStoreError,
     decode_acls,
     encode_acls,
-    parse_entity_path,
+    is_entity_path,
     parse_resource_type,
     resource_type_name,
 )
@@ -157,7 +159,7 @@ class ZkSecurityStore(SecurityStore):
                 self.zk.ensure_path(f"{root}/{resource_type_name(rtype)}")
         for path in (LITERAL_ACL_CHANGES_PATH, EXTENDED_ACL_CHANGES_PATH):
             self.zk.ensure_path(path)
-        for config_type in (USERS, CLIENTS):
+        for config_type in (USERS, CLIENTS, IPS):
             self.zk.ensure_path(f"{zd.CONFIG_PATH}/{config_type}")
         self.zk.raw.add_listener(self._on_connection_state)
         self._worker = threading.Thread(target=self._run, name="zk-security", daemon=True)
@@ -266,7 +268,7 @@ class ZkSecurityStore(SecurityStore):
                     if entries:
                         acls[pattern] = entries
         configs: dict[str, dict[str, str]] = {}
-        for config_type in (USERS, CLIENTS):
+        for config_type in (USERS, CLIENTS, IPS):
             for name in self.zk.children(f"{zd.CONFIG_PATH}/{config_type}") or []:
                 path = f"{config_type}/{name}"
                 configs[path] = self._read_entity(path)
@@ -362,10 +364,10 @@ class ZkSecurityStore(SecurityStore):
             except zd.ZkDataError as e:
                 log.warning("ignoring config change %s: %s", child, e)
                 continue
-            if entity is None or entity[0] not in (USERS, CLIENTS):
+            if entity is None or entity[0] not in (USERS, CLIENTS, IPS):
                 continue
             path = f"{entity[0]}/{entity[1]}"
-            if parse_entity_path(path) is None:
+            if not is_entity_path(path):
                 continue
             self._set_entity(path, self._read_entity(path))
 
@@ -434,8 +436,8 @@ class ZkSecurityStore(SecurityStore):
     def _alter(
         self, path: str, change: Callable[[dict[str, str]], dict[str, str]]
     ) -> dict[str, str]:
-        if parse_entity_path(path) is None:
-            raise ValueError(f"not a user or client entity: {path}")
+        if not is_entity_path(path):
+            raise ValueError(f"not a user, client or ip entity: {path}")
         full = f"{zd.CONFIG_PATH}/{path}"
         for _ in range(MAX_UPDATE_RETRIES + 1):
             got = self.zk.get(full)

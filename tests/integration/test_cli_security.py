@@ -174,16 +174,41 @@ def test_users_acls_and_quotas_over_sasl_and_tls(
     as_admin(secured, admin_config, "quota", "set", "producer_byte_rate=1048576", "--user", "alice")
     as_admin(secured, admin_config, "quota", "set", "consumer_byte_rate=2048", "--user-default")
     quotas = as_admin(secured, admin_config, "quota", "describe", fmt="json")
-    assert {"user": "alice", "client_id": None, "quotas": {"producer_byte_rate": 1048576.0}} in (
-        quotas
-    )
-    assert {"user": "<default>", "client_id": None, "quotas": {"consumer_byte_rate": 2048.0}} in (
-        quotas
-    )
+    assert {
+        "user": "alice",
+        "client_id": None,
+        "ip": None,
+        "quotas": {"producer_byte_rate": 1048576.0},
+    } in quotas
+    assert {
+        "user": "<default>",
+        "client_id": None,
+        "ip": None,
+        "quotas": {"consumer_byte_rate": 2048.0},
+    } in quotas
     assert "producer_byte_rate" in as_admin(secured, admin_config, "quota", "describe").stdout
     as_admin(secured, admin_config, "quota", "delete", "producer_byte_rate", "--user", "alice")
     only = as_admin(secured, admin_config, "quota", "describe", "--user", "alice", fmt="json")
     assert only == []
+    # an IP address's connection creation rate (KIP-612)
+    as_admin(
+        secured, admin_config, "quota", "set", "connection_creation_rate=50", "--ip", "10.1.2.3"
+    )
+    ips = as_admin(secured, admin_config, "quota", "describe", "--ip", "10.1.2.3", fmt="json")
+    assert ips == [
+        {
+            "user": None,
+            "client_id": None,
+            "ip": "10.1.2.3",
+            "quotas": {"connection_creation_rate": 50.0},
+        }
+    ]
+    as_admin(
+        secured, admin_config, "quota", "delete", "connection_creation_rate", "--ip", "10.1.2.3"
+    )
+    assert (
+        as_admin(secured, admin_config, "quota", "describe", "--ip", "10.1.2.3", fmt="json") == []
+    )
 
     # user delete: alice can no longer log in
     as_admin(secured, admin_config, "user", "delete", "alice")

@@ -29,6 +29,7 @@ from kazoo.client import KazooClient
 from tests.integration.broker_process import BrokerProcess
 from tests.support.client_quotas import describe_quota, set_quota
 from tests.support.kafka_clients import consume_from_start
+from tests.support.raw_client import answered_from
 from tests.support.waiting import wait_for
 from tests.support.zookeeper import ZooKeeperServer
 
@@ -247,6 +248,15 @@ def max_throttle_ms(broker: BrokerProcess, topic: str, settings: dict[str, objec
     return seen[0]
 
 
+def quota_on(broker: BrokerProcess, entity_type: str, name: str, quota: tuple, what: str) -> None:
+    """Waits until the broker's DescribeClientQuotas answers the entity's one quota."""
+    wait_for(
+        lambda: describe_quota(broker.address("PLAINTEXT"), entity_type, name) == [quota],
+        timeout=30,
+        what=what,
+    )
+
+
 def test_quotas_set_on_one_broker_apply_on_another(cluster):
     """Client quotas written through broker 1 land where Kafka's ZooKeeper mode keeps them
     (``/config/clients/<client-id>``, ``/config/users/<user>`` beside the user's SCRAM
@@ -289,21 +299,15 @@ def test_quotas_set_on_one_broker_apply_on_another(cluster):
     assert {"version": 2, "entity_path": "clients/capped"} in changes
     assert {"version": 2, "entity_path": "users/erin"} in changes
     # broker 2 follows the notifications
-    wait_for(
-        lambda: (
-            describe_quota(b2.address("PLAINTEXT"), "client-id", "capped")
-            == [("capped", "producer_byte_rate", 100_000.0)]
-        ),
-        timeout=30,
-        what="the client-id quota on broker 2",
+    quota_on(
+        b2,
+        "client-id",
+        "capped",
+        ("capped", "producer_byte_rate", 100_000.0),
+        "the client-id quota on broker 2",
     )
-    wait_for(
-        lambda: (
-            describe_quota(b2.address("PLAINTEXT"), "user", "erin")
-            == [("erin", "producer_byte_rate", 100_000.0)]
-        ),
-        timeout=30,
-        what="the user quota on broker 2",
+    quota_on(
+        b2, "user", "erin", ("erin", "producer_byte_rate", 100_000.0), "the user quota on broker 2"
     )
     admin2 = AdminClient({"bootstrap.servers": b2.address("PLAINTEXT")})
     erins = AclBindingFilter(
@@ -331,6 +335,23 @@ def test_quotas_set_on_one_broker_apply_on_another(cluster):
     }
     assert max_throttle_ms(b2, topic, erin_on_b2) > 0
     assert max_throttle_ms(b2, topic, {"client.id": "uncapped"}) == 0
+
+    # an IP address's connection creation rate (KIP-612): in /config/ips, applied by broker 2 to
+    # connections from that address (a burst of 10 at 1 per second, then throttled)
+    set_quota(b1.address("PLAINTEXT"), [("ip", "127.0.0.9")], "connection_creation_rate", 1)
+    assert json.loads(zk.get("/config/ips/127.0.0.9")[0]) == {
+        "version": 1,
+        "config": {"connection_creation_rate": "1"},
+    }
+    quota_on(
+        b2,
+        "ip",
+        "127.0.0.9",
+        ("127.0.0.9", "connection_creation_rate", 1.0),
+        "the ip quota on broker 2",
+    )
+    results = [answered_from(b2.address("PLAINTEXT"), "127.0.0.9") for _ in range(15)]
+    assert results[:10] == [True] * 10 and False in results, results
 
 
 def test_brokers_replicate_over_a_sasl_ssl_inter_broker_listener(

@@ -466,6 +466,15 @@ def _topic_led(response: Any) -> bool:
     )
 
 
+def _sorted_quota_entries(answer: Any) -> Any:
+    """A DescribeClientQuotas answer with its entries in entity order (Kafka lists them in its
+    map's order)."""
+    entries = answer.get("entries")
+    if entries:
+        answer = {**answer, "entries": sorted(entries, key=lambda e: repr(e["entity"]))}
+    return answer
+
+
 def _session_of_a_deleted_topic(topic: str, version: int) -> list[Exchange]:
     """A fetch session opened on a topic of 2 partitions, then the topic deleted. Metadata is
     asked until the topic is gone, before the session fetches again: a partition being deleted
@@ -3526,6 +3535,84 @@ def security_scenarios(prefix: str) -> list[Scenario]:
             ],
         )
     )
+
+    # ip entities (KIP-612): connection_creation_rate set, described and removed. The rates
+    # are too high to slow the corpus's own connections (from 127.0.0.1, which "localhost" and
+    # the default entity cover)
+    def ip_quota(
+        ip: str | None, value: float, label: str, *, remove: bool = False, key: str = ""
+    ) -> Exchange:
+        return Exchange(
+            AlterClientQuotasRequest(
+                entries=[
+                    QuotaAlteration(
+                        entity=[QuotaEntityComponent(entity_type="ip", entity_name=ip)],
+                        ops=[
+                            QuotaAlterationOp(
+                                key=key or "connection_creation_rate", value=value, remove=remove
+                            )
+                        ],
+                    )
+                ],
+                validate_only=False,
+            ),
+            1,
+            label=label,
+        )
+
+    def ip_quotas(
+        components: list[tuple[str, int, str | None]], label: str, until: int | None = None
+    ) -> Exchange:
+        return Exchange(
+            DescribeClientQuotasRequest(
+                components=[
+                    QuotaFilterComponent(entity_type=t, match_type=m, match=n)
+                    for t, m, n in components
+                ],
+                strict=True,
+            ),
+            1,
+            label=label,
+            until=None if until is None else (lambda r, n=until: len(r.entries or []) == n),
+            project=_sorted_quota_entries,
+        )
+
+    # Kafka 3.9 sanitizes an ip entity's name before it checks that it resolves, so it refuses
+    # IPv6 addresses (%3A%3A2 does not resolve), and it takes a zero rate, which 4.x refuses:
+    # the IPv6 address against 4.4, zero against 3.9 (Odradek takes both)
+    for line, suffix in (("3", ""), ("4", "-kraft")):
+        a = "127.0.0.2" if line == "3" else "127.0.0.3"
+        ipv6 = [] if line == "3" else ["::3"]
+        out.append(
+            Scenario(
+                f"edge/ip-quotas{suffix}",
+                [
+                    ip_quota(a, 5.0, "an address"),
+                    *[ip_quota(b, 7.0, "an IPv6 address") for b in ipv6],
+                    ip_quota("localhost", 100000.0, "a host name"),
+                    ip_quota(None, 1000000.0, "the default"),
+                    ip_quota(a, 2.5, "a fraction"),
+                    ip_quota(a, 1e12, "too large"),
+                    ip_quota(a, -3.0, "negative"),
+                    *([ip_quota(f"{a}0", 0.0, "zero")] if line == "3" else []),
+                    ip_quota(a, 5.0, "a user's key", key="producer_byte_rate"),
+                    ip_quota("no-such-host.invalid", 5.0, "a host name that does not resolve"),
+                    ip_quotas([("ip", 0, a)], "one address", until=1),
+                    ip_quotas([("ip", 1, None)], "the default entity", until=1),
+                    ip_quotas(
+                        [("ip", 2, None)], "every ip entity", until=3 + len(ipv6) + (line == "3")
+                    ),
+                    ip_quotas([("ip", 2, None), ("user", 2, None)], "ip and user components"),
+                    ip_quota(a, 0.0, "remove", remove=True),
+                    *[ip_quota(b, 0.0, "remove the IPv6 address's", remove=True) for b in ipv6],
+                    *([ip_quota(f"{a}0", 0.0, "remove zero", remove=True)] if line == "3" else []),
+                    ip_quota("localhost", 0.0, "remove the host name's", remove=True),
+                    ip_quota(None, 0.0, "remove the default's", remove=True),
+                    ip_quotas([("ip", 2, None)], "none left", until=0),
+                ],
+                prefer=line,
+            )
+        )
 
     user = f"{p}-user"
     salted = bytes(range(32))

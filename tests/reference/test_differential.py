@@ -214,14 +214,6 @@ ALLOWED = [
         "map) and answers for that entity; Odradek refuses the entry with INVALID_REQUEST.",
     ),
     Allowance(
-        "D27",
-        "edge/client-quota-refusals",
-        r"(#7 ip|#9 default ip) v1 \.entries\[0\]\.(error_code|error_message)",
-        "IP quotas (KIP-612 connection_creation_rate on ip entities): Kafka takes them; "
-        "Odradek does not enforce connection creation rates and refuses them with "
-        "INVALID_REQUEST (docs/security.md). A missing feature.",
-    ),
-    Allowance(
         "D28",
         "acl/acl-refusals-and-filters",
         r"^#\d+ (resource type ANY|pattern MATCH|pattern ANY|operation ANY|permission ANY|"

@@ -327,6 +327,14 @@ def steps(topic: str, group: str, offsets_file: Path, reassignment_file: Path) -
             "producer_byte_rate=1048576,consumer_byte_rate=2097152",
             "producer_byte_rate,consumer_byte_rate",
         ),
+        # connection rate quotas of an ip entity (KIP-612)
+        *entity_config_steps(
+            "ip-quotas",
+            "ips",
+            "127.0.0.5",
+            "connection_creation_rate=100",
+            "connection_creation_rate",
+        ),
         *entity_config_steps(
             "scram",
             "users",

@@ -19,13 +19,20 @@ from protocol.messages.describe_client_quotas import (
 from tests.support.raw_client import call, connect
 
 
-def set_quota(bootstrap: str, entity: list[tuple[str, str | None]], key: str, value: float) -> None:
+def set_quota(
+    bootstrap: str, entity: list[tuple[str, str | None]], key: str, value: float | None
+) -> None:
+    """Sets the entity's quota ``key`` to ``value`` (None removes it)."""
     sock = connect(bootstrap)
     request = AlterClientQuotasRequest(
         entries=[
             QuotaAlteration(
                 entity=[QuotaEntityComponent(entity_type=t, entity_name=n) for t, n in entity],
-                ops=[QuotaAlterationOp(key=key, value=value, remove=False)],
+                ops=[
+                    QuotaAlterationOp(
+                        key=key, value=0.0 if value is None else value, remove=value is None
+                    )
+                ],
             )
         ],
         validate_only=False,

@@ -69,3 +69,19 @@ def call(
     got, response = decode_response(body.api_key, version, read_frame(sock))
     assert got == correlation_id, f"answer to {got}, expected {correlation_id}"
     return response
+
+
+def answered_from(bootstrap: str, source: str) -> bool:
+    """Connects from the local address ``source`` (a loopback address of its own, e.g.
+    127.0.0.2) and sends ApiVersions: True if the broker answers, False if it closes the
+    connection unanswered (a connection throttled by its address's connection rate quota)."""
+    host, port = bootstrap.split(":")
+    sock = socket.create_connection((host, int(port)), timeout=30, source_address=(source, 0))
+    try:
+        try:
+            call(sock, api_versions(), 3)
+        except ConnectionError:
+            return False
+        return True
+    finally:
+        sock.close()

@@ -32,6 +32,8 @@ class FakeProcessor:
 class Counters:
     accept_errors: int = 0
     refused_per_ip: int = 0
+    throttled_per_ip: int = 0
+    rate_wait_ms: int = 0
     used: int = 0
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from broker.handlers._quotas import InvalidQuota, entity_to_path
+from broker.handlers._quotas import IP_QUOTA_KEYS, USER_QUOTA_KEYS, InvalidQuota, entity_to_path
 from broker.handlers.alter_client_quotas import _value
 
 
@@ -19,6 +19,7 @@ from broker.handlers.alter_client_quotas import _value
         [("group", "g")],
         [("user", "u"), ("user", "v")],
         [("ip", "127.0.0.1"), ("user", "u")],
+        [("ip", "no-such-host.invalid")],
     ],
 )
 def test_entities_kafka_refuses(components: list[tuple[str, str | None]]) -> None:
@@ -32,20 +33,27 @@ def test_default_entities_are_named_by_none() -> None:
 
 
 @pytest.mark.parametrize(
-    ("key", "value", "stored"),
+    ("keys", "key", "value", "stored"),
     [
-        ("producer_byte_rate", 1024.0, "1024"),
-        ("producer_byte_rate", 0.0, "0"),
-        ("consumer_byte_rate", -5.0, None),
-        ("consumer_byte_rate", 1.5, None),
-        ("request_percentage", -1.0, "-1.0"),
-        ("controller_mutation_rate", 2.5, "2.5"),
-        ("connection_creation_rate", 5.0, None),
+        (USER_QUOTA_KEYS, "producer_byte_rate", 1024.0, "1024"),
+        (USER_QUOTA_KEYS, "producer_byte_rate", 0.0, "0"),
+        (USER_QUOTA_KEYS, "consumer_byte_rate", -5.0, None),
+        (USER_QUOTA_KEYS, "consumer_byte_rate", 1.5, None),
+        (USER_QUOTA_KEYS, "request_percentage", -1.0, "-1.0"),
+        (USER_QUOTA_KEYS, "controller_mutation_rate", 2.5, "2.5"),
+        (USER_QUOTA_KEYS, "connection_creation_rate", 5.0, None),
+        # an ip entity's only key, an INT (KIP-612)
+        (IP_QUOTA_KEYS, "connection_creation_rate", 5.0, "5"),
+        (IP_QUOTA_KEYS, "connection_creation_rate", 0.0, "0"),
+        (IP_QUOTA_KEYS, "connection_creation_rate", 2.5, None),
+        (IP_QUOTA_KEYS, "connection_creation_rate", -3.0, None),
+        (IP_QUOTA_KEYS, "connection_creation_rate", 2.0**31, None),
+        (IP_QUOTA_KEYS, "producer_byte_rate", 5.0, None),
     ],
 )
-def test_quota_values(key: str, value: float, stored: str | None) -> None:
+def test_quota_values(keys: dict[str, str], key: str, value: float, stored: str | None) -> None:
     if stored is None:
         with pytest.raises(InvalidQuota):
-            _value(key, value)
+            _value(keys, key, value)
     else:
-        assert _value(key, value) == stored
+        assert _value(keys, key, value) == stored

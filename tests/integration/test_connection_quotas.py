@@ -1,0 +1,109 @@
+"""Connection creation rates (KIP-612) on a real broker: an ip entity's
+``connection_creation_rate`` quota throttles new connections from that address (accepted, never
+answered, closed after the throttle time) while other addresses connect as before; the default
+ip entity covers addresses without a quota of their own; ``max.connection.creation.rate`` makes
+the acceptor wait, and every connection is served in the end.
+
+Each connection comes from a loopback address of its own (127.0.0.2, 127.0.0.3: the source
+address of the socket), so the quotas under test never slow the test's own admin requests
+from 127.0.0.1. With Kafka's default windows (11 samples of 1 s, a rate measured over at least
+10 s), a rate of 1 per second lets a burst of 10 connections through at once and throttles the
+next ones: the counts below rely on that, not on timing."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ResourceType,
+)
+
+from tests.integration.broker_process import BrokerProcess
+from tests.support.client_quotas import describe_quota, set_quota
+from tests.support.metrics import scrape
+from tests.support.raw_client import answered_from
+from tests.support.zookeeper import free_port
+
+RATE = 1  # connections per second
+#: what a rate of RATE lets through at once: the rate is counted over at least 10 windows
+BURST = 10 * RATE
+
+
+def broker_with_metrics(fresh_broker: Callable[..., BrokerProcess], **overrides: str):
+    port = free_port()
+    return fresh_broker(**{"metrics.port": str(port), **overrides}), port
+
+
+def test_an_address_over_its_connection_rate_quota_is_throttled_and_others_are_not(
+    fresh_broker,
+):
+    broker, metrics_port = broker_with_metrics(fresh_broker)
+    boot = broker.bootstrap
+    set_quota(boot, [("ip", "127.0.0.2")], "connection_creation_rate", RATE)
+    assert describe_quota(boot, "ip", "127.0.0.2") == [
+        ("127.0.0.2", "connection_creation_rate", float(RATE))
+    ]
+
+    results = [answered_from(boot, "127.0.0.2") for _ in range(BURST + 10)]
+    throttled = results.count(False)
+    # the burst is answered; then connections are throttled (the rate stays at the quota, so
+    # at most one in a second gets through while the loop runs)
+    assert results[:BURST] == [True] * BURST, results
+    assert throttled >= 1, results
+    # another address has no quota
+    assert all(answered_from(boot, "127.0.0.3") for _ in range(BURST + 10))
+    samples = scrape(metrics_port)
+    assert samples["odradek_connections_throttled_per_ip_total"] == throttled
+
+    # the quota removed: the address connects again at once
+    set_quota(boot, [("ip", "127.0.0.2")], "connection_creation_rate", None)
+    assert describe_quota(boot, "ip", "127.0.0.2") == []
+    assert all(answered_from(boot, "127.0.0.2") for _ in range(5))
+
+
+def test_the_default_ip_quota_covers_addresses_without_one_of_their_own(fresh_broker):
+    broker, _ = broker_with_metrics(fresh_broker)
+    boot = broker.bootstrap
+    # the test's own address is exempt from the default with a quota of its own
+    set_quota(boot, [("ip", "127.0.0.1")], "connection_creation_rate", 100_000)
+    set_quota(boot, [("ip", None)], "connection_creation_rate", RATE)
+
+    results = [answered_from(boot, "127.0.0.3") for _ in range(BURST + 10)]
+    assert results[:BURST] == [True] * BURST, results
+    assert results.count(False) >= 1, results
+    assert all(answered_from(boot, "127.0.0.1") for _ in range(BURST + 10))
+
+
+def test_over_the_broker_connection_rate_the_acceptor_waits_and_serves_everyone(fresh_broker):
+    broker, metrics_port = broker_with_metrics(
+        fresh_broker, **{"max.connection.creation.rate": str(RATE * 2)}
+    )
+    boot = broker.bootstrap
+    # every connection is answered: over the rate they wait in the listen backlog
+    assert all(answered_from(boot, "127.0.0.2") for _ in range(BURST * 2 + 5))
+    assert scrape(metrics_port)["odradek_connection_rate_wait_ms_total"] > 0
+
+
+def test_the_broker_connection_rate_is_a_dynamic_broker_config(fresh_broker):
+    broker, metrics_port = broker_with_metrics(fresh_broker)
+    boot = broker.bootstrap
+    admin = AdminClient({"bootstrap.servers": boot})
+    resource = ConfigResource(
+        ResourceType.BROKER,
+        "0",
+        incremental_configs=[
+            ConfigEntry(
+                "max.connection.creation.rate",
+                str(RATE),
+                incremental_operation=AlterConfigOpType.SET,
+            )
+        ],
+    )
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(timeout=30)
+    assert all(answered_from(boot, "127.0.0.2") for _ in range(BURST + 3))
+    assert scrape(metrics_port)["odradek_connection_rate_wait_ms_total"] > 0
