@@ -380,8 +380,10 @@ async def handle_fetch(ctx: RequestContext, request: FetchRequest) -> FetchRespo
         flat = [r for reads in topics for r in reads]
     replica_id = _replica_id(request, version)
     if replica_id >= 0:
+        # a follower needs CLUSTER_ACTION; without it, Kafka's KafkaApis answers every
+        # partition asked for TOPIC_AUTHORIZATION_FAILED
         if not ctx.authorize(AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME):
-            _deny(flat, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+            _deny(flat, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     elif ctx.services.authorizer is not None:
         allowed: dict[str, bool] = {}
         for r in flat:

@@ -35,7 +35,8 @@ TOPICS = {
 
 
 class DenySecrets:
-    """Allows everything but the topic and the group called secret."""
+    """Allows everything but the topic and the group called secret, and cluster actions (what
+    only brokers may do)."""
 
     def _allowed(self, resource_type: ResourceType, name: str) -> bool:
         return (resource_type, name) not in (
@@ -47,7 +48,7 @@ class DenySecrets:
         self, principal: KafkaPrincipal, host: str, operation: AclOperation,
         resource_type: ResourceType, name: str,
     ) -> bool:  # fmt: skip
-        return self._allowed(resource_type, name)
+        return operation != AclOperation.CLUSTER_ACTION and self._allowed(resource_type, name)
 
     def authorized_operations(
         self, principal: KafkaPrincipal, host: str, resource_type: ResourceType, name: str
@@ -64,22 +65,39 @@ def ask(dispatcher: Dispatcher, body: Any, version: int) -> Any:
     return call(dispatcher, FakeConnection(session()), body, version)
 
 
-def test_a_denied_fetch_has_an_empty_aborted_list(dispatcher: Dispatcher) -> None:
-    request = FetchRequest(
-        replica_id=-1,
+def fetch_of(topics: list[str], replica_id: int = -1) -> FetchRequest:
+    return FetchRequest(
+        replica_id=replica_id,
         max_wait_ms=0,
         min_bytes=1,
         max_bytes=1 << 20,
         isolation_level=1,
         topics=[
             FetchTopic(
-                topic=DENIED_TOPIC,
+                topic=topic,
                 partitions=[FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1024)],
             )
+            for topic in topics
         ],
     )
-    (p,) = ask(dispatcher, request, 12).responses[0].partitions
+
+
+def test_a_denied_fetch_has_an_empty_aborted_list(dispatcher: Dispatcher) -> None:
+    (p,) = ask(dispatcher, fetch_of([DENIED_TOPIC]), 12).responses[0].partitions
     assert (p.error_code, p.aborted_transactions) == (E.TOPIC_AUTHORIZATION_FAILED, [])
+
+
+def test_a_follower_fetch_without_cluster_action_is_denied_partition_by_partition(
+    dispatcher: Dispatcher,
+) -> None:
+    """Kafka's KafkaApis.handleFetchRequest: a follower without CLUSTER_ACTION gets
+    TOPIC_AUTHORIZATION_FAILED for every partition it asked for, known or not."""
+    response = ask(dispatcher, fetch_of([DENIED_TOPIC, "no-such-topic"], replica_id=2), 12)
+    assert response.error_code == E.NONE
+    assert [p.error_code for t in response.responses for p in t.partitions] == [
+        E.TOPIC_AUTHORIZATION_FAILED,
+        E.TOPIC_AUTHORIZATION_FAILED,
+    ]
 
 
 def test_describe_producers_names_a_topics_error(dispatcher: Dispatcher) -> None:
