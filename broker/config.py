@@ -126,10 +126,10 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in [
     _k("socket.listen.backlog.size", "int", 50),
     _k("connections.max.idle.ms", "long", 600000),
     _k("queued.max.request.bytes", "long", 536870912, "Bytes of received requests held at once, over all connections (complete frames waiting and frames arriving); above it connections stop reading until memory is released (one connection at a time may still finish the request it is receiving). Ours: 512 MiB; Kafka's: -1 (unbounded). -1 disables the budget."),
-    _k("max.connections", "int", 2147483647, "Connections the broker accepts at once; at the limit it stops accepting until one closes, as Kafka does."),
+    _k("max.connections", "int", 2147483647, "Connections the broker accepts at once; at the limit it stops accepting until one closes, as Kafka does. The inter-broker listener is exempt when there are others. Also per listener (listener.name.<listener>.max.connections)."),
     _k("max.connections.per.ip", "int", 2147483647, "Connections one IP address may hold; more are closed at once."),
     _k("max.connections.per.ip.overrides", "string", "", "Per-IP (or hostname) limits: 'host:count,host:count'."),
-    _k("max.connection.creation.rate", "int", 2147483647, "New connections per second the broker accepts (KIP-612), over quota.window.num samples of quota.window.size.seconds; over it the acceptor waits before accepting more. The inter-broker listener is exempt when there are others. Per-IP rates are client quotas (connection_creation_rate of ip entities)."),
+    _k("max.connection.creation.rate", "int", 2147483647, "New connections per second the broker accepts (KIP-612), over quota.window.num samples of quota.window.size.seconds; over it the acceptor waits before accepting more. The inter-broker listener is exempt when there are others. Also per listener; per-IP rates are client quotas (connection_creation_rate of ip entities)."),
     _k("request.timeout.ms", "int", 30000, "How long the broker waits for another broker's answer to a request it sends on its own behalf (KIP-890 verification with a transaction coordinator)."),
     _k("request.receive.timeout.ms", "long", 60000, "Ours (Kafka has no such key): a request whose first bytes arrived must be complete within this time, or the connection is closed (a client trickling bytes cannot hold a frame buffer forever)."),
     _k("telemetry.max.bytes", "int", 1048576, "Largest metrics payload a client may push (KIP-714 PushTelemetry); larger answers TELEMETRY_TOO_LARGE. Pushed metrics are published on the metrics endpoint (see metrics.port)."),
@@ -497,6 +497,8 @@ SASL_MECHANISM_NAMES = frozenset(
 LISTENER_PREFIX = "listener.name."
 #: broker keys a listener may override
 _PER_LISTENER_KEY_PREFIXES = ("ssl.", "sasl.", "connections.max.reauth.ms")
+#: keys also taken whole per listener (Kafka's ListenerConnectionQuota: KIP-402, KIP-612)
+_PER_LISTENER_KEYS = frozenset({"max.connections", "max.connection.creation.rate"})
 #: keys that may also be given per SASL mechanism within a listener
 _PER_MECHANISM_KEYS = frozenset({"sasl.jaas.config", "connections.max.reauth.ms"})
 
@@ -621,7 +623,11 @@ class BrokerConfig:
             base = rest
             key = f"{mechanism.lower()}.{rest}"
         spec = BROKER_CONFIGS.get(base)
-        if not listener or spec is None or not base.startswith(_PER_LISTENER_KEY_PREFIXES):
+        if (
+            not listener
+            or spec is None
+            or not (base.startswith(_PER_LISTENER_KEY_PREFIXES) or base in _PER_LISTENER_KEYS)
+        ):
             self.unknown[name] = text
             log.warning("unknown configuration key %s (ignored)", name)
             return
@@ -667,6 +673,12 @@ class BrokerConfig:
             raise ConfigError("message.max.bytes must be >= 0")
         if self["max.connection.creation.rate"] < 0:
             raise ConfigError("max.connection.creation.rate must be >= 0")
+        for listener, values in self.listener_values.items():
+            for key in _PER_LISTENER_KEYS:
+                if key in values and int(values[key]) <= 0:
+                    raise ConfigError(
+                        f"listener.name.{listener.lower()}.{key} must be > 0 (got {values[key]})"
+                    )
         if self["leader.imbalance.check.interval.seconds"] < 1:
             raise ConfigError("leader.imbalance.check.interval.seconds must be >= 1")
         listeners = self.listeners
@@ -901,6 +913,9 @@ class NetworkConfig:
     max_connections_per_ip: int
     max_connections_per_ip_overrides: dict[str, int]
     max_connection_creation_rate: int
+    #: ``listener.name.<listener>.max.connections`` and ``...max.connection.creation.rate``
+    listener_max_connections: dict[str, int]
+    listener_creation_rates: dict[str, int]
     request_receive_timeout_ms: int
     socket_listen_backlog_size: int
     socket_send_buffer_bytes: int
@@ -920,11 +935,22 @@ class NetworkConfig:
                 str(config["max.connections.per.ip.overrides"] or "")
             ),
             max_connection_creation_rate=int(config["max.connection.creation.rate"]),
+            listener_max_connections=_per_listener(config, "max.connections"),
+            listener_creation_rates=_per_listener(config, "max.connection.creation.rate"),
             request_receive_timeout_ms=int(config["request.receive.timeout.ms"]),
             socket_listen_backlog_size=int(config["socket.listen.backlog.size"]),
             socket_send_buffer_bytes=int(config["socket.send.buffer.bytes"]),
             socket_receive_buffer_bytes=int(config["socket.receive.buffer.bytes"]),
         )
+
+
+def _per_listener(config: BrokerConfig, key: str) -> dict[str, int]:
+    """The listeners that set ``listener.name.<listener>.<key>``, with its value."""
+    return {
+        listener: int(values[key])
+        for listener, values in config.listener_values.items()
+        if key in values
+    }
 
 
 @dataclass(frozen=True, slots=True)

@@ -123,6 +123,8 @@ class Broker:
             max_connections_per_ip=network.max_connections_per_ip,
             overrides=network.max_connections_per_ip_overrides,
             max_connection_creation_rate=network.max_connection_creation_rate,
+            listener_max_connections=network.listener_max_connections,
+            listener_creation_rates=network.listener_creation_rates,
             samples=int(config["quota.window.num"]),
             window_seconds=int(config["quota.window.size.seconds"]),
         )
@@ -322,6 +324,8 @@ class Broker:
             self.quotas.max_connections_per_ip = network.max_connections_per_ip
             self.quotas.overrides = dict(network.max_connections_per_ip_overrides)
             self.quotas.max_connection_creation_rate = network.max_connection_creation_rate
+            if self.quotas.on_room is not None:
+                self.quotas.on_room()  # a listener waiting for a slot may have one now
 
         dynamic.add_reconfigurable(
             (
@@ -385,7 +389,7 @@ class Broker:
             receive_buffer=network.socket_receive_buffer_bytes,
         )
         if len(self.config.listeners) > 1:
-            acceptor.protected_listener = self.config.inter_broker_listener_name
+            self.quotas.protected_listener = self.config.inter_broker_listener_name
         factories = self._transports()
         try:
             self.inter_broker = InterBrokerSecurity.from_config(self.config)

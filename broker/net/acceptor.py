@@ -6,15 +6,17 @@ broker advertises anything); :meth:`Acceptor.start` begins accepting once the br
 serve, so no client is handed to a processor before then (they wait in the listen backlog).
 
 Limits (Kafka's ``ConnectionQuotas``): a connection over ``max.connections.per.ip`` is closed at
-once; at ``max.connections`` the acceptor stops accepting until a connection closes. Over
-``max.connection.creation.rate`` the acceptor holds the connection it just accepted and stops
-accepting until the rate is back within it (the inter-broker listener is exempt when there are
-others, as in Kafka). A connection over its address's ``connection_creation_rate`` quota is
-neither handed to a processor nor read: it is closed once its throttle time has passed, as
-Kafka's acceptor delays closing it, so that a client reconnecting in a loop is slowed. When the
-process runs out of file descriptors (EMFILE/ENFILE) or socket memory, accepting pauses for a
-growing delay instead of spinning on the listening socket, and the failures are logged once per
-interval with a count (and counted in :attr:`Acceptor.accept_errors`).
+once; at ``max.connections`` (or a listener's own) the acceptor stops accepting on the
+listeners concerned until a connection closes. Over ``max.connection.creation.rate`` (or a
+listener's own) the acceptor holds the connection it just accepted and stops accepting on that
+listener until the rate is back within it. The inter-broker listener is exempt from the
+broker-wide limits when there are others, as in Kafka. A connection over its address's
+``connection_creation_rate`` quota is neither handed to a processor nor read: it is closed once
+its throttle time has passed, as Kafka's acceptor delays closing it, so that a client
+reconnecting in a loop is slowed. When the process runs out of file descriptors (EMFILE/ENFILE)
+or socket memory, accepting pauses for a growing delay instead of spinning on the listening
+socket, and the failures are logged once per interval with a count (and counted in
+:attr:`Acceptor.accept_errors`).
 
 Thread-safety: owned by the main event loop; :meth:`ConnectionQuotas.closed` (any thread) wakes
 it through ``call_soon_threadsafe``.
@@ -86,18 +88,17 @@ class Acceptor:
         #: accept() failures for lack of a resource (file descriptors, memory)
         self.accept_errors = 0
         self._accepting = False  # started, and not closed
-        self._watching = False  # listening sockets registered with the loop
+        #: listeners whose sockets are registered with the loop
+        self._watched: set[str] = set()
         self._paused_until = 0.0
         self._resume_pending = False
         self._pause_s = PAUSE_MIN_S
         self._unlogged_errors = 0
         self._last_error_log = 0.0
         self._next = 0
-        #: the listener exempt from max.connection.creation.rate (Kafka's protected listener:
-        #: the inter-broker one, when there are others)
-        self.protected_listener: str | None = None
-        #: a connection accepted over max.connection.creation.rate, waiting to be admitted
-        self._held: tuple[socket.socket, object, BoundListener] | None = None
+        #: per listener, a connection accepted over a connection creation rate, waiting to be
+        #: admitted (its listener accepts no other meanwhile)
+        self._held: dict[str, tuple[socket.socket, object, BoundListener]] = {}
         #: connections over their address's rate quota, each closed when its timer fires
         self._throttled: dict[socket.socket, asyncio.TimerHandle] = {}
 
@@ -129,8 +130,8 @@ class Acceptor:
             raise
         bound = BoundListener(name, security_protocol, sock, make_transport)
         self.listeners.append(bound)
-        if self._watching:
-            self.loop.add_reader(sock.fileno(), self._accept, bound)
+        if self._watched:
+            self._watch()
         return bound.address
 
     def start(self, processors: Sequence[Processor]) -> None:
@@ -139,33 +140,44 @@ class Acceptor:
         self._accepting = True
         self._watch()
 
-    def _watch(self) -> None:
-        if self._watching or not self._accepting:
-            return
-        self._watching = True
-        for bound in self.listeners:
-            self.loop.add_reader(bound.sock.fileno(), self._accept, bound)
+    @property
+    def watching(self) -> bool:
+        """Whether any listener is accepting."""
+        return bool(self._watched)
 
-    def _unwatch(self) -> None:
-        if not self._watching:
+    def _watch(self) -> None:
+        """Watches every listener with a connection slot (the others wait for :meth:`_on_room`)."""
+        if not self._accepting:
             return
-        self._watching = False
         for bound in self.listeners:
-            try:
-                self.loop.remove_reader(bound.sock.fileno())
-            except (ValueError, OSError):
-                pass
+            name = bound.name
+            if (
+                name not in self._watched
+                and name not in self._held
+                and (self.quotas.slot_available(name))
+            ):
+                self._watched.add(name)
+                self.loop.add_reader(bound.sock.fileno(), self._accept, bound)
+
+    def _unwatch(self, only: BoundListener | None = None) -> None:
+        for bound in self.listeners if only is None else (only,):
+            if bound.name in self._watched:
+                self._watched.discard(bound.name)
+                try:
+                    self.loop.remove_reader(bound.sock.fileno())
+                except (ValueError, OSError):
+                    pass
 
     def _on_room(self) -> None:
-        """A connection closed while at max.connections (any thread)."""
+        """A connection closed while a listener had no slot (any thread)."""
         try:
             self.loop.call_soon_threadsafe(self._resume)
         except RuntimeError:
             pass  # the main loop is closed: the broker is stopping
 
     def _resume(self) -> None:
-        if self.quotas.at_limit():
-            return  # max.connections: _on_room resumes once a connection closes
+        """Accepting again where there is a slot, once a pause has passed (a listener without
+        a slot is resumed by :meth:`_on_room` once a connection closes)."""
         left = self._paused_until - time.monotonic()
         if left > 0:
             # a pause's timer may fire a little early (the loop's clock is cached, in
@@ -203,8 +215,8 @@ class Acceptor:
 
     def _accept(self, bound: BoundListener) -> None:
         for _ in range(64):
-            if self.quotas.at_limit():
-                self._unwatch()  # max.connections: wait until one closes
+            if not self.quotas.slot_available(bound.name):
+                self._unwatch(bound)  # max.connections: wait until one closes
                 return
             try:
                 conn, peer = bound.sock.accept()
@@ -217,30 +229,27 @@ class Acceptor:
                     log.warning("accept failed on %s: %s", bound.name, e)
                 return
             self._pause_s = PAUSE_MIN_S
-            counted = bound.name != self.protected_listener
-            wait_ms = self.quotas.record_connection(_now_ms()) if counted else 0
+            wait_ms = self.quotas.record_connection(bound.name, _now_ms())
             if wait_ms:
-                # over max.connection.creation.rate: this connection waits, and so does the
-                # listen backlog (Kafka's acceptor thread blocks the same way)
-                self._unwatch()
-                self._held = (conn, peer, bound)
-                self._paused_until = time.monotonic() + wait_ms / 1000
-                self.loop.call_later(wait_ms / 1000, self._admit_held)
+                # over a connection creation rate: this connection waits, and so does the
+                # listener's backlog (Kafka's acceptor thread of the listener blocks the same
+                # way); the other listeners go on
+                self._unwatch(bound)
+                self._held[bound.name] = (conn, peer, bound)
+                self.loop.call_later(wait_ms / 1000, self._admit_held, bound.name)
                 return
-            self._admit(conn, peer, bound, counted)
+            self._admit(conn, peer, bound)
 
-    def _admit_held(self) -> None:
-        held, self._held = self._held, None
-        if held is not None:
-            self._admit(*held, True)
+    def _admit_held(self, listener: str) -> None:
+        held = self._held.pop(listener, None)
+        if held is not None and self._accepting:
+            self._admit(*held)
         self._resume()
 
-    def _admit(
-        self, conn: socket.socket, peer: object, bound: BoundListener, counted: bool
-    ) -> None:
+    def _admit(self, conn: socket.socket, peer: object, bound: BoundListener) -> None:
         """The address's limits, then a processor."""
         ip = str(peer[0]) if isinstance(peer, tuple) else str(peer)
-        throttle_ms = self.quotas.record_ip(ip, _now_ms(), counted=counted)
+        throttle_ms = self.quotas.record_ip(ip, bound.name, _now_ms())
         if throttle_ms:
             log.debug(
                 "throttled a connection from %s on %s for %d ms: connection_creation_rate "
@@ -253,7 +262,7 @@ class Acceptor:
                 throttle_ms / 1000, self._close_throttled, conn
             )
             return
-        if not self.quotas.try_open(ip):
+        if not self.quotas.try_open(ip, bound.name):
             log.info(
                 "refused a connection from %s on %s: max.connections.per.ip reached",
                 ip,
@@ -284,9 +293,9 @@ class Acceptor:
     def close(self) -> None:
         self._unwatch()
         self._accepting = False
-        held, self._held = self._held, None
-        if held is not None:
-            held[0].close()
+        for conn, _, _ in self._held.values():
+            conn.close()
+        self._held.clear()
         for conn, timer in list(self._throttled.items()):
             timer.cancel()
             conn.close()

@@ -1,15 +1,19 @@
 """What bounds the network layer's resources: connections (Kafka's ``ConnectionQuotas``) and the
 memory held by received requests (Kafka's ``MemoryPool`` behind ``queued.max.request.bytes``).
 
-* :class:`ConnectionQuotas` counts open connections in total and per IP address. The acceptor
-  asks :meth:`ConnectionQuotas.try_open` before handing a socket to a processor: over
-  ``max.connections.per.ip`` (or its override for that address) the socket is closed at once;
-  at ``max.connections`` the acceptor stops accepting until a connection closes (Kafka waits the
-  same way), so the limit is never exceeded and nothing already accepted is hurt.
+* :class:`ConnectionQuotas` counts open connections in total, per IP address and per listener.
+  The acceptor asks :meth:`ConnectionQuotas.try_open` before handing a socket to a processor:
+  over ``max.connections.per.ip`` (or its override for that address) the socket is closed at
+  once; at ``max.connections``, or at a listener's own
+  ``listener.name.<listener>.max.connections``, the acceptor stops accepting on the listeners
+  concerned until a connection closes (Kafka waits the same way), so the limit is never
+  exceeded and nothing already accepted is hurt. The inter-broker listener, when the broker has
+  others, is exempt from the broker-wide limits (Kafka's protected listener), so replication
+  goes on when clients take every connection.
   It also measures connection creation rates (KIP-612), over ``quota.window.num`` samples of
-  ``quota.window.size.seconds`` as Kafka's quotas do: the broker's
-  (``max.connection.creation.rate``: over it, the acceptor waits before accepting more,
-  :meth:`ConnectionQuotas.record_connection`) and each IP address's (the
+  ``quota.window.size.seconds`` as Kafka's quotas do: the broker's and each listener's
+  (``max.connection.creation.rate``, also per listener: over it, the acceptor waits before
+  accepting more, :meth:`ConnectionQuotas.record_connection`) and each IP address's (the
   ``connection_creation_rate`` quota of an ``ip`` entity or the default one: a connection over
   it is throttled, :meth:`ConnectionQuotas.record_ip`, and the acceptor closes it once the
   throttle time has passed, without reading from it). A throttle is at most one window.
@@ -51,30 +55,40 @@ class ConnectionQuotas:
         max_connections_per_ip: int,
         overrides: Mapping[str, int] | None = None,
         max_connection_creation_rate: int = UNLIMITED_RATE,
+        listener_max_connections: Mapping[str, int] | None = None,
+        listener_creation_rates: Mapping[str, int] | None = None,
         samples: int = 11,
         window_seconds: int = 1,
     ) -> None:
         self.max_connections = max_connections
         self.max_connections_per_ip = max_connections_per_ip
         self.overrides = dict(overrides or {})
-        #: ``max.connection.creation.rate`` (connections per second, every listener but a
-        #: protected inter-broker one)
+        #: ``max.connection.creation.rate`` (connections per second, every listener but the
+        #: protected one)
         self.max_connection_creation_rate = max_connection_creation_rate
+        #: ``listener.name.<listener>.max.connections`` and ``...max.connection.creation.rate``
+        self.listener_max_connections = dict(listener_max_connections or {})
+        self.listener_creation_rates = dict(listener_creation_rates or {})
+        #: the inter-broker listener when the broker has others (Kafka's protected listener):
+        #: exempt from the broker-wide max.connections and max.connection.creation.rate
+        self.protected_listener: str | None = None
         self.samples = samples
         self.window_ms = window_seconds * 1000
         self._broker_rate: SampledRate | None = None
+        self._listener_rates: dict[str, SampledRate] = {}
         #: ``connection_creation_rate`` of the default ip entity and of each address
         self._default_ip_rate = UNLIMITED_RATE
         self._ip_rates: Mapping[str, int] = {}
         self._ip_sensors: dict[str, SampledRate] = {}
         #: connections throttled by their address's connection rate quota
         self.throttled_per_ip = 0
-        #: how long the acceptor waited for ``max.connection.creation.rate``, in total (ms)
+        #: how long the acceptor waited for the connection creation rates, in total (ms)
         self.rate_wait_ms = 0
         self._lock = threading.Lock()
         self._total = 0
         self._per_ip: dict[str, int] = {}
-        #: called (on any thread) when the total falls below the limit again
+        self._per_listener: dict[str, int] = {}
+        #: called (on any thread) when a connection closes while a listener had no slot
         self.on_room: Callable[[], None] | None = None
         #: connections refused because of their address's limit
         self.refused_per_ip = 0
@@ -83,12 +97,19 @@ class ConnectionQuotas:
     def total(self) -> int:
         return self._total
 
-    def at_limit(self) -> bool:
-        return self._total >= self.max_connections
+    def slot_available(self, listener: str) -> bool:
+        """Whether ``listener`` may accept a connection now (Kafka's
+        ``connectionSlotAvailable``): under its own max.connections, and under the broker's
+        unless it is the protected listener."""
+        if self._per_listener.get(listener, 0) >= self.listener_max_connections.get(
+            listener, UNLIMITED_RATE
+        ):
+            return False
+        return listener == self.protected_listener or self._total < self.max_connections
 
-    def try_open(self, ip: str) -> bool:
-        """Counts a new connection from ``ip``; False (nothing counted) when ``ip`` is at its
-        limit."""
+    def try_open(self, ip: str, listener: str = "") -> bool:
+        """Counts a new connection from ``ip`` on ``listener``; False (nothing counted) when
+        ``ip`` is at its limit."""
         limit = self.overrides.get(ip, self.max_connections_per_ip)
         with self._lock:
             count = self._per_ip.get(ip, 0)
@@ -96,6 +117,7 @@ class ConnectionQuotas:
                 self.refused_per_ip += 1
                 return False
             self._per_ip[ip] = count + 1
+            self._per_listener[listener] = self._per_listener.get(listener, 0) + 1
             self._total += 1
             return True
 
@@ -110,37 +132,47 @@ class ConnectionQuotas:
         """The connection creation rate allowed to ``ip`` (:data:`UNLIMITED_RATE`: none)."""
         return self._ip_rates.get(ip, self._default_ip_rate)
 
-    def record_connection(self, now_ms: int) -> int:
-        """Records a connection about to be accepted against ``max.connection.creation.rate``;
-        returns how long (ms) the acceptor should wait before accepting it (0: at once), as
-        Kafka's ``ConnectionQuotas.waitForConnectionSlot`` waits."""
-        limit = self.max_connection_creation_rate
-        if limit >= UNLIMITED_RATE:
-            return 0
-        sensor = self._broker_rate
-        if sensor is None:
-            sensor = self._broker_rate = SampledRate(self.samples, self.window_ms, now_ms)
-        wait = sensor.record_within(1.0, now_ms, limit, self.window_ms)
+    def record_connection(self, listener: str, now_ms: int) -> int:
+        """Records a connection about to be accepted on ``listener`` against
+        ``max.connection.creation.rate`` (but on the protected listener) and the listener's
+        own rate; returns how long (ms) the acceptor should wait before accepting it (0: at
+        once), the longer of the two, as Kafka's ``ConnectionQuotas.waitForConnectionSlot``
+        waits."""
+        wait = 0
+        if listener != self.protected_listener:
+            limit = self.max_connection_creation_rate
+            if limit < UNLIMITED_RATE:
+                if self._broker_rate is None:
+                    self._broker_rate = SampledRate(self.samples, self.window_ms, now_ms)
+                wait = self._broker_rate.record_within(1.0, now_ms, limit, self.window_ms)
+        limit = self.listener_creation_rates.get(listener, UNLIMITED_RATE)
+        if limit < UNLIMITED_RATE:
+            sensor = self._listener_rates.get(listener)
+            if sensor is None:
+                sensor = SampledRate(self.samples, self.window_ms, now_ms)
+                self._listener_rates[listener] = sensor
+            wait = max(wait, sensor.record_within(1.0, now_ms, limit, self.window_ms))
         self.rate_wait_ms += wait
         return wait
 
-    def record_ip(self, ip: str, now_ms: int, *, counted: bool) -> int:
+    def record_ip(self, ip: str, listener: str, now_ms: int) -> int:
         """Records a new connection from ``ip`` against its connection rate quota; returns 0,
         or how long (ms) the connection is throttled, after which the acceptor closes it. A
-        throttled connection is taken back out of the address's rate, and out of the broker's
-        when it was ``counted`` there (Kafka's ``recordIpConnectionMaybeThrottle``)."""
+        throttled connection is taken back out of the address's rate and out of those
+        :meth:`record_connection` recorded it in (Kafka's ``recordIpConnectionMaybeThrottle``)."""
         limit = self.ip_rate(ip)
         if limit >= UNLIMITED_RATE:
             return 0
         sensor = self._ip_sensor(ip, now_ms)
         throttle = sensor.record_within(1.0, now_ms, limit, self.window_ms)
         if throttle:
-            with sensor.lock:
-                sensor.record(-1.0, now_ms)
-            broker = self._broker_rate
-            if counted and broker is not None:
-                with broker.lock:
-                    broker.record(-1.0, now_ms)
+            counted = [sensor, self._listener_rates.get(listener)]
+            if listener != self.protected_listener:
+                counted.append(self._broker_rate)
+            for rate in counted:
+                if rate is not None:
+                    with rate.lock:
+                        rate.record(-1.0, now_ms)
             self.throttled_per_ip += 1
         return throttle
 
@@ -156,17 +188,23 @@ class ConnectionQuotas:
             sensor = sensors[ip] = SampledRate(self.samples, self.window_ms, now_ms)
         return sensor
 
-    def closed(self, ip: str) -> None:
+    def closed(self, ip: str, listener: str = "") -> None:
         with self._lock:
             count = self._per_ip.get(ip, 0) - 1
             if count > 0:
                 self._per_ip[ip] = count
             else:
                 self._per_ip.pop(ip, None)
-            was_full = self._total >= self.max_connections
+            on_listener = self._per_listener.get(listener, 0)
+            if on_listener > 1:
+                self._per_listener[listener] = on_listener - 1
+            else:
+                self._per_listener.pop(listener, None)
+            was_full = self._total >= self.max_connections or on_listener >= (
+                self.listener_max_connections.get(listener, UNLIMITED_RATE)
+            )
             self._total -= 1
-            room = was_full and self._total < self.max_connections
-        if room and self.on_room is not None:
+        if was_full and self.on_room is not None:
             self.on_room()
 
 

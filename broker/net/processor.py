@@ -132,7 +132,7 @@ class Processor(threading.Thread):
         except OSError as e:
             log.warning("could not take a connection from %s: %s", address, e)
             sock.close()
-            self.quotas.closed(address[0])
+            self.quotas.closed(address[0], listener)
             return
         if not session.authenticated:
             # until the SASL exchange completes, frames are small (Kafka's
@@ -173,7 +173,7 @@ class Processor(threading.Thread):
 
     def _closed(self, conn: Connection) -> None:
         self.connections.discard(conn)
-        self.quotas.closed(conn.session.client_host)
+        self.quotas.closed(conn.session.client_host, conn.session.listener)
 
     def _close_stalled(self) -> None:
         """Closes connections idle longer than ``connections.max.idle.ms`` and those whose

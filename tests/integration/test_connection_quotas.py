@@ -12,8 +12,10 @@ next ones: the counts below rely on that, not on timing."""
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 
+import pytest
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -22,10 +24,11 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
+from protocol.headers import encode_request
 from tests.integration.broker_process import BrokerProcess
 from tests.support.client_quotas import describe_quota, set_quota
 from tests.support.metrics import scrape
-from tests.support.raw_client import answered_from
+from tests.support.raw_client import answered_from, api_versions, call, connect, read_frame
 from tests.support.zookeeper import free_port
 
 RATE = 1  # connections per second
@@ -107,3 +110,53 @@ def test_the_broker_connection_rate_is_a_dynamic_broker_config(fresh_broker):
         future.result(timeout=30)
     assert all(answered_from(boot, "127.0.0.2") for _ in range(BURST + 3))
     assert scrape(metrics_port)["odradek_connection_rate_wait_ms_total"] > 0
+
+
+def test_listener_limits_and_the_inter_broker_listener_beyond_max_connections(fresh_broker):
+    """``listener.name.<listener>.max.connections`` bounds one listener; at the broker's
+    ``max.connections`` the inter-broker listener still accepts (Kafka's protected listener),
+    so replication goes on when clients hold every connection. A client over a limit waits in
+    the listen backlog and is served once a connection closes."""
+    broker = fresh_broker(
+        **{
+            "listeners": "PLAINTEXT://127.0.0.1:0,EXTERNAL://127.0.0.1:0,REPLICATION://127.0.0.1:0",
+            "listener.security.protocol.map": (
+                "PLAINTEXT:PLAINTEXT,EXTERNAL:PLAINTEXT,REPLICATION:PLAINTEXT"
+            ),
+            "inter.broker.listener.name": "REPLICATION",
+            "max.connections": "3",
+            "listener.name.external.max.connections": "1",
+        }
+    )
+    external = connect(broker.address("EXTERNAL"))
+    call(external, api_versions(), 0)
+    # EXTERNAL is at its own limit: the next one waits, PLAINTEXT still takes connections
+    waiting = connect(broker.address("EXTERNAL"))
+    waiting.sendall(encode_request(api_versions(), 0, 5))
+    held = [connect(broker.address("PLAINTEXT"))]
+    call(held[0], api_versions(), 0)
+    waiting.settimeout(1.0)
+    with pytest.raises(TimeoutError):
+        read_frame(waiting)
+    # the EXTERNAL connection closes: the waiting one is served
+    external.close()
+    waiting.settimeout(30)
+    assert read_frame(waiting)[:4] == struct.pack(">i", 5)
+    # the broker at max.connections (3): PLAINTEXT waits, REPLICATION does not
+    held.append(connect(broker.address("PLAINTEXT")))
+    call(held[-1], api_versions(), 0)
+    also_waiting = connect(broker.address("PLAINTEXT"))
+    also_waiting.sendall(encode_request(api_versions(), 0, 6))
+    replication = [connect(broker.address("REPLICATION")) for _ in range(2)]
+    for sock in replication:
+        assert call(sock, api_versions(), 0).error_code == 0
+    also_waiting.settimeout(1.0)
+    with pytest.raises(TimeoutError):
+        read_frame(also_waiting)
+    # below max.connections again (the replication connections count too): served
+    for sock in [*replication, held.pop()]:
+        sock.close()
+    also_waiting.settimeout(30)
+    assert read_frame(also_waiting)[:4] == struct.pack(">i", 6)
+    for sock in [*held, waiting, also_waiting]:
+        sock.close()

@@ -27,13 +27,13 @@ def test_a_resume_that_comes_early_waits_for_the_pause_to_pass() -> None:
         acceptor.start(())
         bound = acceptor.listeners[0]
         acceptor._exhausted(bound, OSError(errno.EMFILE, "Too many open files"))
-        paused = not acceptor._watching
+        paused = not acceptor.watching
         # the timer fires "early": the pause has not passed yet
         acceptor._paused_until = time.monotonic() + 0.2
         acceptor._resume()
-        early = acceptor._watching
+        early = acceptor.watching
         await asyncio.sleep(0.5)
-        resumed = acceptor._watching
+        resumed = acceptor.watching
         acceptor.close()
         return paused and not early, resumed
 

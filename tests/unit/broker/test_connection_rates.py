@@ -21,26 +21,26 @@ def test_an_address_gets_its_burst_then_is_throttled_for_at_most_a_window() -> N
     q.set_ip_rates(None, {"10.0.0.1": 2})
     now = 1_000_000
     # a rate spans at least 10 windows of 1 s: 20 connections at once are within 2/s
-    assert [q.record_ip("10.0.0.1", now, counted=False) for _ in range(20)] == [0] * 20
-    throttle = q.record_ip("10.0.0.1", now, counted=False)
+    assert [q.record_ip("10.0.0.1", "CLIENTS", now) for _ in range(20)] == [0] * 20
+    throttle = q.record_ip("10.0.0.1", "CLIENTS", now)
     assert 0 < throttle <= 1000
     assert q.throttled_per_ip == 1
     # the throttled connection was taken back out: 10.6 s later the window is 10.6 s and one
     # more is within 2/s (21 connections; with the throttled one it would be 22, over)
-    assert q.record_ip("10.0.0.1", now + 10_600, counted=False) == 0
+    assert q.record_ip("10.0.0.1", "CLIENTS", now + 10_600) == 0
     # another address has no quota
-    assert all(q.record_ip("10.0.0.2", now, counted=False) == 0 for _ in range(100))
+    assert all(q.record_ip("10.0.0.2", "CLIENTS", now) == 0 for _ in range(100))
 
 
 def test_the_default_rate_covers_addresses_without_their_own() -> None:
     q = quotas()
     q.set_ip_rates(1, {"10.0.0.1": 100})
     now = 5_000
-    assert [q.record_ip("10.0.0.9", now, counted=False) for _ in range(10)] == [0] * 10
-    assert q.record_ip("10.0.0.9", now, counted=False) > 0
-    assert all(q.record_ip("10.0.0.1", now, counted=False) == 0 for _ in range(100))
+    assert [q.record_ip("10.0.0.9", "CLIENTS", now) for _ in range(10)] == [0] * 10
+    assert q.record_ip("10.0.0.9", "CLIENTS", now) > 0
+    assert all(q.record_ip("10.0.0.1", "CLIENTS", now) == 0 for _ in range(100))
     q.set_ip_rates(None, {})
-    assert q.record_ip("10.0.0.9", now, counted=False) == 0
+    assert q.record_ip("10.0.0.9", "CLIENTS", now) == 0
 
 
 def test_the_broker_rate_makes_the_acceptor_wait_and_throttled_ips_do_not_count() -> None:
@@ -48,18 +48,52 @@ def test_the_broker_rate_makes_the_acceptor_wait_and_throttled_ips_do_not_count(
     q.set_ip_rates(None, {"10.0.0.1": 1})
     now = 0
     for _ in range(10):
-        assert q.record_connection(now) == 0
-        assert q.record_ip("10.0.0.1", now, counted=True) == 0
+        assert q.record_connection("CLIENTS", now) == 0
+        assert q.record_ip("10.0.0.1", "CLIENTS", now) == 0
     # the 11th from 10.0.0.1 is throttled: it is taken back out of the broker's rate too
     for _ in range(5):
-        assert q.record_connection(now) == 0
-        assert q.record_ip("10.0.0.1", now, counted=True) > 0
-    assert [q.record_connection(now) for _ in range(20)] == [0] * 20
-    wait = q.record_connection(now)
+        assert q.record_connection("CLIENTS", now) == 0
+        assert q.record_ip("10.0.0.1", "CLIENTS", now) > 0
+    assert [q.record_connection("CLIENTS", now) for _ in range(20)] == [0] * 20
+    wait = q.record_connection("CLIENTS", now)
     assert 0 < wait <= 1000
     assert q.rate_wait_ms == wait
     # unlimited (Kafka's default): nothing is measured
-    assert quotas().record_connection(now) == 0
+    assert quotas().record_connection("CLIENTS", now) == 0
+
+
+def test_a_listener_has_its_own_rate_and_the_protected_listener_is_exempt() -> None:
+    q = quotas(max_connection_creation_rate=1, listener_creation_rates={"REPLICATION": 2})
+    q.protected_listener = "REPLICATION"
+    now = 0
+    # the protected listener: only its own rate (2/s: 20 at once), not the broker's (1/s)
+    assert [q.record_connection("REPLICATION", now) for _ in range(20)] == [0] * 20
+    assert q.record_connection("REPLICATION", now) > 0
+    # another listener: the broker's rate, which the protected listener did not use
+    assert [q.record_connection("CLIENTS", now) for _ in range(10)] == [0] * 10
+    assert q.record_connection("CLIENTS", now) > 0
+
+
+def test_slots_per_listener_and_the_protected_listener_beyond_max_connections() -> None:
+    q = ConnectionQuotas(
+        max_connections=2,
+        max_connections_per_ip=100,
+        listener_max_connections={"EXTERNAL": 1},
+    )
+    q.protected_listener = "REPLICATION"
+    rooms: list[bool] = []
+    q.on_room = lambda: rooms.append(True)
+    assert q.try_open("10.0.0.1", "EXTERNAL")
+    # EXTERNAL is at its own limit, CLIENTS is not
+    assert not q.slot_available("EXTERNAL") and q.slot_available("CLIENTS")
+    assert q.try_open("10.0.0.2", "CLIENTS")
+    # the broker is at max.connections: only the protected listener has a slot
+    assert not q.slot_available("CLIENTS") and q.slot_available("REPLICATION")
+    assert q.try_open("10.0.0.3", "REPLICATION")
+    q.closed("10.0.0.3", "REPLICATION")
+    assert rooms == [True]  # (the total was over max.connections)
+    q.closed("10.0.0.1", "EXTERNAL")
+    assert q.slot_available("EXTERNAL") and len(rooms) == 2
 
 
 def test_ip_entities_paths_and_keys() -> None:
