@@ -334,6 +334,14 @@ def steps(topic: str, group: str, offsets_file: Path, reassignment_file: Path) -
             "127.0.0.5",
             "connection_creation_rate=100",
             "connection_creation_rate",
+            describe_all=True,
+        ),
+        *entity_config_steps(
+            "ip-quota-default",
+            "ips",
+            None,
+            "connection_creation_rate=1000000",
+            "connection_creation_rate",
         ),
         *entity_config_steps(
             "scram",
@@ -348,14 +356,24 @@ def steps(topic: str, group: str, offsets_file: Path, reassignment_file: Path) -
 
 
 def entity_config_steps(
-    name: str, entity_type: str, entity: str, add: str, delete: str
+    name: str,
+    entity_type: str,
+    entity: str | None,
+    add: str,
+    delete: str,
+    *,
+    describe_all: bool = False,
 ) -> list[Step]:
-    """kafka-configs on one entity: add configs, describe them, delete them."""
+    """kafka-configs on one entity (None: the type's default entity): add configs, describe
+    them (and, with ``describe_all``, every entity of the type), delete them."""
     b = ("--bootstrap-server", "{bootstrap}")
-    target = (*b, "--entity-type", entity_type, "--entity-name", entity)
+    named = ("--entity-default",) if entity is None else ("--entity-name", entity)
+    target = (*b, "--entity-type", entity_type, *named)
+    every = (*b, "--entity-type", entity_type, "--describe")
     return [
         Step(f"{name}-alter", "kafka-configs", (*target, "--alter", "--add-config", add)),
         Step(f"{name}-describe", "kafka-configs", (*target, "--describe")),
+        *([Step(f"{name}-describe-all", "kafka-configs", every)] if describe_all else []),
         Step(f"{name}-delete", "kafka-configs", (*target, "--alter", "--delete-config", delete)),
     ]
 
