@@ -140,8 +140,8 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in [
     _k("log.segment.bytes", "int", 1073741824, read_only=False),
     _k("log.roll.ms", "long", None, read_only=False),
     _k("log.roll.hours", "int", 168),
-    _k("log.roll.jitter.ms", "long", None, implemented=False),
-    _k("log.roll.jitter.hours", "int", 0, implemented=False),
+    _k("log.roll.jitter.ms", "long", None, "Default of segment.jitter.ms: a random amount, up to this, taken off segment.ms for each new segment, so that partitions do not all roll at once."),
+    _k("log.roll.jitter.hours", "int", 0, "log.roll.jitter.ms in hours (when it is not set)."),
     _k("log.retention.ms", "long", None, read_only=False),
     _k("log.retention.minutes", "int", None),
     _k("log.retention.hours", "int", 168),
@@ -166,7 +166,7 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in [
     _k("log.cleaner.min.cleanable.ratio", "double", 0.5, read_only=False),
     _k("log.cleaner.min.compaction.lag.ms", "long", 0, read_only=False),
     _k("log.cleaner.max.compaction.lag.ms", "long", LONG_MAX, read_only=False),
-    _k("log.cleaner.dedupe.buffer.size", "long", 134217728, implemented=False),
+    _k("log.cleaner.dedupe.buffer.size", "long", 134217728, "Memory for the keys of one cleaning pass (Kafka's key map); a log with more keys is cleaned in several passes."),
     _k("log.segment.delete.delay.ms", "long", 60000, read_only=False),
     _k("log.message.timestamp.type", "string", "CreateTime", read_only=False),
     _k("log.message.timestamp.before.max.ms", "long", LONG_MAX, read_only=False),
@@ -842,6 +842,11 @@ class BrokerConfig:
         return int(ms) if ms is not None else int(self["log.roll.hours"]) * 3600_000
 
     @property
+    def log_roll_jitter_ms(self) -> int:
+        ms = self["log.roll.jitter.ms"]
+        return int(ms) if ms is not None else int(self["log.roll.jitter.hours"]) * 3600_000
+
+    @property
     def log_retention_ms(self) -> int:
         if self["log.retention.ms"] is not None:
             return int(self["log.retention.ms"])
@@ -861,6 +866,8 @@ class BrokerConfig:
             return self.log_retention_ms
         if name == "segment.ms":
             return self.log_roll_ms
+        if name == "segment.jitter.ms":
+            return self.log_roll_jitter_ms
         if name == "flush.ms":
             return self.log_flush_interval_ms
         if key.broker_key is None:

@@ -73,6 +73,18 @@ def test_topic_defaults_follow_broker_keys():
     assert effective["cleanup.policy"] == ["delete"]
 
 
+def test_roll_jitter_and_the_dedupe_buffer_are_in_effect():
+    """``log.roll.jitter.*`` gives segment.jitter.ms its default and
+    ``log.cleaner.dedupe.buffer.size`` bounds the cleaner's key map: neither is reported as
+    accepted without effect."""
+    config = BrokerConfig.from_dict(
+        {"log.roll.jitter.hours": "1", "log.cleaner.dedupe.buffer.size": "1048576"}
+    )
+    assert config.inert == []
+    assert config.topic_config({})["segment.jitter.ms"] == 3_600_000
+    assert config.topic_config({"segment.jitter.ms": 5})["segment.jitter.ms"] == 5
+
+
 @pytest.mark.parametrize(
     "configs",
     [
