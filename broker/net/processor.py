@@ -176,8 +176,9 @@ class Processor(threading.Thread):
         self.quotas.closed(conn.session.client_host, conn.session.listener)
 
     def _close_stalled(self) -> None:
-        """Closes connections idle longer than ``connections.max.idle.ms`` and those whose
-        request has been arriving for longer than ``request.receive.timeout.ms``."""
+        """Closes connections idle longer than ``connections.max.idle.ms``, those whose
+        request has been arriving for longer than ``request.receive.timeout.ms``, and, over
+        ``max.connections``, the least recently used (:meth:`_close_excess`)."""
         now = time.monotonic()
         idle_limit = now - self.idle_timeout_s if self.idle_timeout_s > 0 else -1.0
         partial_limit = now - self.receive_timeout_s if self.receive_timeout_s > 0 else -1.0
@@ -190,7 +191,28 @@ class Processor(threading.Thread):
             elif conn.last_active < idle_limit and not conn.busy:
                 conn.close("idle longer than connections.max.idle.ms")
         timeouts = [t for t in (self.idle_timeout_s, self.receive_timeout_s) if t > 0] or [50.0]
-        self.loop.call_later(min(max(min(timeouts) / 10, 0.05), 5.0), self._close_stalled)
+        delay = min(max(min(timeouts) / 10, 0.05), 5.0)
+        if self._close_excess():
+            delay = 0.05  # until the broker is back within max.connections
+        self.loop.call_later(delay, self._close_stalled)
+
+    def _close_excess(self) -> bool:
+        """Over ``max.connections`` (lowered at runtime below the connections open), closes
+        this processor's least recently used connection on a listener other than the
+        protected one, as Kafka's processors close one per poll (``closeExcessConnections``);
+        True if it closed one."""
+        quotas = self.quotas
+        if quotas.total <= quotas.max_connections:
+            return False
+        protected = quotas.protected_listener
+        candidates = [c for c in self.connections if c.session.listener != protected]
+        if not candidates:
+            return False
+        min(candidates, key=lambda c: c.last_active).close(
+            f"over max.connections ({quotas.max_connections}): the least recently used "
+            "connection closes"
+        )
+        return True
 
     def call(self, fn: Callable[..., Any], *args: Any) -> None:
         """Runs ``fn(*args)`` on this processor's loop (thread-safe)."""
