@@ -300,9 +300,11 @@ def acls(expected: list[list[str]]) -> Callable[[Result, Run], None]:
 
 def quota_describe(r: Result, run: Run) -> None:
     header, table = rows(r.stdout)
-    assert header == ["USER", "CLIENT-ID", "QUOTA", "VALUE"]
-    assert [row[:3] for row in table] == [["alice", "-", "producer_byte_rate"]]
-    assert float(table[0][3]) == 1048576
+    assert header == ["USER", "CLIENT-ID", "IP", "QUOTA", "VALUE"]
+    assert sorted((row[:4], float(row[4])) for row in table) == [
+        (["-", "-", "10.0.0.7", "connection_creation_rate"], 20.0),
+        (["alice", "-", "-", "producer_byte_rate"], 1048576.0),
+    ]
 
 
 def producers(r: Result, run: Run) -> None:
@@ -430,6 +432,9 @@ CHECKS: dict[str, Callable[[Result, Run], None]] = {
     "-b HOST:PORT": acls(ALICE_ACLS[2:]),
     "odradek acl list --principal User:alice -b HOST:PORT": acls(ALICE_ACLS),
     "odradek quota set producer_byte_rate=1048576 --user alice -b HOST:PORT": says(
+        "Quotas updated"
+    ),
+    "odradek quota set connection_creation_rate=20 --ip 10.0.0.7 -b HOST:PORT": says(
         "Quotas updated"
     ),
     "odradek quota describe -b HOST:PORT": quota_describe,
