@@ -514,7 +514,9 @@ class Dispatcher:
             raise CloseConnection(reason)
         try:
             body, _ = handler.schema.request_decoder(header.api_version)(frame, pos)
-            answer = handler.error_response(body, ErrorCode.ILLEGAL_SASL_STATE, reason)
+            answer = handler.error_answer(
+                body, ErrorCode.ILLEGAL_SASL_STATE, reason, header.api_version
+            )
             encoded = encode_response(
                 handler.schema, header.api_version, header.correlation_id, answer
             )
@@ -555,7 +557,9 @@ class Dispatcher:
                 exc_info=e,
             )
             try:
-                fallback = handler.error_response(body, ErrorCode.UNKNOWN_SERVER_ERROR, None)
+                fallback = handler.error_answer(
+                    body, ErrorCode.UNKNOWN_SERVER_ERROR, None, header.api_version
+                )
                 return encode_response(
                     handler.schema, header.api_version, header.correlation_id, fallback
                 )
@@ -581,7 +585,7 @@ class Dispatcher:
             code, message = ErrorCode.UNKNOWN_SERVER_ERROR, None
         if handler.error_response is None:
             raise CloseConnection(f"{handler.api_key.name} failed: {exc}") from exc
-        return handler.error_response(body, code, message)
+        return handler.error_answer(body, code, message, ctx.api_version)
 
     def _raw_sasl_token(self, conn: Connection, auth: SaslExchange, frame: memoryview) -> Response:
         """A SASL token after a v0 SaslHandshake: a raw size-prefixed frame each way."""

@@ -29,7 +29,9 @@ from protocol.messages import SCHEMAS, ApiSchema
 from protocol.schema import Versions
 
 HandlerFn = Callable[..., Any]
-ErrorResponseFn = Callable[[Any, ErrorCode, str | None], Any]
+#: ``(request, code, message)``, or ``(request, code, message, version)`` for an API whose
+#: error response depends on the version (as Kafka's ``getErrorResponse`` may)
+ErrorResponseFn = Callable[..., Any]
 #: (operation, resource type) an API needs, as Kafka's KafkaApis checks it
 AclRequirement = tuple[AclOperation, ResourceType]
 
@@ -46,10 +48,20 @@ class Handler:
     #: whether a client may use it before authenticating (the SASL exchange itself)
     before_authentication: bool = False
     error_response: ErrorResponseFn | None = None
+    #: whether :attr:`error_response` takes the request's version
+    error_response_versioned: bool = False
     #: a synchronous handler that waits on the metadata store: run off the processor loop
     blocking: bool = False
     #: Kafka authorizes nothing for this API (client telemetry): said explicitly
     no_acl: bool = False
+
+    def error_answer(self, request: Any, code: ErrorCode, message: str | None, version: int) -> Any:
+        """The API's answer to ``request`` (of ``version``) failing whole with ``code``."""
+        fn = self.error_response
+        assert fn is not None
+        if self.error_response_versioned:
+            return fn(request, code, message, version)
+        return fn(request, code, message)
 
 
 class HandlerRegistry:
@@ -96,7 +108,9 @@ class HandlerRegistry:
         return h
 
     def set_error_response(self, api_key: ApiKey, fn: ErrorResponseFn) -> None:
-        self._handlers[api_key].error_response = fn
+        h = self._handlers[api_key]
+        h.error_response = fn
+        h.error_response_versioned = "version" in inspect.signature(fn).parameters
 
     def get(self, api_key: int) -> Handler | None:
         return self._handlers.get(api_key)

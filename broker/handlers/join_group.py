@@ -50,11 +50,9 @@ def _response(result: JoinResult, version: int) -> JoinGroupResponse:
 async def handle_join_group(ctx: RequestContext, request: JoinGroupRequest) -> JoinGroupResponse:
     version = ctx.api_version
     if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
-        # Kafka's JoinGroupRequest.getErrorResponse: a null protocol name from v7
         refused: JoinGroupResponse = join_group_error(
-            request, ErrorCode.GROUP_AUTHORIZATION_FAILED, None
+            request, ErrorCode.GROUP_AUTHORIZATION_FAILED, None, version
         )
-        refused.protocol_name = None if version >= 7 else ""
         return refused
     instance_id = request.group_instance_id if version >= 5 else None
     rebalance_timeout = request.rebalance_timeout_ms if version >= 1 else -1
@@ -84,10 +82,14 @@ async def handle_join_group(ctx: RequestContext, request: JoinGroupRequest) -> J
 
 @error_response(ApiKey.JOIN_GROUP)
 def join_group_error(
-    request: JoinGroupRequest, code: ErrorCode, message: str | None
+    request: JoinGroupRequest, code: ErrorCode, message: str | None, version: int
 ) -> JoinGroupResponse:
-    """Kafka's JoinGroupRequest.getErrorResponse (which also leaves the member id unknown); the
-    protocol name is "", as versions below 7 need (7+ would take null, as Kafka answers)."""
+    """Kafka's JoinGroupRequest.getErrorResponse: no member id, and a null protocol name from
+    v7 (before, the field cannot be null: "")."""
     return JoinGroupResponse(
-        error_code=code, generation_id=-1, protocol_name="", leader="", member_id=""
+        error_code=code,
+        generation_id=-1,
+        protocol_name=None if version >= 7 else "",
+        leader="",
+        member_id="",
     )

@@ -15,9 +15,11 @@ import pytest
 from broker.config import BrokerConfig
 from broker.dispatch import Dispatcher
 from broker.handlers import load_handlers
+from broker.handlers.join_group import join_group_error
 from broker.metrics import FAILED_PRODUCE, PRODUCE_REQUESTS
 from broker.net.connection import CloseConnection
 from broker.replication.partition import FetchIsolation
+from coordination.errors import KafkaApiError
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.api_versions import ApiVersionsRequest
@@ -227,6 +229,32 @@ def test_a_response_that_fails_to_encode_is_answered_with_the_apis_error() -> No
         1,
     )
     assert response.topics == []
+
+
+@pytest.mark.parametrize(("version", "protocol_name"), [(6, ""), (7, None), (9, None)])
+def test_an_error_response_may_depend_on_the_version(version: int, protocol_name: Any) -> None:
+    """JoinGroup failing whole answers Kafka's JoinGroupRequest.getErrorResponse: a null
+    protocol name from v7 (the error response function takes the request's version)."""
+    from broker.registry import HandlerRegistry
+    from protocol.messages.join_group import JoinGroupRequest
+
+    registry = HandlerRegistry()
+
+    def failing(ctx: Any, request: Any) -> Any:
+        raise KafkaApiError("not now", ErrorCode.COORDINATOR_NOT_AVAILABLE)
+
+    registry.register(ApiKey.JOIN_GROUP, "0-9", failing)
+    registry.set_error_response(ApiKey.JOIN_GROUP, join_group_error)
+    response = call(
+        Dispatcher(services(FakeReplicaManager()), registry),
+        FakeConnection(session()),
+        JoinGroupRequest(
+            group_id="g", session_timeout_ms=10000, member_id="", protocol_type="consumer"
+        ),
+        version,
+    )
+    assert response.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+    assert response.protocol_name == protocol_name
 
 
 def test_timed_coroutines_are_charged_their_running_time_not_their_waits():
