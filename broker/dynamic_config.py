@@ -28,6 +28,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from broker.config import APPLIED_AT_RESTART, BrokerConfig
 from coordination.metadata.store import MetadataStore
@@ -94,3 +95,18 @@ class DynamicBrokerConfig:
 
         metadata.add_listener(changed)
         self.apply(metadata.view)
+
+
+def values_in_force(
+    config: BrokerConfig, view: ClusterView, broker_id: int, entity: str
+) -> dict[str, Any]:
+    """The broker's values a change to ``entity``'s dynamic configs is checked against (Kafka
+    validates the broker's configuration as the change would leave it). A change to the
+    cluster-wide default (``<default>``) leaves in force this broker's own dynamic values,
+    which take precedence over it: their keys are left out, so that only the keys the default
+    would really change here are checked (a thread pool resized by at most a factor of two)."""
+    in_force = dict(config.values)
+    if entity == DEFAULT_BROKER_ENTITY:
+        for key in view.broker_configs.get(str(broker_id), {}):
+            in_force.pop(key, None)
+    return in_force

@@ -34,6 +34,7 @@ from broker.config import (
 )
 from broker.config_describe import ConfigResourceType
 from broker.dispatch import AuthorizationFailed, RequestContext
+from broker.dynamic_config import values_in_force
 from broker.registry import error_response, handler
 from broker.telemetry import CONFIG_NAMES as CLIENT_METRICS_CONFIGS
 from broker.telemetry import parse_subscription
@@ -77,14 +78,9 @@ def _alter(
             current = dict(broker.metadata.view.broker_configs.get(entity, {}))
             configs = new_configs(current)
             try:
-                in_force = dict(broker.config.values)
-                if entity == DEFAULT_BROKER_ENTITY:
-                    # this broker's own values stay in force over the cluster default's: only
-                    # the others would resize its pools (Kafka validates the broker's config
-                    # as it would result)
-                    own = broker.metadata.view.broker_configs.get(str(broker.broker_id), {})
-                    for key in own:
-                        in_force.pop(key, None)
+                in_force = values_in_force(
+                    broker.config, broker.metadata.view, broker.broker_id, entity
+                )
                 validate_dynamic_broker_configs(
                     configs, per_broker=entity != DEFAULT_BROKER_ENTITY, current=in_force
                 )

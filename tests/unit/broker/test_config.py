@@ -365,3 +365,23 @@ def test_dynamic_broker_configs_in_kafkas_ranges(configs: dict[str, str], ok: bo
     else:
         with pytest.raises(ConfigError):
             validate_dynamic_broker_configs(configs, per_broker=True, current=current)
+
+
+def test_a_cluster_default_is_checked_against_what_this_broker_keeps_of_its_own():
+    """A change to the cluster-wide default is validated against the broker's values but for
+    the keys the broker sets for itself, which stay in force over the default."""
+    from broker.dynamic_config import values_in_force
+    from coordination.metadata.view import DEFAULT_BROKER_ENTITY, ClusterView
+
+    config = BrokerConfig.from_dict({"num.network.threads": "4", "log.cleaner.threads": "1"})
+    view = ClusterView(
+        cluster_id="c",
+        controller_id=0,
+        brokers={},
+        topics={},
+        broker_configs={"0": {"num.network.threads": "4"}},
+    )
+    by_default = values_in_force(config, view, 0, DEFAULT_BROKER_ENTITY)
+    assert "num.network.threads" not in by_default
+    assert by_default["log.cleaner.threads"] == 1
+    assert values_in_force(config, view, 0, "0")["num.network.threads"] == 4
