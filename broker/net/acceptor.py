@@ -65,6 +65,17 @@ class BoundListener:
         return str(bound[0]), int(bound[1])
 
 
+@dataclass(slots=True)
+class _Held:
+    """A connection accepted over a connection creation rate, waiting to be admitted."""
+
+    conn: socket.socket
+    peer: object
+    bound: BoundListener
+    #: its wait is over
+    ready: bool = False
+
+
 class Acceptor:
     """Accepts connections on the main loop and spreads them over the processors."""
 
@@ -97,8 +108,9 @@ class Acceptor:
         self._last_error_log = 0.0
         self._next = 0
         #: per listener, a connection accepted over a connection creation rate, waiting to be
-        #: admitted (its listener accepts no other meanwhile)
-        self._held: dict[str, tuple[socket.socket, object, BoundListener]] = {}
+        #: admitted (its listener accepts no other meanwhile): it is admitted once its wait is
+        #: over (:class:`_Held` ``ready``) and its listener has a connection slot
+        self._held: dict[str, _Held] = {}
         #: connections over their address's rate quota, each closed when its timer fires
         self._throttled: dict[socket.socket, asyncio.TimerHandle] = {}
 
@@ -187,6 +199,7 @@ class Acceptor:
                 self._resume_pending = True
                 self.loop.call_later(left, self._resume_after_pause)
             return
+        self._admit_ready()
         self._watch()
 
     def _resume_after_pause(self) -> None:
@@ -235,16 +248,22 @@ class Acceptor:
                 # listener's backlog (Kafka's acceptor thread of the listener blocks the same
                 # way); the other listeners go on
                 self._unwatch(bound)
-                self._held[bound.name] = (conn, peer, bound)
-                self.loop.call_later(wait_ms / 1000, self._admit_held, bound.name)
+                held = self._held[bound.name] = _Held(conn, peer, bound)
+                self.loop.call_later(wait_ms / 1000, self._wait_over, held)
                 return
             self._admit(conn, peer, bound)
 
-    def _admit_held(self, listener: str) -> None:
-        held = self._held.pop(listener, None)
-        if held is not None and self._accepting:
-            self._admit(*held)
+    def _wait_over(self, held: _Held) -> None:
+        held.ready = True
         self._resume()
+
+    def _admit_ready(self) -> None:
+        """Admits the held connections whose wait is over, where their listener has a slot (as
+        Kafka's acceptor waits for both), so that the broker never goes over its limits."""
+        for name, held in list(self._held.items()):
+            if held.ready and self._accepting and self.quotas.slot_available(name):
+                del self._held[name]
+                self._admit(held.conn, held.peer, held.bound)
 
     def _admit(self, conn: socket.socket, peer: object, bound: BoundListener) -> None:
         """The address's limits, then a processor."""
@@ -293,8 +312,8 @@ class Acceptor:
     def close(self) -> None:
         self._unwatch()
         self._accepting = False
-        for conn, _, _ in self._held.values():
-            conn.close()
+        for held in self._held.values():
+            held.conn.close()
         self._held.clear()
         for conn, timer in list(self._throttled.items()):
             timer.cancel()

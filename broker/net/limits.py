@@ -167,7 +167,10 @@ class ConnectionQuotas:
         throttle = sensor.record_within(1.0, now_ms, limit, self.window_ms)
         if throttle:
             counted = [sensor, self._listener_rates.get(listener)]
-            if listener != self.protected_listener:
+            if (
+                listener != self.protected_listener
+                and self.max_connection_creation_rate < UNLIMITED_RATE
+            ):
                 counted.append(self._broker_rate)
             for rate in counted:
                 if rate is not None:
