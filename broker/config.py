@@ -15,11 +15,12 @@ from __future__ import annotations
 import ipaddress
 import logging
 import re
-import socket
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from broker.addresses import addresses_of
 
 log = logging.getLogger(__name__)
 
@@ -1093,14 +1094,14 @@ def _parse_overrides(text: str) -> dict[str, int]:
             names.append((host, limit))
     for host, limit in names:
         try:
-            infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+            addresses = addresses_of(host)
         except OSError as e:
             raise ConfigError(
                 f"max.connections.per.ip.overrides: host {host!r} does not resolve: "
                 f"{e.strerror or e}"
             ) from None
-        for info in infos:
-            result.setdefault(ipaddress.ip_address(info[4][0]).compressed, limit)
+        for address in addresses:
+            result.setdefault(address, limit)
     return result
 
 

@@ -81,11 +81,21 @@ class SampledRate:
             t += step
         return float(self.slots * self.window_ms)
 
-    def record_within(self, value: float, now_ms: int, limit: float, cap_ms: int) -> int:
+    def record_within(
+        self, value: float, now_ms: int, limit: float, cap_ms: int | None = None
+    ) -> int:
         """Records ``value``; returns 0 if the rate stays within ``limit``, else the time in
-        ms (at most ``cap_ms``) until it would be back within it. Holds :attr:`lock`."""
+        ms (at most ``cap_ms``, if given) until it would be back within it. Holds
+        :attr:`lock`."""
         with self.lock:
             self.record(value, now_ms)
             if self.measure(now_ms) <= limit:
                 return 0
-            return max(1, min(round(self.time_to_quota_ms(now_ms, limit)), cap_ms))
+            throttle = round(self.time_to_quota_ms(now_ms, limit))
+        return max(1, throttle if cap_ms is None else min(throttle, cap_ms))
+
+    def take_back(self, value: float, now_ms: int) -> None:
+        """Takes back ``value`` recorded for what did not happen after all (a throttled fetch's
+        bytes, a throttled connection). Holds :attr:`lock`."""
+        with self.lock:
+            self.record(-value, now_ms)

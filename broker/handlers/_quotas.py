@@ -4,9 +4,9 @@ kind of entity takes."""
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterable
 
+from broker.addresses import addresses_of
 from coordination.errors import KafkaApiError
 from coordination.metadata.security import (
     CONSUMER_BYTE_RATE,
@@ -86,8 +86,8 @@ def _resolvable(host: str) -> bool:
     """Kafka's ``isValidIpEntity``: an address, or a host name that resolves
     (``InetAddress.getByName``)."""
     try:
-        socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
-    except (OSError, UnicodeError):
+        addresses_of(host)
+    except OSError:
         return False
     return True
 

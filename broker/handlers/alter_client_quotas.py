@@ -6,6 +6,7 @@ default entity) with a change notification, so every broker applies them at once
 
 from __future__ import annotations
 
+from broker.config import INT_MAX, LONG_MAX
 from broker.dispatch import RequestContext
 from broker.handlers._quotas import InvalidQuota, entity_to_path, quota_keys
 from broker.registry import error_response, handler
@@ -32,7 +33,7 @@ def _value(keys: dict[str, str], key: str, value: float) -> str:
     if kind == "DOUBLE":
         return repr(float(value))
     rounded = round(value)
-    top = 2**31 - 1 if kind == "INT" else 2**63 - 1
+    top = INT_MAX if kind == "INT" else LONG_MAX
     if abs(rounded - value) > 1e-6 or not 0 <= rounded <= top:
         if kind == "INT":
             raise InvalidQuota(f"Configuration {key} must be a INT value")

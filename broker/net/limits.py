@@ -41,8 +41,9 @@ from collections.abc import Callable, Mapping
 
 from broker.rates import SampledRate
 
-#: Kafka's default of every connection creation rate (Integer.MAX_VALUE): no limit
-UNLIMITED_RATE = 2**31 - 1
+#: Kafka's default of every connection limit and connection creation rate (Integer.MAX_VALUE):
+#: none
+UNLIMITED = 2**31 - 1
 #: IP sensors idle this long are dropped once there are many (Kafka expires them after an hour)
 _SENSOR_EXPIRATION_MS = 3600 * 1000
 
@@ -54,7 +55,7 @@ class ConnectionQuotas:
         max_connections: int,
         max_connections_per_ip: int,
         overrides: Mapping[str, int] | None = None,
-        max_connection_creation_rate: int = UNLIMITED_RATE,
+        max_connection_creation_rate: int = UNLIMITED,
         listener_max_connections: Mapping[str, int] | None = None,
         listener_creation_rates: Mapping[str, int] | None = None,
         samples: int = 11,
@@ -77,7 +78,7 @@ class ConnectionQuotas:
         self._broker_rate: SampledRate | None = None
         self._listener_rates: dict[str, SampledRate] = {}
         #: ``connection_creation_rate`` of the default ip entity and of each address
-        self._default_ip_rate = UNLIMITED_RATE
+        self._default_ip_rate = UNLIMITED
         self._ip_rates: Mapping[str, int] = {}
         self._ip_sensors: dict[str, SampledRate] = {}
         #: connections throttled by their address's connection rate quota
@@ -102,7 +103,7 @@ class ConnectionQuotas:
         ``connectionSlotAvailable``): under its own max.connections, and under the broker's
         unless it is the protected listener."""
         if self._per_listener.get(listener, 0) >= self.listener_max_connections.get(
-            listener, UNLIMITED_RATE
+            listener, UNLIMITED
         ):
             return False
         return listener == self.protected_listener or self._total < self.max_connections
@@ -125,11 +126,11 @@ class ConnectionQuotas:
         """The ``connection_creation_rate`` quotas of ip entities: the default entity's (None:
         none) and each address's (Kafka's ``updateIpConnectionRateQuota``)."""
         with self._lock:
-            self._default_ip_rate = UNLIMITED_RATE if default is None else default
+            self._default_ip_rate = UNLIMITED if default is None else default
             self._ip_rates = dict(per_ip)
 
     def ip_rate(self, ip: str) -> int:
-        """The connection creation rate allowed to ``ip`` (:data:`UNLIMITED_RATE`: none)."""
+        """The connection creation rate allowed to ``ip`` (:data:`UNLIMITED`: none)."""
         return self._ip_rates.get(ip, self._default_ip_rate)
 
     def record_connection(self, listener: str, now_ms: int) -> int:
@@ -141,12 +142,12 @@ class ConnectionQuotas:
         wait = 0
         if listener != self.protected_listener:
             limit = self.max_connection_creation_rate
-            if limit < UNLIMITED_RATE:
+            if limit < UNLIMITED:
                 if self._broker_rate is None:
                     self._broker_rate = SampledRate(self.samples, self.window_ms, now_ms)
                 wait = self._broker_rate.record_within(1.0, now_ms, limit, self.window_ms)
-        limit = self.listener_creation_rates.get(listener, UNLIMITED_RATE)
-        if limit < UNLIMITED_RATE:
+        limit = self.listener_creation_rates.get(listener, UNLIMITED)
+        if limit < UNLIMITED:
             sensor = self._listener_rates.get(listener)
             if sensor is None:
                 sensor = SampledRate(self.samples, self.window_ms, now_ms)
@@ -161,7 +162,7 @@ class ConnectionQuotas:
         throttled connection is taken back out of the address's rate and out of those
         :meth:`record_connection` recorded it in (Kafka's ``recordIpConnectionMaybeThrottle``)."""
         limit = self.ip_rate(ip)
-        if limit >= UNLIMITED_RATE:
+        if limit >= UNLIMITED:
             return 0
         sensor = self._ip_sensor(ip, now_ms)
         throttle = sensor.record_within(1.0, now_ms, limit, self.window_ms)
@@ -169,13 +170,12 @@ class ConnectionQuotas:
             counted = [sensor, self._listener_rates.get(listener)]
             if (
                 listener != self.protected_listener
-                and self.max_connection_creation_rate < UNLIMITED_RATE
+                and self.max_connection_creation_rate < UNLIMITED
             ):
                 counted.append(self._broker_rate)
             for rate in counted:
                 if rate is not None:
-                    with rate.lock:
-                        rate.record(-1.0, now_ms)
+                    rate.take_back(1.0, now_ms)
             self.throttled_per_ip += 1
         return throttle
 
@@ -204,7 +204,7 @@ class ConnectionQuotas:
             else:
                 self._per_listener.pop(listener, None)
             was_full = self._total >= self.max_connections or on_listener >= (
-                self.listener_max_connections.get(listener, UNLIMITED_RATE)
+                self.listener_max_connections.get(listener, UNLIMITED)
             )
             self._total -= 1
         if was_full and self.on_room is not None:

@@ -25,14 +25,13 @@ is an immutable snapshot replaced on change.
 
 from __future__ import annotations
 
-import ipaddress
 import logging
-import socket
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from broker.addresses import addresses_of
 from broker.metrics import MetricSamples
 from broker.rates import SampledRate
 from coordination.metadata.security import (
@@ -147,25 +146,14 @@ class ClientQuotaManager:
         if match is None:
             return 0
         sensor = self._sensor(match.key, now_ms)
-        with sensor.lock:
-            sensor.record(value, now_ms)
-            rate = sensor.measure(now_ms)
-            if rate <= match.limit:
-                return 0
-            throttle = sensor.time_to_quota_ms(now_ms, match.limit)
-        ms = round(throttle)
-        if self.cap_ms is not None:
-            ms = min(ms, self.cap_ms)
-        return max(ms, 0)
+        return sensor.record_within(value, now_ms, match.limit, self.cap_ms)
 
     def unrecord(self, user: str, client_id: str, value: float, now_ms: int) -> None:
         """Takes back a value recorded for a response that is not sent (a throttled fetch)."""
         match = self._match(user, client_id)
         if match is None:
             return
-        sensor = self._sensor(match.key, now_ms)
-        with sensor.lock:
-            sensor.record(-value, now_ms)
+        self._sensor(match.key, now_ms).take_back(value, now_ms)
 
     def throttled(self, ms: int) -> None:
         self.throttle_ms_total += ms
@@ -233,23 +221,8 @@ def ip_connection_rates(entities: EntityConfigs) -> tuple[int | None, dict[str, 
         if name is None:
             default = rate
             continue
-        address = _address(name)
-        if address is None:
-            log.warning(
-                "ignoring the %s quota of %s: it does not resolve", IP_CONNECTION_RATE, name
-            )
-            continue
-        per_ip[address] = rate
+        try:
+            per_ip[addresses_of(name)[0]] = rate
+        except OSError as e:
+            log.warning("ignoring the %s quota of %s: %s", IP_CONNECTION_RATE, name, e)
     return default, per_ip
-
-
-def _address(name: str) -> str | None:
-    try:
-        return str(ipaddress.ip_address(name))
-    except ValueError:
-        pass
-    try:
-        infos = socket.getaddrinfo(name, None, type=socket.SOCK_STREAM)
-        return str(ipaddress.ip_address(infos[0][4][0])) if infos else None
-    except (OSError, UnicodeError, ValueError):
-        return None

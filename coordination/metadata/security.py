@@ -169,6 +169,8 @@ USERS = "users"
 CLIENTS = "clients"
 #: ip entities (KIP-612): ``ips/<address or host name>``, ``ips/<default>``
 IPS = "ips"
+#: the kinds of entity under ``/config`` that hold quotas and credentials
+ENTITY_TYPES = (USERS, CLIENTS, IPS)
 #: the default entity's name in a path (Kafka's ZooKeeperInternals.DEFAULT_STRING)
 DEFAULT_ENTITY = "<default>"
 

@@ -53,7 +53,7 @@ from kazoo.protocol.states import KazooState
 from coordination.metadata.security import (
     ACL_RESOURCE_TYPES,
     CLIENTS,
-    IPS,
+    ENTITY_TYPES,
     USERS,
     AclDataError,
     AclSet,
@@ -159,7 +159,7 @@ class ZkSecurityStore(SecurityStore):
                 self.zk.ensure_path(f"{root}/{resource_type_name(rtype)}")
         for path in (LITERAL_ACL_CHANGES_PATH, EXTENDED_ACL_CHANGES_PATH):
             self.zk.ensure_path(path)
-        for config_type in (USERS, CLIENTS, IPS):
+        for config_type in ENTITY_TYPES:
             self.zk.ensure_path(f"{zd.CONFIG_PATH}/{config_type}")
         self.zk.raw.add_listener(self._on_connection_state)
         self._worker = threading.Thread(target=self._run, name="zk-security", daemon=True)
@@ -268,7 +268,7 @@ class ZkSecurityStore(SecurityStore):
                     if entries:
                         acls[pattern] = entries
         configs: dict[str, dict[str, str]] = {}
-        for config_type in (USERS, CLIENTS, IPS):
+        for config_type in ENTITY_TYPES:
             for name in self.zk.children(f"{zd.CONFIG_PATH}/{config_type}") or []:
                 path = f"{config_type}/{name}"
                 configs[path] = self._read_entity(path)
@@ -364,7 +364,7 @@ class ZkSecurityStore(SecurityStore):
             except zd.ZkDataError as e:
                 log.warning("ignoring config change %s: %s", child, e)
                 continue
-            if entity is None or entity[0] not in (USERS, CLIENTS, IPS):
+            if entity is None or entity[0] not in ENTITY_TYPES:
                 continue
             path = f"{entity[0]}/{entity[1]}"
             if not is_entity_path(path):

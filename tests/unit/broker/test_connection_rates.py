@@ -5,15 +5,13 @@ security store holds them."""
 from __future__ import annotations
 
 from broker.handlers._quotas import IP, entity_to_path, path_to_entity, quota_keys
-from broker.net.limits import UNLIMITED_RATE, ConnectionQuotas
+from broker.net.limits import UNLIMITED, ConnectionQuotas
 from broker.security.quotas import ip_connection_rates
 from coordination.metadata.security import IP_CONNECTION_RATE, ip_entity_path, is_entity_path
 
 
 def quotas(**kwargs: int) -> ConnectionQuotas:
-    return ConnectionQuotas(
-        max_connections=UNLIMITED_RATE, max_connections_per_ip=UNLIMITED_RATE, **kwargs
-    )
+    return ConnectionQuotas(max_connections=UNLIMITED, max_connections_per_ip=UNLIMITED, **kwargs)
 
 
 def test_an_address_gets_its_burst_then_is_throttled_for_at_most_a_window() -> None:
