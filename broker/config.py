@@ -215,6 +215,7 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in [
     _k("transaction.state.log.load.buffer.size", "int", 5242880, implemented=False),
     _k("transaction.abort.timed.out.transaction.cleanup.interval.ms", "int", 10000),
     _k("transaction.remove.expired.transaction.cleanup.interval.ms", "int", 3600000),
+    _k("transaction.version", "int", 2, "Odradek's: the level of Kafka's transaction.version feature this broker finalizes (ApiVersions v3+), which Kafka sets with kafka-features. At 2 (Kafka 4's level for new clusters; KIP-890 part 2) clients that know it (the Java client 4.0+) send no AddPartitionsToTxn or AddOffsetsToTxn: a partition leader adds the partition to the transaction on the producer's first Produce v12+, the group coordinator its offsets partition on TxnOffsetCommit v5, and every EndTxn v5 bumps the producer's epoch. 0 or 1 keep every client on the earlier protocol. Set the same level on every broker of a cluster."),
     _k("transaction.partition.verification.enable", "boolean", True, "A transactional producer's first batch in a partition is verified with its transaction coordinator before it is appended (KIP-890); dynamic, as in Kafka: off or on at once with odradek config set.", read_only=False),
     _k("producer.id.expiration.ms", "int", 86400000),
     _k("zookeeper.connect", "string", None, "host:port[,host:port...][/chroot]; unset: standalone."),
@@ -674,6 +675,8 @@ class BrokerConfig:
             raise ConfigError("message.max.bytes must be >= 0")
         if self["max.connection.creation.rate"] < 0:
             raise ConfigError("max.connection.creation.rate must be >= 0")
+        if not 0 <= self["transaction.version"] <= 2:
+            raise ConfigError("transaction.version must be 0, 1 or 2")
         for listener, values in self.listener_values.items():
             for key in _PER_LISTENER_KEYS:
                 if key in values and int(values[key]) <= 0:

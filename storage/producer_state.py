@@ -575,10 +575,14 @@ class ProducerStateManager:
         self, producer_id: int, sequence: int, epoch: int
     ) -> VerificationGuard | None:
         """Kafka's ``maybeStartTransactionVerification``: None when the producer has a
-        transaction open here (its batches need no verification), else the guard of its
-        verification (a new one, or the one in progress)."""
+        transaction open here with this epoch (its batches need no verification), else the
+        guard of its verification (a new one, or the one in progress). A batch with a later
+        epoch than the open transaction's starts the next transaction of transaction version 2
+        (KIP-890 part 2: each EndTxn bumps the epoch, and the ended one's marker may not be
+        written yet), so it is verified, as Kafka's ``hasOngoingTransaction`` compares
+        epochs."""
         with self._lock:
-            if producer_id in self.ongoing:
+            if self._in_transaction(producer_id, epoch):
                 return None
             entry = self.verifications.get(producer_id)
             if entry is None:
@@ -587,6 +591,13 @@ class ProducerStateManager:
             else:
                 entry.update(sequence, epoch)
             return entry.guard
+
+    def _in_transaction(self, producer_id: int, epoch: int) -> bool:
+        """Whether the producer has a transaction open here with ``epoch``."""
+        if producer_id not in self.ongoing:
+            return False
+        entry = self.producers.get(producer_id)
+        return entry is None or entry.producer_epoch == epoch
 
     def verification_guard(self, producer_id: int) -> VerificationGuard | None:
         entry = self.verifications.get(producer_id)
@@ -645,7 +656,7 @@ class ProducerStateManager:
                 if (
                     verification is not None
                     and header.is_transactional
-                    and pid not in self.ongoing
+                    and not self._in_transaction(pid, header.producer_epoch)
                     and self.verification_guard(pid) is not verification
                 ):
                     # KIP-890: a batch that would start a transaction must carry the guard of

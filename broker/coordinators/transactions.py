@@ -14,6 +14,7 @@ like it.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 
 from broker.config import BrokerConfig
 from broker.coordinators.internal_topic import (
@@ -22,11 +23,12 @@ from broker.coordinators.internal_topic import (
     InternalTopicSpec,
 )
 from broker.coordinators.markers import TransactionMarkerChannel
-from broker.coordinators.verification import TransactionVerifier
+from broker.coordinators.verification import TopicPartition, TransactionVerifier, VerifyCallback
 from broker.metrics import MetricSamples
 from coordination.metadata.view import TRANSACTION_STATE_TOPIC, ClusterView
 from coordination.txn.coordinator import TransactionCoordinator
 from coordination.txn.metadata import TxnConfig
+from protocol.error_codes import ErrorCode
 
 
 def txn_config(config: BrokerConfig, view: ClusterView) -> TxnConfig:
@@ -84,6 +86,43 @@ class TransactionService:
         self.topic.shutdown()
         self.markers.shutdown()
         self.verifier.shutdown()
+
+    def add_or_verify(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Sequence[TopicPartition],
+        callback: VerifyCallback,
+        *,
+        add: bool,
+    ) -> None:
+        """KIP-890 for a partition leader: verifies that ``partitions`` are in the producer's
+        transaction (part 1), or adds them to it (``add``: part 2, transaction version 2), with
+        the id's coordinator, this broker's own or another's. ``callback`` gets the partitions
+        that failed, with their errors (empty: done), once, from any thread (at once when this
+        broker only verifies)."""
+        coordinator = self.coordinator
+        if not coordinator.coordinates(coordinator.partition_for(transactional_id)):
+            self.verifier.verify(
+                transactional_id, producer_id, producer_epoch, partitions, callback, add=add
+            )
+        elif add:
+            coordinator.add_partitions(
+                transactional_id,
+                producer_id,
+                producer_epoch,
+                partitions,
+                lambda code: callback(
+                    {} if code == ErrorCode.NONE else dict.fromkeys(partitions, code)
+                ),
+                client_transaction_version=2,
+            )
+        else:
+            answers = coordinator.verify_partitions(
+                transactional_id, producer_id, producer_epoch, partitions
+            )
+            callback({tp: c for tp, c in answers.items() if c != ErrorCode.NONE})
 
     def find(self, transactional_id: str, listener: str) -> CoordinatorNode:
         return self.topic.coordinator_node(

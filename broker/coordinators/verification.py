@@ -21,6 +21,11 @@ or answers late, COORDINATOR_NOT_AVAILABLE when the id's partition has no live l
 coordinator that speaks no version 4 or later skips verification (an empty map), as Kafka does.
 The produce handler turns the retriable errors into NOT_ENOUGH_REPLICAS for the producer.
 
+With transaction version 2 (KIP-890 part 2) the leader asks the coordinator to add the
+partitions instead (``add``: ``verify_only`` false, which the coordinator takes for version 2),
+as Kafka's ``addOrVerifyTransaction`` does for Produce v12+; a coordinator that cannot add
+them leaves them out of the transaction (INVALID_TXN_STATE).
+
 Thread-safety: :meth:`TransactionVerifier.verify` may be called from any thread; its callback
 runs on the main loop. Everything else runs on the main loop.
 """
@@ -63,6 +68,8 @@ class _Verification:
     producer_epoch: int
     partitions: list[TopicPartition]
     callback: VerifyCallback
+    #: add the partitions to the transaction (transaction version 2), not only verify them
+    add: bool = False
 
     def fail(self, error: ErrorCode) -> None:
         self.callback(dict.fromkeys(self.partitions, error))
@@ -112,11 +119,14 @@ class TransactionVerifier:
         producer_epoch: int,
         partitions: Sequence[TopicPartition],
         callback: VerifyCallback,
+        *,
+        add: bool = False,
     ) -> None:
-        """Asks the id's coordinator whether ``partitions`` are in the producer's transaction;
-        ``callback`` gets the partitions that are not (or could not be verified), once."""
+        """Asks the id's coordinator whether ``partitions`` are in the producer's transaction
+        (``add``: to add them); ``callback`` gets the partitions that are not (or could not be
+        verified or added), once."""
         verification = _Verification(
-            transactional_id, producer_id, producer_epoch, list(partitions), callback
+            transactional_id, producer_id, producer_epoch, list(partitions), callback, add
         )
         try:
             self.loop.call_soon_threadsafe(self._add, verification)
@@ -222,7 +232,7 @@ class TransactionVerifier:
                     transactional_id=v.transactional_id,
                     producer_id=v.producer_id,
                     producer_epoch=v.producer_epoch,
-                    verify_only=True,
+                    verify_only=not v.add,
                     topics=[
                         AddPartitionsToTxnTopic(name=t, partitions=ps) for t, ps in by_topic.items()
                     ],
@@ -236,7 +246,10 @@ class TransactionVerifier:
                 node,
                 e,
             )
-            return {t: {} for t in batch}
+            return {
+                t: dict.fromkeys(v.partitions, ErrorCode.INVALID_TXN_STATE) if v.add else {}
+                for t, v in batch.items()
+            }
         except (TimeoutError, OSError, ProtocolError, ConnectionError) as e:
             log.warning("verifying transactions with broker %d failed: %s", node, e)
             return everyone(ErrorCode.NETWORK_EXCEPTION)

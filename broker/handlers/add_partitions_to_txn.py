@@ -3,7 +3,9 @@
 v0-3 carry one transaction (what clients send); v2+ may answer PRODUCER_FENCED (older versions
 INVALID_PRODUCER_EPOCH). v4+ are the brokers' batched form (KIP-890): several transactions, each
 answered under its id; with ``verify_only`` the partitions are not added, only checked to be in
-the transaction already (a partition leader verifying a transactional produce). A partition of
+the transaction already (a partition leader verifying a transactional produce); without it a
+partition leader adds them for a producer of transaction version 2 (KIP-890 part 2), which the
+transaction's state then records. A partition of
 an unknown topic answers UNKNOWN_TOPIC_OR_PARTITION and the others OPERATION_NOT_ATTEMPTED, as
 in Kafka.
 """
@@ -102,6 +104,9 @@ def _one(
         producer_epoch,
         tps,
         lambda code: answer(dict.fromkeys(tps, fenced_for(code, version, 2))),
+        # a broker adding them is a partition leader serving a producer of transaction
+        # version 2 (Kafka's TransactionVersion.transactionVersionForAddPartitionsToTxn)
+        client_transaction_version=2 if version >= 4 else 0,
     )
     return answer
 

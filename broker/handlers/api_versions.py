@@ -3,6 +3,13 @@
 Unsupported ApiVersions versions are answered by the dispatcher (error 35, v0 body). Default-valued
 tagged fields are left out (librdkafka 2.0.2 misparses some optional tagged fields here).
 
+v3+ list the features the broker supports and those finalized for the cluster: Kafka's
+``transaction.version`` (0-2), finalized at the level of the broker's ``transaction.version``
+(the Java client 4.0+ reads it to choose KIP-890 part 2). As Kafka, v3 leaves out a supported
+feature whose lowest level is 0 (older clients cannot read one), and a feature at level 0 is not
+finalized. The finalized features' epoch is 0, as Kafka in ZooKeeper mode reports its
+``/feature`` znode's.
+
 v3+ carry the client's software name and version (KIP-511): they are kept on the connection's
 session (Kafka's ``ClientInformation``), where client telemetry subscriptions match them
 (KIP-714's ``client_software_name`` and ``client_software_version``). As Kafka's
@@ -19,7 +26,13 @@ from broker.dispatch import RequestContext
 from broker.registry import REGISTRY, error_response, handler
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
-from protocol.messages.api_versions import ApiVersion, ApiVersionsRequest, ApiVersionsResponse
+from protocol.messages.api_versions import (
+    ApiVersion,
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    FinalizedFeatureKey,
+    SupportedFeatureKey,
+)
 
 #: the KIP-848 APIs, advertised only while group.coordinator.rebalance.protocols has "consumer"
 CONSUMER_PROTOCOL_APIS = frozenset(
@@ -31,6 +44,9 @@ CONSUMER_PROTOCOL_APIS = frozenset(
 #: reporter receives client telemetry, so clients with nowhere to send metrics collect none
 TELEMETRY_APIS = frozenset({ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, ApiKey.PUSH_TELEMETRY})
 
+
+#: the feature whose level 2 is KIP-890 part 2 (Kafka's ``TransactionVersion``)
+TRANSACTION_VERSION = "transaction.version"
 
 #: KIP-511's rule for client_software_name and client_software_version
 SOFTWARE_NAME_OR_VERSION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
@@ -56,8 +72,22 @@ def handle_api_versions(ctx: RequestContext, request: ApiVersionsRequest) -> Api
             return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST, throttle_time_ms=0)
         ctx.session.client_software_name = request.client_software_name or ""
         ctx.session.client_software_version = request.client_software_version or ""
+    level = ctx.services.config["transaction.version"]
     return ApiVersionsResponse(
         error_code=ErrorCode.NONE,
+        supported_features=[
+            SupportedFeatureKey(name=TRANSACTION_VERSION, min_version=0, max_version=2)
+        ]
+        if ctx.api_version >= 4
+        else [],
+        finalized_features_epoch=0,
+        finalized_features=[
+            FinalizedFeatureKey(
+                name=TRANSACTION_VERSION, max_version_level=level, min_version_level=level
+            )
+        ]
+        if level > 0
+        else [],
         api_keys=[
             ApiVersion(api_key=key, min_version=lo, max_version=hi)
             for key, lo, hi in REGISTRY.api_versions()

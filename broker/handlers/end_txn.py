@@ -1,8 +1,11 @@
 """EndTxn: commit or abort a producer's transaction (KIP-98).
 
 The coordinator writes PrepareCommit/PrepareAbort and answers; the markers and the Complete state
-follow. v2+ may answer PRODUCER_FENCED (older versions INVALID_PRODUCER_EPOCH). v5 (KIP-890 part
-2: an epoch bump per transaction) is not served, as transaction.version 2 is not advertised.
+follow. v2+ may answer PRODUCER_FENCED (older versions INVALID_PRODUCER_EPOCH). v5 is transaction
+version 2 (KIP-890 part 2): the coordinator bumps the producer's epoch with every EndTxn and the
+answer gives the producer id and epoch to use next (-1 and -1 with an error), as Kafka's
+``handleEndTxnRequest`` takes v5 for ``TransactionVersion.TV_2`` whatever level the cluster
+finalized.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from protocol.error_codes import ErrorCode
 from protocol.messages.end_txn import EndTxnRequest, EndTxnResponse
 
 
-@handler(ApiKey.END_TXN, "0-4", acl=(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID))
+@handler(ApiKey.END_TXN, "0-5", acl=(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID))
 def handle_end_txn(ctx: RequestContext, request: EndTxnRequest) -> EndTxnResponse | Later:
     ctx.require(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id)
     version = ctx.api_version
@@ -29,10 +32,16 @@ def handle_end_txn(ctx: RequestContext, request: EndTxnRequest) -> EndTxnRespons
         request.producer_epoch,
         request.committed,
         answer,
+        client_transaction_version=2 if version >= 5 else 0,
     )
     return respond(
         answer,
-        lambda r: EndTxnResponse(throttle_time_ms=0, error_code=fenced_for(r.error, version, 2)),
+        lambda r: EndTxnResponse(
+            throttle_time_ms=0,
+            error_code=fenced_for(r.error, version, 2),
+            producer_id=r.producer_id if r.error == ErrorCode.NONE else -1,
+            producer_epoch=r.producer_epoch if r.error == ErrorCode.NONE else -1,
+        ),
     )
 
 

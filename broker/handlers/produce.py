@@ -22,6 +22,11 @@ answer now NOT_ENOUGH_REPLICAS (retriable, no metadata refresh), instead of star
 transaction no coordinator knows (a hanging transaction). The verification's guard goes with
 the append: a marker written meanwhile voids it (the batch is then refused).
 
+KIP-890 part 2 (transaction version 2, the broker's ``transaction.version`` at 2): from v12 the
+producer sends no AddPartitionsToTxn, and the coordinator adds the partition instead of
+verifying it (whatever ``transaction.partition.verification.enable`` says: otherwise no marker
+would end the transaction); the request waits for that write to ``__transaction_state``.
+
 A partition this broker does not lead yet but is about to (its leader died and this broker, in
 its ISR, is being elected: a client may learn of the election from another broker first) is
 not refused at once: the request waits briefly for the new state, then appends there or answers
@@ -37,10 +42,10 @@ and the connection is muted (KIP-219).
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from typing import cast
 
+from broker.coordinators.scheduler import Answer
 from broker.dispatch import Later, RequestContext
 from broker.metrics import BYTES_IN, FAILED_PRODUCE, MESSAGES_IN, PRODUCE_REQUESTS
 from broker.net.connection import CloseConnection
@@ -91,14 +96,20 @@ def _transactional_header(records: memoryview | None) -> BatchHeader | None:
 
 def _start_verification(
     ctx: RequestContext, transactional_id: str, batches: dict[TopicPartition, BatchHeader]
-) -> tuple[ProduceVerification | None, bool]:
-    """(the request's verification, whether another broker's coordinator must answer): the
-    partitions to verify are verified here at once when this broker coordinates the id. No
-    verification when it is off."""
+) -> tuple[ProduceVerification | None, Answer[dict[TopicPartition, ErrorCode]] | None]:
+    """(the request's verification, the coordinator's answer when it has partitions to verify
+    or add): none when verification is off. The answer is there at once when this broker
+    coordinates the id and only verifies."""
     service = ctx.services.transactions
+    if service is None:
+        return None, None
+    # KIP-890 part 2: Produce v12+ is a producer of transaction version 2, which sent no
+    # AddPartitionsToTxn (Kafka's produceRequestVersionToTransactionSupportedOperation): its
+    # partitions are added whatever the verification switch says, or no marker would end them
+    add = ctx.api_version >= 12 and ctx.services.config["transaction.version"] >= 2
     # a dynamic broker config (Kafka's ProducerStateManagerConfig): read at each request
-    if service is None or not ctx.services.config["transaction.partition.verification.enable"]:
-        return None, False
+    if not add and not ctx.services.config["transaction.partition.verification.enable"]:
+        return None, None
     producers = {(h.producer_id, h.producer_epoch) for h in batches.values()}
     if len(producers) > 1:
         raise KafkaApiError(
@@ -111,17 +122,17 @@ def _start_verification(
     )
     to_verify = verification.to_verify
     if not to_verify:
-        return verification, False
-    coordinator = service.coordinator
-    if not coordinator.coordinates(coordinator.partition_for(transactional_id)):
-        return verification, True
-    answers = coordinator.verify_partitions(
-        transactional_id, producer_id, producer_epoch, to_verify
+        return verification, None
+    answer: Answer[dict[TopicPartition, ErrorCode]] = Answer()
+    service.add_or_verify(
+        transactional_id,
+        producer_id,
+        producer_epoch,
+        to_verify,
+        answer,
+        add=add,
     )
-    verification.failed(
-        {tp: c for tp, c in answers.items() if c != ErrorCode.NONE}, ctx.api_version
-    )
-    return verification, False
+    return verification, answer
 
 
 async def _verified_then_appended(
@@ -129,32 +140,12 @@ async def _verified_then_appended(
     request: ProduceRequest,
     transactional_id: str,
     verification: ProduceVerification,
+    answer: Answer[dict[TopicPartition, ErrorCode]],
 ) -> ProduceResponse | None:
-    """A produce whose partitions another broker's coordinator verifies: the answer arrives on
-    the main loop; the appends then run here, on the request's loop."""
-    service = ctx.services.transactions
-    assert service is not None
-    loop = asyncio.get_running_loop()
-    answered: asyncio.Future[dict[TopicPartition, ErrorCode]] = loop.create_future()
-
-    def done(errors: dict[TopicPartition, ErrorCode]) -> None:
-        def resolve() -> None:
-            if not answered.done():
-                answered.set_result(errors)
-
-        try:
-            loop.call_soon_threadsafe(resolve)
-        except RuntimeError:
-            pass  # the request's loop is closed: the broker is stopping
-
-    service.verifier.verify(
-        transactional_id,
-        verification.producer_id,
-        verification.producer_epoch,
-        verification.to_verify,
-        done,
-    )
-    verification.failed(await answered, ctx.api_version)
+    """A produce whose partitions the coordinator verifies or adds later (another broker's
+    coordinator, or a write to ``__transaction_state``): the appends run on the request's loop
+    once it has answered."""
+    verification.failed(await answer.wait(), ctx.api_version)
     result = _produce(ctx, request, transactional_id, verification)
     if isinstance(result, Later):
         return cast(ProduceResponse, await result.awaitable)
@@ -309,9 +300,11 @@ def handle_produce(ctx: RequestContext, request: ProduceRequest) -> ProduceRespo
                 request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None
             )
             return refused
-        verification, remote = _start_verification(ctx, txn_id, batches)
-        if verification is not None and remote:
-            return Later(_verified_then_appended(ctx, request, txn_id, verification))
+        verification, answer = _start_verification(ctx, txn_id, batches)
+        if verification is not None and answer is not None:
+            if not answer.ready:
+                return Later(_verified_then_appended(ctx, request, txn_id, verification, answer))
+            verification.failed(answer.value or {}, ctx.api_version)
     return _produce(ctx, request, txn_id, verification)
 
 

@@ -2,7 +2,13 @@
 transaction (KIP-98; v3+ carry the consumer's generation and member id, KIP-447, checked like
 OffsetCommit's). The offsets are written to the group's ``__consumer_offsets`` partition as the
 producer's transactional batch and count only once the transaction commits. A producer fenced
-by a newer epoch gets INVALID_PRODUCER_EPOCH, as from Kafka's group coordinator."""
+by a newer epoch gets INVALID_PRODUCER_EPOCH, as from Kafka's group coordinator.
+
+v5 comes from a producer of transaction version 2 (KIP-890 part 2), which sent no
+AddOffsetsToTxn: with the broker's ``transaction.version`` at 2, the group's
+``__consumer_offsets`` partition is first added to the transaction by its coordinator (Kafka's
+``txnOffsetCommitRequestVersionToTransactionSupportedOperation``), and a failure to add it is
+every partition's answer."""
 
 from __future__ import annotations
 
@@ -14,6 +20,7 @@ from broker.handlers._groups import coordinator
 from broker.handlers._txn import respond
 from broker.registry import error_response, handler
 from coordination.group.metadata import OffsetAndMetadata
+from coordination.metadata.view import OFFSETS_TOPIC
 from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
@@ -78,16 +85,18 @@ def handle_txn_offset_commit(
     if not offsets:
         return _response(request, errors)
     answer: Answer[dict[TopicPartition, ErrorCode]] = Answer()
-    coordinator(ctx).txn_commit_offsets(
-        group_id=request.group_id,
-        producer_id=request.producer_id,
-        producer_epoch=request.producer_epoch,
-        member_id=request.member_id if version >= 3 else "",
-        group_instance_id=request.group_instance_id if version >= 3 else None,
-        generation_id=request.generation_id if version >= 3 else -1,
-        offsets=offsets,
-        callback=answer,
-    )
+
+    def commit() -> None:
+        coordinator(ctx).txn_commit_offsets(
+            group_id=request.group_id,
+            producer_id=request.producer_id,
+            producer_epoch=request.producer_epoch,
+            member_id=request.member_id if version >= 3 else "",
+            group_instance_id=request.group_instance_id if version >= 3 else None,
+            generation_id=request.generation_id if version >= 3 else -1,
+            offsets=offsets,
+            callback=answer,
+        )
 
     def build(found: dict[TopicPartition, ErrorCode]) -> TxnOffsetCommitResponse:
         for tp, code in found.items():
@@ -96,7 +105,28 @@ def handle_txn_offset_commit(
             )
         return _response(request, errors)
 
-    return respond(answer, build)
+    service = ctx.services.transactions
+    if version < 5 or service is None or ctx.services.config["transaction.version"] < 2:
+        commit()
+        return respond(answer, build)
+    added: Answer[dict[TopicPartition, ErrorCode]] = Answer()
+    service.add_or_verify(
+        request.transactional_id,
+        request.producer_id,
+        request.producer_epoch,
+        [(OFFSETS_TOPIC, coordinator(ctx).partition_for(request.group_id))],
+        added,
+        add=True,
+    )
+
+    async def after_adding() -> TxnOffsetCommitResponse:
+        failed = await added.wait()
+        if failed:
+            return build(dict.fromkeys(offsets, next(iter(failed.values()))))
+        commit()
+        return build(await answer.wait())
+
+    return Later(after_adding())
 
 
 @error_response(ApiKey.TXN_OFFSET_COMMIT)

@@ -161,6 +161,8 @@ class TransactionCoordinator:
         producer_epoch: int,
         partitions: Sequence[TopicPartition],
         callback: ErrorCallback,
+        *,
+        client_transaction_version: int = 0,
     ) -> None:
         if not transactional_id:
             callback(ErrorCode.INVALID_REQUEST)
@@ -168,7 +170,12 @@ class TransactionCoordinator:
         self.runtime.with_shard(
             self.partition_for(transactional_id),
             lambda shard: shard.add_partitions(
-                transactional_id, producer_id, producer_epoch, partitions, callback
+                transactional_id,
+                producer_id,
+                producer_epoch,
+                partitions,
+                callback,
+                client_transaction_version,
             ),
             callback,
         )
@@ -195,6 +202,8 @@ class TransactionCoordinator:
         producer_epoch: int,
         commit: bool,
         callback: TxnCallback,
+        *,
+        client_transaction_version: int = 0,
     ) -> None:
         if not transactional_id:
             callback(TxnResult(ErrorCode.INVALID_REQUEST))
@@ -202,7 +211,12 @@ class TransactionCoordinator:
         self.runtime.with_shard(
             self.partition_for(transactional_id),
             lambda shard: shard.end_txn(
-                transactional_id, producer_id, producer_epoch, commit, callback
+                transactional_id,
+                producer_id,
+                producer_epoch,
+                commit,
+                callback,
+                client_transaction_version,
             ),
             lambda error: callback(TxnResult(error)),
         )

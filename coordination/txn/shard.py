@@ -16,6 +16,13 @@ KIP-360, KIP-447):
 * **EndTxn** writes PrepareCommit or PrepareAbort and answers; then the markers go to every
   partition's leader (:class:`MarkerSender`) and, once all are written, CompleteCommit or
   CompleteAbort is written. A retried EndTxn of a completed transaction is answered NONE.
+* **Transaction version 2** (KIP-890 part 2: EndTxn v5, partitions added by the partition
+  leaders, AddPartitionsToTxn v4+): every EndTxn bumps the producer's epoch with the Prepare
+  state, and the markers carry the bumped epoch, so a late batch of the ended transaction is
+  fenced. The answer gives the producer its new epoch; a retry with the epoch before answers
+  the same. An exhausted epoch moves the id to the next producer id (epoch 0) once the
+  transaction is complete. Which version wrote a transaction's state is kept with it
+  (``client_transaction_version``): it decides which epochs a retry may name.
 * A transaction open longer than its timeout is aborted with a bumped epoch (so its producer is
   fenced); transactional ids idle for ``transactional.id.expiration.ms`` are removed (a
   tombstone).
@@ -38,8 +45,10 @@ from coordination.runtime.runtime import (
     TransactionMarker,
 )
 from coordination.txn.metadata import (
+    COMPLETE_STATES,
     IDLE_STATES,
     NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
     PREPARE_STATES,
     SHORT_MAX,
     TopicPartition,
@@ -61,6 +70,8 @@ log = logging.getLogger(__name__)
 
 #: delay before retrying the Complete write after a failed one
 RETRY_COMPLETE_MS = 500
+#: the transaction version whose EndTxn bumps the epoch (Kafka's ``TransactionVersion.TV_2``)
+TV_2 = 2
 
 
 class TxnResult(NamedTuple):
@@ -259,6 +270,7 @@ class TransactionCoordinatorShard:
             "start_ms": -1,
             "last_update_ms": now,
             "previous_producer_id": txn.producer_id,
+            "client_transaction_version": 0,
         }
         if txn.is_epoch_exhausted and (
             not expected or expected_producer_epoch == txn.producer_epoch
@@ -354,7 +366,11 @@ class TransactionCoordinatorShard:
         producer_epoch: int,
         partitions: Sequence[TopicPartition],
         callback: ErrorCallback,
+        client_transaction_version: int = 0,
     ) -> None:
+        """Adds ``partitions`` to the producer's transaction, opening one when none is; 2 for
+        ``client_transaction_version`` when a partition leader adds them (transaction version
+        2: the producer sent no AddPartitionsToTxn)."""
         txn = self.txns.get(transactional_id)
         error = self._check_producer(txn, producer_id, producer_epoch)
         if error != ErrorCode.NONE or txn is None:
@@ -374,6 +390,7 @@ class TransactionCoordinatorShard:
             partitions=(txn.partitions | wanted) if ongoing else wanted,
             start_ms=txn.start_ms if ongoing else now,
             last_update_ms=now,
+            client_transaction_version=client_transaction_version,
         )
         self._write(txn, new, lambda e: callback(ErrorCode.NONE if e is None else write_error(e)))
 
@@ -409,38 +426,62 @@ class TransactionCoordinatorShard:
         producer_epoch: int,
         commit: bool,
         callback: TxnCallback,
+        client_transaction_version: int = 0,
     ) -> None:
+        """Kafka's ``TransactionCoordinator.endTransaction`` for a client's EndTxn;
+        ``client_transaction_version`` 2 for EndTxn v5 (the epoch is bumped)."""
         txn = self.txns.get(transactional_id)
-        if txn is None or txn.producer_id != producer_id:
+        if txn is None:
             callback(TxnResult(ErrorCode.INVALID_PRODUCER_ID_MAPPING))
             return
-        if txn.producer_epoch != producer_epoch:
+        bump = client_transaction_version >= TV_2
+        state = txn.state
+        # a transaction version 2 retry: the epoch before the bump, or the producer id before
+        # an exhausted epoch moved the id to the next one
+        v2 = txn.client_transaction_version >= TV_2
+        retry_on_bump = v2 and txn.producer_epoch == producer_epoch + 1
+        retry_on_overflow = (
+            v2
+            and txn.previous_producer_id == producer_id
+            and producer_epoch == SHORT_MAX - 1
+            and txn.producer_epoch == 0
+        )
+        if txn.producer_id != producer_id and not retry_on_overflow:
+            callback(TxnResult(ErrorCode.INVALID_PRODUCER_ID_MAPPING))
+            return
+        if not v2:
+            valid = producer_epoch == txn.producer_epoch
+        elif state in PREPARE_STATES:
+            valid = retry_on_bump
+        elif state in COMPLETE_STATES:
+            valid = retry_on_bump or retry_on_overflow or producer_epoch == txn.producer_epoch
+        else:
+            valid = producer_epoch == txn.producer_epoch
+        if not valid:
             callback(TxnResult(ErrorCode.PRODUCER_FENCED))
             return
         if txn.pending is not None:
             callback(TxnResult(ErrorCode.CONCURRENT_TRANSACTIONS))
             return
-        state = txn.state
-        answer = TxnResult(ErrorCode.NONE, txn.producer_id, txn.producer_epoch)
+        # a transaction version 2 retry is known by its epoch; an earlier one's by its state
+        retry = (retry_on_bump or retry_on_overflow) if v2 or bump else True
         if state == TxnState.ONGOING:
-            now = self.context.now_ms()
-            new = txn.copy(
-                state=TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT,
-                last_update_ms=now,
-            )
-
-            def done(error: ErrorCode | None) -> None:
-                if error is not None:
-                    callback(TxnResult(write_error(error)))
-                    return
-                callback(answer)
-                self._send_markers(new)
-
-            self._write(txn, new, done)
+            self._prepare_end(txn, commit, bump, callback)
+        elif bump and not commit and state in IDLE_STATES and not retry:
+            # transaction version 2: a producer whose records may not have reached a partition
+            # (none was added) still ends its transaction, and an abort bumps the epoch of a
+            # transaction with no partition (Kafka's noPartitionAdded)
+            self._prepare_end(txn, commit, bump, callback)
         elif state == TxnState.COMPLETE_COMMIT:
-            callback(answer if commit else TxnResult(ErrorCode.INVALID_TXN_STATE))
+            callback(
+                self._current(txn) if commit and retry else TxnResult(ErrorCode.INVALID_TXN_STATE)
+            )
         elif state == TxnState.COMPLETE_ABORT:
-            callback(answer if not commit else TxnResult(ErrorCode.INVALID_TXN_STATE))
+            callback(
+                self._current(txn)
+                if not commit and retry
+                else TxnResult(ErrorCode.INVALID_TXN_STATE)
+            )
         elif state == TxnState.PREPARE_COMMIT:
             callback(
                 TxnResult(
@@ -455,6 +496,52 @@ class TransactionCoordinatorShard:
             )
         else:
             callback(TxnResult(ErrorCode.INVALID_TXN_STATE))
+
+    @staticmethod
+    def _current(txn: TransactionMetadata) -> TxnResult:
+        return TxnResult(ErrorCode.NONE, txn.producer_id, txn.producer_epoch)
+
+    def _prepare_end(
+        self, txn: TransactionMetadata, commit: bool, bump: bool, callback: TxnCallback
+    ) -> None:
+        """Writes PrepareCommit or PrepareAbort (with a bumped epoch for transaction version 2,
+        and the next producer id when the epoch is exhausted), answers, and sends the markers."""
+        changes: dict[str, object] = {}
+        if bump:
+            changes = {
+                "producer_epoch": txn.producer_epoch + 1,
+                "last_producer_epoch": txn.producer_epoch,
+                "client_transaction_version": TV_2,
+            }
+            if txn.is_epoch_exhausted:
+                next_id = self._new_producer_id(callback)
+                if next_id is None:
+                    return
+                changes["next_producer_id"] = next_id
+        else:
+            changes["client_transaction_version"] = 0
+        now = self.context.now_ms()
+        if txn.state != TxnState.ONGOING:
+            changes["start_ms"] = now  # a transaction with no partition starts as it ends
+        new = txn.copy(
+            state=TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT,
+            last_update_ms=now,
+            **changes,
+        )
+
+        def done(error: ErrorCode | None) -> None:
+            if error is not None:
+                callback(TxnResult(write_error(error)))
+                return
+            if new.next_producer_id != NO_PRODUCER_ID:
+                # what the producer uses once the transaction is complete (Kafka answers with
+                # the metadata prepared for completion)
+                callback(TxnResult(ErrorCode.NONE, new.next_producer_id, 0))
+            else:
+                callback(self._current(new))
+            self._send_markers(new)
+
+        self._write(txn, new, done)
 
     # -- markers and completion --------------------------------------------------------------------
 
@@ -490,12 +577,24 @@ class TransactionCoordinatorShard:
         if txn.pending is not None:
             self.context.schedule(RETRY_COMPLETE_MS, lambda: self._complete(txn_id, expected))
             return
+        moved: dict[str, object] = {}
+        if txn.client_transaction_version >= TV_2 and txn.next_producer_id != NO_PRODUCER_ID:
+            # the epoch was exhausted: the id moves to the next producer id now that every
+            # marker carries the last epoch of the old one (Kafka's prepareComplete)
+            moved = {
+                "producer_id": txn.next_producer_id,
+                "previous_producer_id": txn.producer_id,
+                "next_producer_id": NO_PRODUCER_ID,
+                "producer_epoch": 0,
+                "last_producer_epoch": txn.producer_epoch,
+            }
         new = txn.copy(
             state=TxnState.COMPLETE_COMMIT
             if txn.state == TxnState.PREPARE_COMMIT
             else TxnState.COMPLETE_ABORT,
             partitions=frozenset(),
             last_update_ms=self.context.now_ms(),
+            **moved,
         )
 
         def done(error: ErrorCode | None) -> None:

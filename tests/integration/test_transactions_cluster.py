@@ -156,14 +156,18 @@ def _produce(
     return ErrorCode(p.error_code), p.error_message
 
 
-def test_kip890_partition_leader_verifies_with_the_coordinator_broker(
+def test_kip890_partition_leader_verifies_and_adds_with_the_coordinator_broker(
     cluster: ProcessCluster,  # noqa: F811
 ) -> None:
-    """KIP-890 part 1 in a cluster: the broker leading a data partition does not coordinate the
-    transactional id, so it asks the coordinator broker (AddPartitionsToTxn v4+ verify_only)
-    before appending a producer's first transactional batch there: refused for a partition the
-    transaction never added (INVALID_TXN_STATE; TRANSACTION_ABORTABLE for produce v11+), no
-    transaction left hanging; accepted once AddPartitionsToTxn added it."""
+    """KIP-890 in a cluster: the broker leading a data partition does not coordinate the
+    transactional id, so it asks the coordinator broker before appending a producer's first
+    transactional batch there. Part 1 (AddPartitionsToTxn v4+ verify_only): refused for a
+    partition the transaction never added (INVALID_TXN_STATE; TRANSACTION_ABORTABLE for produce
+    v11+), no transaction left hanging; accepted once AddPartitionsToTxn added it. Part 2
+    (transaction version 2, Produce v12+): the leader has the coordinator add the partition
+    (AddPartitionsToTxn v5 without verify_only); EndTxn v5 bumps the epoch, and the next
+    transaction's batch, sent at once with it, is added to that transaction (asked again while
+    the last one completes), never ended by the last one's marker."""
     settings = {**SETTINGS, "transaction.state.log.num.partitions": "1"}
     brokers = {}
     for broker_id in (1, 2):
@@ -272,6 +276,52 @@ def test_kip890_partition_leader_verifies_with_the_coordinator_broker(
         "the committed record",
     )
     assert [(m.partition(), m.value()) for m in got] == [(partition, b"never-added")]
+
+    # transaction version 2: no AddPartitionsToTxn
+    txn2 = f"raw2-{uuid.uuid4().hex[:6]}"
+    init = to_coordinator.request(
+        InitProducerIdRequest(transactional_id=txn2, transaction_timeout_ms=60000), 4
+    )
+    pid, epoch = init.producer_id, init.producer_epoch
+    assert _produce(to_leader, txn2, topic, partition, _txn_batch(pid, epoch, 0, b"v2"), 12) == (
+        ErrorCode.NONE,
+        None,
+    )
+    ended = to_coordinator.request(
+        EndTxnRequest(transactional_id=txn2, producer_id=pid, producer_epoch=epoch, committed=True),
+        5,
+    )
+    assert (ended.error_code, ended.producer_id, ended.producer_epoch) == (0, pid, epoch + 1)
+    # the next transaction at once: retried (NOT_ENOUGH_REPLICAS) until the last is complete
+    aborted = _txn_batch(pid, epoch + 1, 0, b"v2-aborted")
+    assert wait_for(
+        lambda: (
+            (got := _produce(to_leader, txn2, topic, partition, aborted, 12))[0]
+            != ErrorCode.NOT_ENOUGH_REPLICAS
+            and got
+        ),
+        "the next transaction's batch",
+    ) == (ErrorCode.NONE, None)
+    ended = to_coordinator.request(
+        EndTxnRequest(
+            transactional_id=txn2, producer_id=pid, producer_epoch=epoch + 1, committed=False
+        ),
+        5,
+    )
+    assert (ended.error_code, ended.producer_epoch) == (0, epoch + 2)
+    # read until a third record would have arrived: the aborted one must not
+    got = consume_from_start(
+        bs,
+        topic,
+        4,
+        3,
+        timeout=5,
+        client={"isolation.level": "read_committed", "enable.partition.eof": False},
+    )
+    assert [(m.partition(), m.value()) for m in got] == [
+        (partition, b"never-added"),
+        (partition, b"v2"),
+    ]
     to_leader.close()
     to_coordinator.close()
     logs = brokers[1].log() + brokers[2].log()

@@ -2658,6 +2658,9 @@ def end_txn(
     pid_delta: int = 0,
     label: str = "",
 ) -> Exchange:
+    """EndTxn; from v5 (KIP-890 transaction version 2) an answer without error gives the
+    producer's bumped epoch, which the next requests then use."""
+
     def build(ctx: Context) -> Message:
         pid, epoch = _pid(ctx)
         return EndTxnRequest(
@@ -2667,7 +2670,11 @@ def end_txn(
             committed=committed,
         )
 
-    return Exchange(build, version, label=label)
+    def capture(ctx: Context, response: Any) -> None:
+        if version >= 5 and response.error_code == 0:
+            ctx.values["txn"] = (response.producer_id, response.producer_epoch)
+
+    return Exchange(build, version, capture, label=label)
 
 
 def open_transaction(topic: str, txn: str, count: int) -> list[Exchange]:
@@ -2686,9 +2693,21 @@ def _settled(response: Any) -> bool:
     return all(not t.transaction_state.startswith("Prepare") for t in response.transaction_states)
 
 
+def _partitions_sorted(answer: Any) -> Any:
+    """A DescribeTransactions answer with each topic's partitions in order (Kafka lists them
+    in its hash set's order)."""
+    for state in answer["transaction_states"]:
+        for topic in state["topics"]:
+            topic["partitions"] = sorted(topic["partitions"])
+    return answer
+
+
 def describe_txn(txn: str) -> Exchange:
     return Exchange(
-        DescribeTransactionsRequest(transactional_ids=[txn, f"{txn}-unknown"]), 0, until=_settled
+        DescribeTransactionsRequest(transactional_ids=[txn, f"{txn}-unknown"]),
+        0,
+        until=_settled,
+        project=_partitions_sorted,
     )
 
 
@@ -2814,6 +2833,7 @@ def transaction_scenarios(prefix: str) -> list[Scenario]:
             out.append(Scenario(f"{api}/v{v}", transaction(p, f"{api}{v}", focus=(api, v))))
     out.append(Scenario("edge/transaction-aborted", transaction(p, "abort", committed=False)))
     out.extend(transaction_edge_scenarios(p))
+    out.extend(transaction_v2_scenarios(p))
     out.extend(transaction_listing_scenarios(p))
     out.extend(deleted_topic_scenarios(p))
 
@@ -3017,6 +3037,120 @@ def reinit_txn_producer(
         # aborting an open transaction first answers CONCURRENT_TRANSACTIONS until it is done
         until=lambda r: r.error_code != ErrorCode.CONCURRENT_TRANSACTIONS,
     )
+
+
+def transaction_v2_scenarios(p: str) -> list[Scenario]:
+    """KIP-890 part 2 (transaction version 2, which both brokers finalize): a producer's
+    Produce v12+ adds its partition to the transaction (no AddPartitionsToTxn), TxnOffsetCommit
+    v5 adds the group's offsets partition (no AddOffsetsToTxn), and every EndTxn v5 bumps the
+    producer's epoch (the answer gives it; a retry with the epoch before answers the same).
+    Produce v11 still only verifies. Run against Kafka 4.x, the line that speaks these
+    versions."""
+    t, g, txn = f"{p}-tv2", f"{p}-tv2-group", f"{p}-tv2-txn"
+    v_produce = max(versions(ApiKey.PRODUCE), default=12)
+    v_end = max(versions(ApiKey.END_TXN), default=5)
+    v_commit = max(versions(ApiKey.TXN_OFFSET_COMMIT), default=5)
+    return [
+        Scenario(
+            "edge/transaction-version-2",
+            [
+                setup_topic(t, 2),
+                find_group_coordinator(g),
+                find_txn_coordinator(txn),
+                init_txn_producer(txn),
+                end_txn(txn, version=v_end, label="commit, none open"),
+                end_txn(txn, version=v_end, committed=False, label="abort, none open"),
+                describe_txn(txn),
+                produce(
+                    t,
+                    txn_batch(2, sequence=0, start=0),
+                    version=11,
+                    partition=1,
+                    label="v11: a partition not added",
+                    transactional_id=txn,
+                ),
+                produce(
+                    t,
+                    txn_batch(2, sequence=0, start=0),
+                    version=12,
+                    label="v12 adds the partition",
+                    transactional_id=txn,
+                ),
+                produce(
+                    t,
+                    txn_batch(1, sequence=2, start=2),
+                    version=v_produce,
+                    label="in the transaction",
+                    transactional_id=txn,
+                ),
+                describe_txn(txn),
+                txn_commit(txn, g, t, 2, version=v_commit, label="adds the offsets partition"),
+                describe_txn(txn),
+                offset_fetch(g, {t: [0]}, require_stable=True, label="pending"),
+                end_txn(txn, version=v_end, epoch_delta=-1, label="stale epoch"),
+                end_txn(txn, version=v_end, label="bumps the epoch"),
+                describe_txn(txn),
+                end_txn(txn, version=v_end, epoch_delta=-1, label="retried with the epoch before"),
+                end_txn(txn, version=v_end, committed=False, epoch_delta=-1, label="contrary"),
+                end_txn(txn, version=v_end, label="the new epoch: nothing open"),
+                read_committed(t),
+                end_txn(txn, version=v_end, committed=False, label="abort after a commit"),
+                describe_txn(txn),
+                end_txn(txn, version=v_end, committed=False, label="abort after an abort"),
+                describe_txn(txn),
+                end_txn(txn, version=v_end, committed=False, epoch_delta=-1, label="retried"),
+                offset_fetch(g, {t: [0]}, require_stable=True, label="committed"),
+                produce(
+                    t,
+                    txn_batch(2, sequence=0, start=3),
+                    version=12,
+                    label="the next transaction, with the bumped epoch",
+                    transactional_id=txn,
+                ),
+                produce(
+                    t,
+                    txn_batch(1, sequence=0, start=5),
+                    version=12,
+                    partition=1,
+                    label="a second partition",
+                    transactional_id=txn,
+                ),
+                describe_txn(txn),
+                end_txn(txn, version=v_end, committed=False, label="abort bumps it too"),
+                describe_txn(txn),
+                end_txn(txn, version=4, label="EndTxn v4 after version 2"),
+                read_committed(t),
+            ],
+        ),
+        Scenario(
+            "edge/transaction-version-2-fenced",
+            [
+                setup_topic(f"{t}-fenced"),
+                find_txn_coordinator(f"{txn}-fenced"),
+                init_txn_producer(f"{txn}-fenced"),
+                produce(
+                    f"{t}-fenced",
+                    txn_batch(2, sequence=0, start=0),
+                    version=12,
+                    label="opens a transaction",
+                    transactional_id=f"{txn}-fenced",
+                ),
+                init_txn_producer(f"{txn}-fenced"),
+                describe_txn(f"{txn}-fenced"),
+                read_committed(f"{t}-fenced"),
+                produce(
+                    f"{t}-fenced",
+                    txn_batch(1, sequence=0, start=2),
+                    version=12,
+                    label="the new instance",
+                    transactional_id=f"{txn}-fenced",
+                ),
+                end_txn(f"{txn}-fenced", version=v_end),
+                describe_txn(f"{txn}-fenced"),
+                read_committed(f"{t}-fenced"),
+            ],
+        ),
+    ]
 
 
 def transaction_edge_scenarios(p: str) -> list[Scenario]:

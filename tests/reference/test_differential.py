@@ -94,9 +94,10 @@ ALLOWED = [
     Allowance(
         "D2",
         "api_versions/*",
-        r"\.finalized_features_epoch",
-        "Kafka 3.9 in ZooKeeper mode reports epoch 0 of its (empty) /feature znode; Odradek has "
-        "no finalized features and reports -1 (no epoch). Both finalize no feature.",
+        r"\.(finalized|supported)_features\[len\]",
+        "Kafka 3.9 in ZooKeeper mode finalizes no feature (an empty /feature znode) and lists "
+        "none it supports; Odradek supports transaction.version 0-2 and finalizes level 2, as "
+        "Kafka 4 does for a new cluster (the Java client 4.x then uses KIP-890 part 2).",
     ),
     Allowance(
         "D3",

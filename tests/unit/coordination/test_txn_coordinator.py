@@ -141,15 +141,23 @@ class Harness:
         assert len(out) <= 1
         return out[0] if out else TxnResult(E.REQUEST_TIMED_OUT)
 
-    def add(self, pid: int, epoch: int, *tps: tuple[str, int], txn_id: str = TID) -> ErrorCode:
+    def add(
+        self, pid: int, epoch: int, *tps: tuple[str, int], txn_id: str = TID, tv: int = 0
+    ) -> ErrorCode:
+        """AddPartitionsToTxn; ``tv`` 2: a partition leader adds them (transaction version 2)."""
         out: list[ErrorCode] = []
-        self.coordinator.add_partitions(txn_id, pid, epoch, list(tps), out.append)
+        self.coordinator.add_partitions(
+            txn_id, pid, epoch, list(tps), out.append, client_transaction_version=tv
+        )
         assert len(out) <= 1
         return out[0] if out else E.REQUEST_TIMED_OUT
 
-    def end(self, pid: int, epoch: int, commit: bool, txn_id: str = TID) -> TxnResult:
+    def end(self, pid: int, epoch: int, commit: bool, txn_id: str = TID, tv: int = 0) -> TxnResult:
+        """EndTxn; ``tv`` 2: EndTxn v5 (transaction version 2)."""
         out: list[TxnResult] = []
-        self.coordinator.end_txn(txn_id, pid, epoch, commit, out.append)
+        self.coordinator.end_txn(
+            txn_id, pid, epoch, commit, out.append, client_transaction_version=tv
+        )
         assert len(out) <= 1
         return out[0] if out else TxnResult(E.REQUEST_TIMED_OUT)
 
@@ -286,6 +294,106 @@ def test_a_fence_may_use_the_last_epoch() -> None:
     assert h.markers.jobs[0]["producer_epoch"] == SHORT_MAX
     assert h.state().state == S.COMPLETE_ABORT
     assert h.init() == TxnResult(E.NONE, 1000, 0)
+
+
+# -- transaction version 2 (KIP-890 part 2) ------------------------------------------------------
+
+
+def test_v2_every_end_bumps_the_epoch_and_retries_name_the_epoch_before(h: Harness) -> None:
+    h.markers.hold = True
+    pid, epoch = h.init()[1:]
+    assert h.add(pid, epoch, A0, tv=2) == E.NONE
+    assert h.state().client_transaction_version == 2
+    assert h.end(pid, epoch - 1, True, tv=2).error == E.PRODUCER_FENCED
+    assert h.end(pid, epoch, True, tv=2) == TxnResult(E.NONE, pid, epoch + 1)
+    txn = h.state()
+    assert (txn.state, txn.producer_epoch, txn.last_producer_epoch) == (
+        S.PREPARE_COMMIT,
+        epoch + 1,
+        epoch,
+    )
+    # the markers carry the bumped epoch, which fences a late batch of the ended transaction
+    assert h.markers.jobs[0]["producer_epoch"] == epoch + 1
+    assert h.end(pid, epoch, True, tv=2).error == E.CONCURRENT_TRANSACTIONS  # a retry
+    # the next transaction cannot start until this one is complete
+    assert h.add(pid, epoch + 1, A1, tv=2) == E.CONCURRENT_TRANSACTIONS
+    h.finish_markers()
+    assert h.state().state == S.COMPLETE_COMMIT
+    assert h.end(pid, epoch, True, tv=2) == TxnResult(E.NONE, pid, epoch + 1)  # a retry
+    assert h.end(pid, epoch, False, tv=2).error == E.INVALID_TXN_STATE  # a contrary retry
+    # the new epoch commits nothing: nothing is open
+    assert h.end(pid, epoch + 1, True, tv=2).error == E.INVALID_TXN_STATE
+    assert h.end(pid, epoch + 2, True, tv=2).error == E.PRODUCER_FENCED
+    assert h.add(pid, epoch + 1, A1, tv=2) == E.NONE
+    assert h.end(pid, epoch + 1, False, tv=2) == TxnResult(E.NONE, pid, epoch + 2)
+    h.finish_markers()
+    assert h.log.states() == [
+        S.EMPTY,
+        S.ONGOING,
+        S.PREPARE_COMMIT,
+        S.COMPLETE_COMMIT,
+        S.ONGOING,
+        S.PREPARE_ABORT,
+        S.COMPLETE_ABORT,
+    ]
+
+
+def test_v2_aborts_with_no_partition_added_bump_the_epoch(h: Harness) -> None:
+    """A producer of transaction version 2 does not know whether its records reached a
+    partition, so it ends every transaction; an abort with none open bumps the epoch through
+    PrepareAbort and CompleteAbort with no marker (a commit is refused)."""
+    pid, epoch = h.init()[1:]
+    assert h.end(pid, epoch, True, tv=2).error == E.INVALID_TXN_STATE
+    assert h.end(pid, epoch, False, tv=2) == TxnResult(E.NONE, pid, epoch + 1)
+    txn = h.state()
+    assert (txn.state, txn.partitions, txn.producer_epoch) == (S.COMPLETE_ABORT, frozenset(), 1)
+    assert txn.start_ms == h.sched.now
+    assert h.markers.jobs[0]["partitions"] == frozenset()
+    # a retry answers the same; the new epoch's abort bumps again
+    assert h.end(pid, epoch, False, tv=2) == TxnResult(E.NONE, pid, epoch + 1)
+    assert h.end(pid, epoch + 1, False, tv=2) == TxnResult(E.NONE, pid, epoch + 2)
+    assert h.log.states()[-2:] == [S.PREPARE_ABORT, S.COMPLETE_ABORT]
+    # after version 2 only the epoch tells a retry: EndTxn v4 with the current one is none
+    assert h.end(pid, epoch + 2, False).error == E.INVALID_TXN_STATE
+
+
+def test_v2_an_exhausted_epoch_moves_to_the_next_producer_id_once_complete() -> None:
+    ongoing = TransactionMetadata(
+        TID,
+        77,
+        producer_epoch=MAX_PRODUCER_EPOCH,
+        state=S.ONGOING,
+        partitions=frozenset({A0}),
+        start_ms=1,
+        timeout_ms=60_000,
+        client_transaction_version=2,
+    )
+    h = Harness(records=[(txn_key(TID), txn_value(ongoing.log_value()))])
+    h.markers.hold = True
+    # the answer names what the producer uses once the transaction is complete
+    assert h.end(77, MAX_PRODUCER_EPOCH, True, tv=2) == TxnResult(E.NONE, 1000, 0)
+    txn = h.state()
+    assert (txn.producer_id, txn.producer_epoch, txn.next_producer_id) == (77, SHORT_MAX, 1000)
+    assert h.markers.jobs[0]["producer_epoch"] == SHORT_MAX
+    h.finish_markers()
+    txn = h.state()
+    assert (txn.state, txn.producer_id, txn.producer_epoch) == (S.COMPLETE_COMMIT, 1000, 0)
+    assert (txn.previous_producer_id, txn.next_producer_id) == (77, -1)
+    # a retry with the old pair is answered the new one
+    assert h.end(77, MAX_PRODUCER_EPOCH, True, tv=2) == TxnResult(E.NONE, 1000, 0)
+    assert h.add(1000, 0, A0, tv=2) == E.NONE
+    # the log replays to the same state
+    replayed = Harness(records=list(h.log.records))
+    assert replayed.state().producer_id == 1000 and replayed.state().previous_producer_id == 77
+
+
+def test_v2_a_fence_bumps_once(h: Harness) -> None:
+    pid, epoch = h.init()[1:]
+    assert h.add(pid, epoch, A0, tv=2) == E.NONE
+    assert h.init().error == E.CONCURRENT_TRANSACTIONS
+    assert h.markers.jobs[0]["producer_epoch"] == epoch + 1
+    assert h.init() == TxnResult(E.NONE, pid, epoch + 2)
+    assert h.end(pid, epoch, True, tv=2).error == E.PRODUCER_FENCED
 
 
 # -- AddPartitionsToTxn, EndTxn -------------------------------------------------------------------

@@ -206,6 +206,35 @@ def test_kip890_verification_guard(tmp_path):
     assert state.verification_guard(3) is None
 
 
+def test_kip890_v2_a_later_epoch_starts_the_next_transaction(tmp_path):
+    """Transaction version 2 bumps the epoch with every EndTxn, and the coordinator answers
+    before its markers are written: a batch with the bumped epoch while the ended transaction
+    is still open here starts the next transaction, so it is verified (added) with the
+    coordinator, as Kafka's hasOngoingTransaction compares epochs; without it the old
+    transaction's marker would end it too."""
+    plog, state = open_log(tmp_path)
+    txn(plog, 1, 0, epoch=0)
+    assert state.maybe_start_verification(1, 2, 0) is None  # the open transaction's epoch
+    guard = state.maybe_start_verification(1, 0, 1)
+    assert guard is not None
+    with pytest.raises(InvalidTxnState):
+        plog.append(
+            make_batch(2, producer_id=1, producer_epoch=1, base_sequence=0, transactional=True),
+            leader_epoch=0,
+            verification=UNVERIFIED,
+        )
+    marker(plog, 1, True, epoch=1)  # the ended transaction's marker, with the bumped epoch
+    assert state.ongoing == {}
+    guard = state.maybe_start_verification(1, 0, 1)
+    assert guard is not None
+    appended = plog.append(
+        make_batch(2, producer_id=1, producer_epoch=1, base_sequence=0, transactional=True),
+        leader_epoch=0,
+        verification=guard,
+    )
+    assert state.ongoing == {1: appended.first_offset}
+
+
 def test_a_new_segments_transaction_index_is_not_read_from_disk(tmp_path, monkeypatch):
     # a new segment has no .txnindex: a read_committed fetch must not try to open one per
     # partition; the first abort creates the file
