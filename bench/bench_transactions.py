@@ -45,8 +45,15 @@ seconds), every round runs idempotent then transactional on Odradek, then on Kaf
 ratio of each broker's medians is printed. That says what this machine and this client allow,
 Kafka's coordinator included.
 
+With ``--java``, the produce comparison runs again with Kafka's Java producer (the client of
+that 4.x release, bench/java/TxnProduce.java, compiled for the run), against Odradek and, with
+``--kafka``, against Kafka: the same runs, records and transactions, the Java producer's defaults
+otherwise, one unmeasured run of each kind first. Both brokers finalize KIP-890's transaction
+version 2, so this client sends no AddPartitionsToTxn, and its EndTxn bumps the epoch: two round
+trips per transaction (the batch, EndTxn) where librdkafka makes three.
+
 Run: ``python -m bench bench_transactions [--records N] [--repeats R] [--coordinator-seconds S]
-[--kafka]``. Figures are printed, never asserted.
+[--kafka] [--java]``. Figures are printed, never asserted.
 """
 
 from __future__ import annotations
@@ -54,6 +61,7 @@ from __future__ import annotations
 import argparse
 import shutil
 import statistics
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -73,9 +81,16 @@ from protocol.messages.find_coordinator import FindCoordinatorRequest
 from protocol.messages.init_producer_id import InitProducerIdRequest
 from tests.integration.broker_process import BrokerProcess
 from tests.support.differential import Connection
-from tests.support.kafka_reference import KafkaBroker, kraft_version, reference_missing
+from tests.support.kafka_reference import (
+    KafkaBroker,
+    classpath,
+    kraft_version,
+    reference_missing,
+    tool_command,
+)
 
 COMMAND = "python -m bench bench_transactions"
+JAVA_SOURCE = Path(__file__).parent / "java" / "TxnProduce.java"
 TXN_SIZE = 1000
 VALUE = b"x" * 100
 #: the most records one consume() call returns, and how long it waits for them
@@ -234,6 +249,59 @@ def _coordinator_cycles(bootstrap: str, pid: int, topic: str, seconds: float) ->
         conn.close()
 
 
+def _java_produce(targets: list[tuple[str, str]], n: int, repeats: int, classes: Path) -> None:
+    """The produce comparison with the Java producer of Kafka 4.x (bench/java/TxnProduce.java)."""
+    version = kraft_version()
+    reason = reference_missing(version)
+    if reason:
+        raise SystemExit(f"bench_transactions --java: {reason}")
+    classes.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        ["javac", "-nowarn", "-d", str(classes), "-cp", classpath(version), str(JAVA_SOURCE)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    print(
+        f"the same with Kafka's Java producer {version} (transaction version 2; its defaults: "
+        "linger.ms 5, batch.size 16384), one unmeasured run of each kind first:"
+    )
+    for name, bootstrap in targets:
+        proc = subprocess.run(
+            tool_command(
+                version,
+                "TxnProduce",
+                bootstrap,
+                f"java-{name}",
+                str(n),
+                str(repeats),
+                str(TXN_SIZE),
+                "warm",
+                extra_cp=(classes,),
+            ),
+            capture_output=True,
+            text=True,
+            timeout=1800,
+            check=False,
+        )
+        rates: dict[str, list[float]] = {"idempotent": [], "transactional": []}
+        for line in proc.stdout.splitlines():
+            parts = line.split()
+            if len(parts) == 4 and parts[0] == "RESULT":
+                rates[parts[1]].append(float(parts[3]))
+        if proc.returncode != 0 or not all(rates.values()):
+            raise RuntimeError(f"TxnProduce failed:\n{proc.stdout}\n{proc.stderr[-3000:]}")
+        for r, (idem, txn) in enumerate(
+            zip(rates["idempotent"], rates["transactional"], strict=True)
+        ):
+            print(f"  {r + 1:<6} {name:<8} {idem:>11,.0f} r/s {txn:>24,.0f} r/s", flush=True)
+        idem_m = statistics.median(rates["idempotent"])
+        txn_m = statistics.median(rates["transactional"])
+        print(f"  {'median':<6} {name:<8} {idem_m:>11,.0f} r/s {txn_m:>24,.0f} r/s")
+        ratio = txn_m / idem_m
+        print(f"  {name}, Java: ratio of the medians, transactional / idempotent: {ratio:.2f}x")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog=COMMAND)
     parser.add_argument("--records", type=int, default=200_000)
@@ -246,6 +314,11 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument(
         "--kafka", action="store_true", help="also run the produce comparison on Apache Kafka 4.x"
+    )
+    parser.add_argument(
+        "--java",
+        action="store_true",
+        help="also run the produce comparison with Kafka's Java producer (4.x)",
     )
     args = parser.parse_args(argv or [])
     n = args.records - args.records % (2 * TXN_SIZE)
@@ -330,6 +403,11 @@ def main(argv: list[str] | None = None) -> None:
             )
             print(
                 f"  {name}: ratio of the medians, transactional / idempotent: {txn_m / idem_m:.2f}x"
+            )
+
+        if args.java:
+            _java_produce(
+                [(name, b_bs) for name, b_bs, _ in targets], n, repeats, tmp / "java-classes"
             )
 
         _transactional(bs, "mixed", n, "bench-mixed", abort_every_other=True)

@@ -42,6 +42,8 @@ and the connection is muted (KIP-219).
 
 from __future__ import annotations
 
+import asyncio
+import time
 from dataclasses import dataclass
 from typing import cast
 
@@ -96,20 +98,20 @@ def _transactional_header(records: memoryview | None) -> BatchHeader | None:
 
 def _start_verification(
     ctx: RequestContext, transactional_id: str, batches: dict[TopicPartition, BatchHeader]
-) -> tuple[ProduceVerification | None, Answer[dict[TopicPartition, ErrorCode]] | None]:
+) -> tuple[ProduceVerification, Answer[dict[TopicPartition, ErrorCode]] | None, bool] | None:
     """(the request's verification, the coordinator's answer when it has partitions to verify
-    or add): none when verification is off. The answer is there at once when this broker
-    coordinates the id and only verifies."""
+    or add, whether it adds them), or None when verification is off. The answer is there at
+    once when this broker coordinates the id and only verifies."""
     service = ctx.services.transactions
     if service is None:
-        return None, None
+        return None
     # KIP-890 part 2: Produce v12+ is a producer of transaction version 2, which sent no
     # AddPartitionsToTxn (Kafka's produceRequestVersionToTransactionSupportedOperation): its
     # partitions are added whatever the verification switch says, or no marker would end them
     add = ctx.api_version >= 12 and ctx.services.config["transaction.version"] >= 2
     # a dynamic broker config (Kafka's ProducerStateManagerConfig): read at each request
     if not add and not ctx.services.config["transaction.partition.verification.enable"]:
-        return None, None
+        return None
     producers = {(h.producer_id, h.producer_epoch) for h in batches.values()}
     if len(producers) > 1:
         raise KafkaApiError(
@@ -122,30 +124,51 @@ def _start_verification(
     )
     to_verify = verification.to_verify
     if not to_verify:
-        return verification, None
+        return verification, None, add
     answer: Answer[dict[TopicPartition, ErrorCode]] = Answer()
-    service.add_or_verify(
-        transactional_id,
-        producer_id,
-        producer_epoch,
-        to_verify,
-        answer,
-        add=add,
-    )
-    return verification, answer
+    service.add_or_verify(transactional_id, producer_id, producer_epoch, to_verify, answer, add=add)
+    return verification, answer, add
+
+
+def _concurrent(errors: dict[TopicPartition, ErrorCode] | None) -> bool:
+    """Whether the coordinator was still ending the producer's last transaction."""
+    return errors is not None and ErrorCode.CONCURRENT_TRANSACTIONS in errors.values()
 
 
 async def _verified_then_appended(
     ctx: RequestContext,
     request: ProduceRequest,
     transactional_id: str,
-    verification: ProduceVerification,
-    answer: Answer[dict[TopicPartition, ErrorCode]],
+    batches: dict[TopicPartition, BatchHeader],
+    started: tuple[ProduceVerification, Answer[dict[TopicPartition, ErrorCode]], bool],
 ) -> ProduceResponse | None:
     """A produce whose partitions the coordinator verifies or adds later (another broker's
     coordinator, or a write to ``__transaction_state``): the appends run on the request's loop
-    once it has answered."""
-    verification.failed(await answer.wait(), ctx.api_version)
+    once it has answered.
+
+    An add the coordinator refuses because it is still ending the producer's last transaction
+    (CONCURRENT_TRANSACTIONS: with transaction version 2 the producer starts the next one as
+    soon as EndTxn answers, before the markers) is asked again every
+    ``add.partitions.to.txn.retry.backoff.ms`` for up to
+    ``add.partitions.to.txn.retry.backoff.max.ms`` (at most ``request.timeout.ms``), with new
+    verification guards (the last transaction's marker voids the old ones), as Kafka's
+    partition leaders retry it instead of sending the producer to its own, longer backoff."""
+    verification, answer, add = started
+    errors = await answer.wait()
+    if add and _concurrent(errors):
+        config = ctx.services.config
+        backoff = config["add.partitions.to.txn.retry.backoff.ms"] / 1000
+        patience = min(
+            config["add.partitions.to.txn.retry.backoff.max.ms"], config["request.timeout.ms"]
+        )
+        deadline = time.monotonic() + patience / 1000
+        while _concurrent(errors) and time.monotonic() + backoff <= deadline:
+            await asyncio.sleep(backoff)
+            again = _start_verification(ctx, transactional_id, batches)
+            assert again is not None
+            verification, retried, _ = again
+            errors = {} if retried is None else await retried.wait()
+    verification.failed(errors, ctx.api_version)
     result = _produce(ctx, request, transactional_id, verification)
     if isinstance(result, Later):
         return cast(ProduceResponse, await result.awaitable)
@@ -300,11 +323,17 @@ def handle_produce(ctx: RequestContext, request: ProduceRequest) -> ProduceRespo
                 request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None
             )
             return refused
-        verification, answer = _start_verification(ctx, txn_id, batches)
-        if verification is not None and answer is not None:
-            if not answer.ready:
-                return Later(_verified_then_appended(ctx, request, txn_id, verification, answer))
-            verification.failed(answer.value or {}, ctx.api_version)
+        started = _start_verification(ctx, txn_id, batches)
+        if started is not None:
+            verification, answer, add = started
+            if answer is not None:
+                if not answer.ready or (add and _concurrent(answer.value)):
+                    return Later(
+                        _verified_then_appended(
+                            ctx, request, txn_id, batches, (verification, answer, add)
+                        )
+                    )
+                verification.failed(answer.value or {}, ctx.api_version)
     return _produce(ctx, request, txn_id, verification)
 
 
