@@ -4,11 +4,16 @@ OffsetCommit's). The offsets are written to the group's ``__consumer_offsets`` p
 producer's transactional batch and count only once the transaction commits. A producer fenced
 by a newer epoch gets INVALID_PRODUCER_EPOCH, as from Kafka's group coordinator.
 
-v5 comes from a producer of transaction version 2 (KIP-890 part 2), which sent no
-AddOffsetsToTxn: with the broker's ``transaction.version`` at 2, the group's
-``__consumer_offsets`` partition is first added to the transaction by its coordinator (Kafka's
-``txnOffsetCommitRequestVersionToTransactionSupportedOperation``), and a failure to add it is
-every partition's answer."""
+Before the offsets are written, the group's ``__consumer_offsets`` partition is checked with the
+transaction's coordinator (KIP-890, as Kafka's group coordinator does since 3.6), this broker's
+or another's: up to v4 it must have been added with AddOffsetsToTxn (otherwise
+INVALID_TXN_STATE, TRANSACTION_ABORTABLE from v4, and nothing is written: the offsets would
+stay pending for ever, as no marker would reach them), while
+``transaction.partition.verification.enable`` is on. v5 comes from a producer of transaction
+version 2 (KIP-890 part 2), which sent no AddOffsetsToTxn: with the broker's
+``transaction.version`` at 2 the partition is added to the transaction instead (Kafka's
+``txnOffsetCommitRequestVersionToTransactionSupportedOperation``). A failure is every
+partition's answer."""
 
 from __future__ import annotations
 
@@ -106,27 +111,49 @@ def handle_txn_offset_commit(
         return _response(request, errors)
 
     service = ctx.services.transactions
-    if version < 5 or service is None or ctx.services.config["transaction.version"] < 2:
+    config = ctx.services.config
+    add = version >= 5 and config["transaction.version"] >= 2
+    if service is None or not (add or config["transaction.partition.verification.enable"]):
         commit()
         return respond(answer, build)
-    added: Answer[dict[TopicPartition, ErrorCode]] = Answer()
+    checked: Answer[dict[TopicPartition, ErrorCode]] = Answer()
     service.add_or_verify(
         request.transactional_id,
         request.producer_id,
         request.producer_epoch,
         [(OFFSETS_TOPIC, coordinator(ctx).partition_for(request.group_id))],
-        added,
-        add=True,
+        checked,
+        add=add,
     )
 
-    async def after_adding() -> TxnOffsetCommitResponse:
-        failed = await added.wait()
+    def refused(failed: dict[TopicPartition, ErrorCode]) -> TxnOffsetCommitResponse:
+        return build(dict.fromkeys(offsets, _not_in_transaction(failed, version)))
+
+    if checked.ready:  # this broker's coordinator verified it at once
+        if checked.value:
+            return refused(checked.value)
+        commit()
+        return respond(answer, build)
+
+    async def after_checking() -> TxnOffsetCommitResponse:
+        failed = await checked.wait()
         if failed:
-            return build(dict.fromkeys(offsets, next(iter(failed.values()))))
+            return refused(failed)
         commit()
         return build(await answer.wait())
 
-    return Later(after_adding())
+    return Later(after_checking())
+
+
+def _not_in_transaction(failed: dict[TopicPartition, ErrorCode], version: int) -> ErrorCode:
+    """What the producer is told when its offsets partition could not be verified or added:
+    a partition not in the transaction is TRANSACTION_ABORTABLE from v4 (INVALID_TXN_STATE
+    before), as Kafka's group coordinator answers; the coordinator's other answers as they
+    are (PRODUCER_FENCED becomes INVALID_PRODUCER_EPOCH with the rest)."""
+    code = next(iter(failed.values()))
+    if code in (ErrorCode.TRANSACTION_ABORTABLE, ErrorCode.INVALID_TXN_STATE):
+        return ErrorCode.TRANSACTION_ABORTABLE if version >= 4 else ErrorCode.INVALID_TXN_STATE
+    return code
 
 
 @error_response(ApiKey.TXN_OFFSET_COMMIT)

@@ -3198,6 +3198,30 @@ def transaction_edge_scenarios(p: str) -> list[Scenario]:
             ],
         )
     )
+    # KIP-890 for offsets: a TxnOffsetCommit whose group was never added with AddOffsetsToTxn
+    # is refused, and no pending offset is left for ever
+    t, txn, g = f"{p}-offsets-not-added", f"{p}-offsets-not-added-txn", f"{p}-ona-group"
+    out.append(
+        Scenario(
+            "edge/txn-offset-commit-not-added",
+            [
+                setup_topic(t),
+                find_group_coordinator(g),
+                find_txn_coordinator(txn),
+                init_txn_producer(txn),
+                add_partitions(txn, t, [0]),
+                *(
+                    txn_commit(txn, g, t, 1, version=v, label=f"v{v} without AddOffsetsToTxn")
+                    for v in versions(ApiKey.TXN_OFFSET_COMMIT)
+                    if v < 5
+                ),
+                describe_txn(txn),
+                end_txn(txn, committed=True),
+                describe_txn(txn),
+                offset_fetch(g, {t: [0]}, require_stable=True, label="nothing pending"),
+            ],
+        )
+    )
     u = f"{p}-unknown-txn"
     out.append(
         Scenario(
