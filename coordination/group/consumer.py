@@ -38,7 +38,7 @@ from collections import Counter, deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-import re2
+import re2  # the compiled pattern type
 
 from coordination.group.assignors import (
     ASSIGNOR_CLASS_NAMES,
@@ -81,6 +81,7 @@ from coordination.group.offsets import write_error
 from coordination.group.records import group_metadata_key
 from coordination.group.timers import DeadlineTimers
 from coordination.metadata.view import INTERNAL_TOPICS, ClusterView
+from coordination.regex import InvalidRegex, compile_re2
 from coordination.runtime.runtime import Record, ShardContext
 from protocol.error_codes import ErrorCode
 
@@ -91,9 +92,6 @@ CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION = 1
 #: regular expressions are resolved again at most this often (Kafka's
 #: REGEX_BATCH_REFRESH_INTERVAL_MS), when topics were created since
 REGEX_REFRESH_INTERVAL_MS = 10_000
-
-_RE2_OPTIONS = re2.Options()
-_RE2_OPTIONS.log_errors = False
 
 
 def new_member_id() -> str:
@@ -111,12 +109,11 @@ def heartbeat_write_error(code: ErrorCode) -> ErrorCode:
 def compile_regex(regex: str) -> re2._Regexp:
     """RE2 syntax, as Kafka's RE2/J; raises GroupError INVALID_REGULAR_EXPRESSION."""
     try:
-        return re2.compile(regex, _RE2_OPTIONS)
-    except re2.error as e:
-        detail = e.args[0].decode() if e.args and isinstance(e.args[0], bytes) else str(e)
+        return compile_re2(regex)
+    except InvalidRegex as e:
         raise GroupError(
             ErrorCode.INVALID_REGULAR_EXPRESSION,
-            f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {detail}.",
+            f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {e}.",
         ) from None
 
 

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 
 from coordination.group.config import partition_for
+from coordination.regex import InvalidRegex, compile_re2
 from coordination.runtime.runtime import (
     CoordinatorLog,
     CoordinatorRuntime,
@@ -262,13 +263,22 @@ class TransactionCoordinator:
         states: Sequence[str] = (),
         producer_ids: Sequence[int] = (),
         duration_filter_ms: int = -1,
+        transactional_id_pattern: str | None = None,
         now_ms: int | None = None,
     ) -> tuple[ErrorCode, list[TransactionMetadata]]:
         """ListTransactions: the ids whose state (Kafka's names) and producer id match the
         filters (empty: any); with ``duration_filter_ms`` >= 0 only transactions open longer
-        (KIP-994). COORDINATOR_LOAD_IN_PROGRESS while a partition loads."""
+        (KIP-994); with a ``transactional_id_pattern`` (RE2 syntax, as Kafka's RE2/J) only the
+        ids it matches whole (KIP-1152), INVALID_REGULAR_EXPRESSION for a pattern RE2
+        refuses. COORDINATOR_LOAD_IN_PROGRESS while a partition loads."""
         if not self.runtime.is_active:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
+        pattern = None
+        if transactional_id_pattern:
+            try:
+                pattern = compile_re2(transactional_id_pattern)
+            except InvalidRegex:
+                return ErrorCode.INVALID_REGULAR_EXPRESSION, []
         wanted_states = {TxnState.by_name(s) for s in states}
         wanted_pids = set(producer_ids)
         now = self._clock() if now_ms is None else now_ms
@@ -279,6 +289,8 @@ class TransactionCoordinator:
                     if wanted_states and txn.state not in wanted_states:
                         continue
                     if wanted_pids and txn.producer_id not in wanted_pids:
+                        continue
+                    if pattern is not None and pattern.fullmatch(txn.transactional_id) is None:
                         continue
                     if duration_filter_ms >= 0 and (
                         txn.state != TxnState.ONGOING or now - txn.start_ms < duration_filter_ms

@@ -1,6 +1,7 @@
 """ListTransactions (key 66, KIP-664): the transactional ids a broker coordinates, filtered by
-state and producer id; v1 adds a duration filter (KIP-994: only transactions open longer). v0
-is flexible."""
+state and producer id; v1 adds a duration filter (KIP-994: only transactions open longer), v2 a
+transactional id pattern (KIP-1152: a Java regular expression the whole id must match). v0 is
+flexible."""
 
 from protocol.api_keys import ApiKey
 from protocol.schema import INT16, INT32, INT64, STRING, array, f, message, struct
@@ -9,12 +10,13 @@ ListTransactionsRequest = message(
     "ListTransactionsRequest",
     api_key=ApiKey.LIST_TRANSACTIONS,
     kind="request",
-    valid="0-1",
+    valid="0-2",
     flexible="0+",
     fields=[
         f("state_filters", array(STRING)),
         f("producer_id_filters", array(INT64)),
         f("duration_filter", INT64, "1+", default=-1),
+        f("transactional_id_pattern", STRING, "2+", null="2+", default=None),
     ],
 )
 
@@ -31,7 +33,7 @@ ListTransactionsResponse = message(
     "ListTransactionsResponse",
     api_key=ApiKey.LIST_TRANSACTIONS,
     kind="response",
-    valid="0-1",
+    valid="0-2",
     flexible="0+",
     fields=[
         f("throttle_time_ms", INT32),

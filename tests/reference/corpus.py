@@ -2873,6 +2873,61 @@ def transaction_scenarios(prefix: str) -> list[Scenario]:
         )
     )
 
+    # KIP-1152: ListTransactions v2 filters by a transactional id pattern (RE2 syntax, the
+    # whole id); a pattern RE2 refuses is INVALID_REGULAR_EXPRESSION, before the state filters
+    if 2 in versions(ApiKey.LIST_TRANSACTIONS):
+        lt, a, b = f"{p}-listpat", f"{p}-listpat-a1", f"{p}-listpat-b1"
+
+        def listed(pattern: str | None, states: list[str], label: str) -> Exchange:
+            def mine(answer: Any) -> Any:
+                return {
+                    **answer,
+                    "transaction_states": sorted(
+                        (
+                            t
+                            for t in answer["transaction_states"]
+                            if t["transactional_id"] in (a, b)
+                        ),
+                        key=lambda t: t["transactional_id"],
+                    ),
+                }
+
+            return Exchange(
+                ListTransactionsRequest(
+                    state_filters=states,
+                    producer_id_filters=[],
+                    transactional_id_pattern=pattern,
+                ),
+                2,
+                project=mine,
+                label=label,
+            )
+
+        out.append(
+            Scenario(
+                "edge/list-transactions-by-pattern",
+                [
+                    setup_topic(lt),
+                    find_txn_coordinator(a),
+                    find_txn_coordinator(b),
+                    init_txn_producer(a, key="a"),
+                    init_txn_producer(b, key="b"),
+                    listed(None, [], "no pattern"),
+                    listed("", [], "empty pattern"),
+                    listed(f"{p}-listpat-a.*", [], "one"),
+                    listed(f"{p}-listpat-[ab]1", [], "both"),
+                    listed("listpat", [], "a part of the id: none"),
+                    listed(f"(?i){p.upper()}-LISTPAT-B1", [], "case-insensitive"),
+                    listed(f"(?P<x>{p})-listpat-a1", [], "a named group"),
+                    listed(f"{p}-listpat-a1", ["Empty"], "with a state"),
+                    listed("[", [], "invalid"),
+                    listed("[", ["Bogus"], "invalid, with an unknown state"),
+                    listed(r".*\Cz", [], "RE2 refuses \\C"),
+                    listed(r"\p{Alpha}.*", [], "no POSIX class in RE2"),
+                ],
+            )
+        )
+
     t = f"{p}-producers"
     out.append(
         Scenario(

@@ -628,4 +628,13 @@ def test_list_and_describe(h: Harness) -> None:
     assert ids(states=["completecommit"]) == ["done"]
     assert ids(producer_ids=[done.producer_id]) == ["done"]
     assert ids(duration_filter_ms=4_000) == ["open-1"]
+    # KIP-1152: RE2 syntax, the whole id
+    assert ids(transactional_id_pattern="open-.*") == ["open-1", "open-2"]
+    assert ids(transactional_id_pattern="open") == []
+    assert ids(transactional_id_pattern="") == ["done", "open-1", "open-2"]
+    assert ids(transactional_id_pattern="(?i)DONE", states=["CompleteCommit"]) == ["done"]
+    assert h.coordinator.list_transactions(transactional_id_pattern="[") == (
+        E.INVALID_REGULAR_EXPRESSION,
+        [],
+    )
     assert h.coordinator.describe("nope") == (E.TRANSACTIONAL_ID_NOT_FOUND, None)
