@@ -44,6 +44,7 @@ EARLIEST_TIMESTAMP: Final = -2
 MAX_TIMESTAMP: Final = -3
 EARLIEST_LOCAL_TIMESTAMP: Final = -4
 LATEST_TIERED_TIMESTAMP: Final = -5
+EARLIEST_PENDING_UPLOAD_TIMESTAMP: Final = -6
 
 
 _HEADER_UNPACK: Final = rb.HEADER.unpack_from
@@ -650,6 +651,7 @@ class PartitionLog:
         self, timestamp: int, *, max_offset: int | None = None
     ) -> OffsetAndTimestamp | None:
         """ListOffsets: ``-2`` earliest (log start offset), ``-4`` earliest local (the same here),
+        ``-5`` latest tiered and ``-6`` earliest pending upload (None: no tiered storage),
         ``-1`` latest (log end offset, capped at ``max_offset``), ``-3`` the record with the
         largest timestamp, ``T >= 0`` the first record with timestamp >= T. None when no record
         qualifies (or the one found is at/after ``max_offset``, e.g. the high watermark)."""
@@ -663,8 +665,8 @@ class PartitionLog:
                 end = min(end, max_offset)
             latest = epochs.latest_epoch()
             return OffsetAndTimestamp(end, NO_TIMESTAMP, -1 if latest is None else latest)
-        if timestamp == LATEST_TIERED_TIMESTAMP:
-            return None
+        if timestamp in (LATEST_TIERED_TIMESTAMP, EARLIEST_PENDING_UPLOAD_TIMESTAMP):
+            return None  # no tiered storage: nothing tiered, nothing waiting for upload
         upper = self.log_end_offset if max_offset is None else min(max_offset, self.log_end_offset)
         snapshot = self._local.segments
         log_start = self._log_start_offset

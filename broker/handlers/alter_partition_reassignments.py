@@ -21,7 +21,9 @@ from protocol.messages.alter_partition_reassignments import (
 )
 
 
-@handler(ApiKey.ALTER_PARTITION_REASSIGNMENTS, "0", acl=(AclOperation.ALTER, ResourceType.CLUSTER))
+@handler(
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS, "0-1", acl=(AclOperation.ALTER, ResourceType.CLUSTER)
+)
 async def handle_alter_partition_reassignments(
     ctx: RequestContext, request: AlterPartitionReassignmentsRequest
 ) -> AlterPartitionReassignmentsResponse:
@@ -34,11 +36,19 @@ async def handle_alter_partition_reassignments(
             )
     try:
         results = await asyncio.to_thread(
-            ctx.services.metadata.alter_partition_reassignments, wanted
+            ctx.services.metadata.alter_partition_reassignments,
+            wanted,
+            # KIP-860: v1 may refuse a change of replication factor
+            allow_replication_factor_change=ctx.api_version < 1
+            or request.allow_replication_factor_change,
         )
     except KafkaApiError as e:
         return AlterPartitionReassignmentsResponse(
-            throttle_time_ms=0, error_code=e.error_code, error_message=str(e), responses=[]
+            throttle_time_ms=0,
+            allow_replication_factor_change=request.allow_replication_factor_change,
+            error_code=e.error_code,
+            error_message=str(e),
+            responses=[],
         )
     topics: dict[str, list[ReassignablePartitionResponse]] = {}
     for (topic, p), r in results.items():
@@ -54,6 +64,7 @@ async def handle_alter_partition_reassignments(
         )
     return AlterPartitionReassignmentsResponse(
         throttle_time_ms=0,
+        allow_replication_factor_change=request.allow_replication_factor_change,
         error_code=ErrorCode.NONE,
         error_message=None,
         responses=[ReassignableTopicResponse(name=t, partitions=ps) for t, ps in topics.items()],
@@ -65,5 +76,9 @@ def alter_partition_reassignments_error(
     request: AlterPartitionReassignmentsRequest, code: ErrorCode, message: str | None
 ) -> AlterPartitionReassignmentsResponse:
     return AlterPartitionReassignmentsResponse(
-        throttle_time_ms=0, error_code=code, error_message=message, responses=[]
+        throttle_time_ms=0,
+        allow_replication_factor_change=request.allow_replication_factor_change,
+        error_code=code,
+        error_message=message,
+        responses=[],
     )

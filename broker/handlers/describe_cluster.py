@@ -1,4 +1,8 @@
-"""DescribeCluster: the cluster id, the controller and the live brokers (admin clients)."""
+"""DescribeCluster: the cluster id, the controller and the live brokers (admin clients).
+
+v2 (KIP-1073) may ask for fenced brokers too and marks each broker ``is_fenced``. A broker of
+Odradek is in the cluster while it is registered, and a registered broker serves: none is ever
+fenced, so the list is the same either way and ``is_fenced`` is false."""
 
 from __future__ import annotations
 
@@ -16,7 +20,7 @@ from protocol.messages.describe_cluster import (
 )
 
 
-@handler(ApiKey.DESCRIBE_CLUSTER, "0-1", acl=(AclOperation.DESCRIBE, ResourceType.CLUSTER))
+@handler(ApiKey.DESCRIBE_CLUSTER, "0-2", acl=(AclOperation.DESCRIBE, ResourceType.CLUSTER))
 def handle_describe_cluster(
     ctx: RequestContext, request: DescribeClusterRequest
 ) -> DescribeClusterResponse:
@@ -35,7 +39,9 @@ def handle_describe_cluster(
             continue
         ep = b.endpoint(ctx.listener)
         brokers.append(
-            DescribeClusterBroker(broker_id=b.broker_id, host=ep.host, port=ep.port, rack=b.rack)
+            DescribeClusterBroker(
+                broker_id=b.broker_id, host=ep.host, port=ep.port, rack=b.rack, is_fenced=False
+            )
         )
     return DescribeClusterResponse(
         throttle_time_ms=0,

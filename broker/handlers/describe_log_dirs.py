@@ -5,7 +5,8 @@ replica, as Kafka computes it: how far its log end is below its high watermark, 
 has what its leader acknowledged); a partition being moved to another directory
 (AlterReplicaLogDirs) is listed there too, with ``is_future_key`` and the records its copy still
 lacks as ``offset_lag``. ``topics`` null asks for every
-partition."""
+partition. v5's ``is_cordoned`` (KIP-1066) is false: Odradek has no ``cordoned.log.dirs``, every
+online directory takes new partitions."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from protocol.messages.describe_log_dirs import (
 )
 
 
-@handler(ApiKey.DESCRIBE_LOG_DIRS, "0-4", acl=(AclOperation.DESCRIBE, ResourceType.CLUSTER))
+@handler(ApiKey.DESCRIBE_LOG_DIRS, "0-5", acl=(AclOperation.DESCRIBE, ResourceType.CLUSTER))
 def handle_describe_log_dirs(
     ctx: RequestContext, request: DescribeLogDirsRequest
 ) -> DescribeLogDirsResponse:

@@ -1,5 +1,8 @@
-"""ListOffsets: earliest (-2), latest (-1), max timestamp (-3), earliest local (-4), and the first
-offset whose timestamp is >= T. v0 answers with the old-style offsets array. Each topic needs
+"""ListOffsets: earliest (-2), latest (-1), max timestamp (-3), earliest local (-4), latest tiered
+(-5) and earliest pending upload (-6: both -1 without tiered storage), and the first offset whose
+timestamp is >= T. A sentinel is taken from the version that introduced it on (v7 -3, v8 -4, v9
+-5, v11 -6); before it, or an unknown negative timestamp, is UNSUPPORTED_VERSION for that
+partition, as Kafka answers. v0 answers with the old-style offsets array. Each topic needs
 DESCRIBE (TOPIC_AUTHORIZATION_FAILED otherwise)."""
 
 from __future__ import annotations
@@ -12,8 +15,12 @@ from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
 from protocol.messages.list_offsets import (
+    EARLIEST_LOCAL_TIMESTAMP,
+    EARLIEST_PENDING_UPLOAD_TIMESTAMP,
     EARLIEST_TIMESTAMP,
+    LATEST_TIERED_TIMESTAMP,
     LATEST_TIMESTAMP,
+    MAX_TIMESTAMP,
     ListOffsetsPartitionResponse,
     ListOffsetsRequest,
     ListOffsetsResponse,
@@ -23,6 +30,16 @@ from protocol.schema import Struct
 
 READ_COMMITTED = 1
 
+#: the first version that takes each timestamp sentinel
+SENTINEL_SINCE = {
+    LATEST_TIMESTAMP: 0,
+    EARLIEST_TIMESTAMP: 0,
+    MAX_TIMESTAMP: 7,
+    EARLIEST_LOCAL_TIMESTAMP: 8,
+    LATEST_TIERED_TIMESTAMP: 9,
+    EARLIEST_PENDING_UPLOAD_TIMESTAMP: 11,
+}
+
 
 def _partition(
     ctx: RequestContext, topic: str, p: Struct, isolation: FetchIsolation
@@ -31,6 +48,9 @@ def _partition(
     result = ListOffsetsPartitionResponse(
         partition_index=p.partition_index, error_code=ErrorCode.NONE
     )
+    if p.timestamp < 0 and SENTINEL_SINCE.get(p.timestamp, version + 1) > version:
+        result.error_code = ErrorCode.UNSUPPORTED_VERSION
+        return result
     try:
         part = ctx.services.replica_manager.partition_or_raise(topic, p.partition_index)
         found = part.fetch_offset_for_timestamp(
@@ -56,7 +76,7 @@ def _partition(
     return result
 
 
-@handler(ApiKey.LIST_OFFSETS, "0-10", acl=(AclOperation.DESCRIBE, ResourceType.TOPIC))
+@handler(ApiKey.LIST_OFFSETS, "0-11", acl=(AclOperation.DESCRIBE, ResourceType.TOPIC))
 def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
     isolation = (
         FetchIsolation.TXN_COMMITTED

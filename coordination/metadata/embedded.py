@@ -429,7 +429,10 @@ class EmbeddedMetadataStore(MetadataStore):
         return results
 
     def alter_partition_reassignments(
-        self, reassignments: Mapping[TopicPartition, Sequence[int] | None]
+        self,
+        reassignments: Mapping[TopicPartition, Sequence[int] | None],
+        *,
+        allow_replication_factor_change: bool = True,
     ) -> dict[TopicPartition, ApiResult]:
         """Kafka's checks with this broker as the only live one: a target naming another broker
         is refused (INVALID_REPLICA_ASSIGNMENT: not alive), so the only valid target is the
@@ -446,7 +449,12 @@ class EmbeddedMetadataStore(MetadataStore):
                 results[(topic, index)] = ApiResult(ErrorCode.NO_REASSIGNMENT_IN_PROGRESS)
             else:
                 current = ReplicaAssignment(state.replicas)
-                problem = validate_target(target, current, view.brokers)
+                problem = validate_target(
+                    target,
+                    current,
+                    view.brokers,
+                    allow_replication_factor_change=allow_replication_factor_change,
+                )
                 if problem is not None:
                     results[(topic, index)] = ApiResult(*problem)
                 else:

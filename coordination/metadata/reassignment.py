@@ -52,10 +52,16 @@ class ReplicaAssignment:
 
 
 def validate_target(
-    target: Sequence[int], current: ReplicaAssignment, live: Collection[int]
+    target: Sequence[int],
+    current: ReplicaAssignment,
+    live: Collection[int],
+    *,
+    allow_replication_factor_change: bool = True,
 ) -> tuple[ErrorCode, str] | None:
     """Kafka's checks of a reassignment's target replicas (``validateReplicas``): the error and
-    its message, or None when ``target`` may be used. Replicas being added must be live."""
+    its message, or None when ``target`` may be used. Replicas being added must be live. Without
+    ``allow_replication_factor_change`` (KIP-860) the target must have as many replicas as the
+    partition has, or is moving to (Kafka's ``validatePartitionReplicationFactorUnchanged``)."""
     if not target:
         return (
             ErrorCode.INVALID_REPLICA_ASSIGNMENT,
@@ -77,5 +83,10 @@ def validate_target(
             ErrorCode.INVALID_REPLICA_ASSIGNMENT,
             f"Replica assignment has brokers that are not alive. Replica list: {list(adding)}, "
             f"live broker list: {sorted(live)}",
+        )
+    if not allow_replication_factor_change and len(current.target) != len(target):
+        return (
+            ErrorCode.INVALID_REPLICATION_FACTOR,
+            f"The replication factor is changed from {len(current.target)} to {len(target)}",
         )
     return None

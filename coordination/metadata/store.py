@@ -163,10 +163,15 @@ class MetadataStore(ABC):
 
     @abstractmethod
     def alter_partition_reassignments(
-        self, reassignments: Mapping[TopicPartition, Sequence[int] | None]
+        self,
+        reassignments: Mapping[TopicPartition, Sequence[int] | None],
+        *,
+        allow_replication_factor_change: bool = True,
     ) -> dict[TopicPartition, ApiResult]:
         """Starts reassignments to the target replicas given (KIP-455), or cancels those whose
-        target is None. Raises NotController when this broker is not the controller."""
+        target is None; without ``allow_replication_factor_change`` (KIP-860) a target of another
+        replication factor is refused. Raises NotController when this broker is not the
+        controller."""
 
     @abstractmethod
     def list_partition_reassignments(

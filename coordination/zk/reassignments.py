@@ -111,10 +111,14 @@ class ZkReassignments:
     # -- the API -------------------------------------------------------------------------------
 
     def alter(
-        self, reassignments: Mapping[TopicPartition, Sequence[int] | None]
+        self,
+        reassignments: Mapping[TopicPartition, Sequence[int] | None],
+        *,
+        allow_replication_factor_change: bool = True,
     ) -> dict[TopicPartition, ApiResult]:
         """AlterPartitionReassignments: the latest reassignment of a partition wins over one in
-        ``/admin/reassign_partitions``."""
+        ``/admin/reassign_partitions``; without ``allow_replication_factor_change`` (KIP-860)
+        a target of another replication factor is refused."""
         self._require_controller()
         results: dict[TopicPartition, ApiResult] = {}
         started: dict[TopicPartition, Sequence[int] | None] = {}
@@ -133,7 +137,12 @@ class ZkReassignments:
                     results[(topic, p)] = ApiResult(ErrorCode.NO_REASSIGNMENT_IN_PROGRESS)
                     continue
             else:
-                problem = validate_target(target, current, live)
+                problem = validate_target(
+                    target,
+                    current,
+                    live,
+                    allow_replication_factor_change=allow_replication_factor_change,
+                )
                 if problem is not None:
                     results[(topic, p)] = ApiResult(*problem)
                     continue

@@ -817,11 +817,17 @@ class ZkMetadataStore(MetadataStore):
             return {tp: ElectionResult(ErrorCode.NOT_CONTROLLER, str(e)) for tp in wanted or ()}
 
     def alter_partition_reassignments(
-        self, reassignments: Mapping[TopicPartition, Sequence[int] | None]
+        self,
+        reassignments: Mapping[TopicPartition, Sequence[int] | None],
+        *,
+        allow_replication_factor_change: bool = True,
     ) -> dict[TopicPartition, ApiResult]:
         wanted = dict(reassignments)
         return self._on_controller(
-            "Partition reassignment", lambda p: p.reassignments.alter(wanted)
+            "Partition reassignment",
+            lambda p: p.reassignments.alter(
+                wanted, allow_replication_factor_change=allow_replication_factor_change
+            ),
         )
 
     def list_partition_reassignments(

@@ -17,8 +17,9 @@ class ReassignableTopic(Struct):
 
 class AlterPartitionReassignmentsRequest(Message):
     timeout_ms: int
+    allow_replication_factor_change: bool
     topics: list[ReassignableTopic]
-    def __init__(self, timeout_ms: int = ..., topics: list[ReassignableTopic] = ...) -> None: ...
+    def __init__(self, timeout_ms: int = ..., allow_replication_factor_change: bool = ..., topics: list[ReassignableTopic] = ...) -> None: ...
 
 class ReassignablePartitionResponse(Struct):
     partition_index: int
@@ -33,7 +34,8 @@ class ReassignableTopicResponse(Struct):
 
 class AlterPartitionReassignmentsResponse(Message):
     throttle_time_ms: int
+    allow_replication_factor_change: bool
     error_code: int
     error_message: str | None
     responses: list[ReassignableTopicResponse]
-    def __init__(self, throttle_time_ms: int = ..., error_code: int = ..., error_message: str | None = ..., responses: list[ReassignableTopicResponse] = ...) -> None: ...
+    def __init__(self, throttle_time_ms: int = ..., allow_replication_factor_change: bool = ..., error_code: int = ..., error_message: str | None = ..., responses: list[ReassignableTopicResponse] = ...) -> None: ...

@@ -2,7 +2,8 @@
 
 v1 is v0 (the broker answers before throttling); v2 is flexible; v3 adds the top-level
 ``error_code``; v4 adds each directory's ``total_bytes`` and ``usable_bytes`` (KIP-827; -1 when
-unknown). ``topics`` null asks for every partition. Kafka 4 dropped v0.
+unknown); v5 adds ``is_cordoned`` (KIP-1066). ``topics`` null asks for every partition. Kafka 4
+dropped v0.
 """
 
 from protocol.api_keys import ApiKey
@@ -20,7 +21,7 @@ DescribeLogDirsRequest = message(
     "DescribeLogDirsRequest",
     api_key=ApiKey.DESCRIBE_LOG_DIRS,
     kind="request",
-    valid="0-4",
+    valid="0-5",
     flexible="2+",
     fields=[
         f("topics", array(DescribableLogDirTopic), null="0+"),
@@ -53,6 +54,7 @@ DescribeLogDirsResult = struct(
         f("topics", array(DescribeLogDirsTopic)),
         f("total_bytes", INT64, "4+", default=-1),
         f("usable_bytes", INT64, "4+", default=-1),
+        f("is_cordoned", BOOL, "5+", default=False),
     ],
 )
 
@@ -60,7 +62,7 @@ DescribeLogDirsResponse = message(
     "DescribeLogDirsResponse",
     api_key=ApiKey.DESCRIBE_LOG_DIRS,
     kind="response",
-    valid="0-4",
+    valid="0-5",
     flexible="2+",
     fields=[
         f("throttle_time_ms", INT32),

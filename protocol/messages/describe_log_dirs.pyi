@@ -32,7 +32,8 @@ class DescribeLogDirsResult(Struct):
     topics: list[DescribeLogDirsTopic]
     total_bytes: int
     usable_bytes: int
-    def __init__(self, error_code: int = ..., log_dir: str = ..., topics: list[DescribeLogDirsTopic] = ..., total_bytes: int = ..., usable_bytes: int = ...) -> None: ...
+    is_cordoned: bool
+    def __init__(self, error_code: int = ..., log_dir: str = ..., topics: list[DescribeLogDirsTopic] = ..., total_bytes: int = ..., usable_bytes: int = ..., is_cordoned: bool = ...) -> None: ...
 
 class DescribeLogDirsResponse(Message):
     throttle_time_ms: int

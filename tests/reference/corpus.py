@@ -1085,6 +1085,15 @@ def api_scenarios(prefix: str, advertised: dict[int, tuple[int, int]]) -> list[S
             specs.append(("max timestamp", -3))
         if v >= 8:
             specs.append(("earliest local", -4))
+        if v >= 1:
+            # the sentinels later versions introduced, and unknown ones: UNSUPPORTED_VERSION
+            # before their version (v9 latest tiered, v11 earliest pending upload: -1 and -1
+            # without tiered storage)
+            specs += [
+                (f"sentinel {ts}", ts)
+                for ts in (-3, -4, -5, -6, -7, -100)
+                if ts < -4 or (ts == -3 and v < 7) or (ts == -4 and v < 8)
+            ]
         for label, ts in specs:
             ex = list_offsets(t, [ts], version=v)
             ex.label = label

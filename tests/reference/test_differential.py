@@ -215,6 +215,14 @@ ALLOWED = [
         "map) and answers for that entity; Odradek refuses the entry with INVALID_REQUEST.",
     ),
     Allowance(
+        "D29",
+        "alter_partition_reassignments/v1",
+        r"cancel when none is in progress v1 \.responses\[0\]\.partitions\[0\]\.error_message",
+        "Cancelling a reassignment when none is in progress: Kafka 4 (KRaft, the only line that "
+        "speaks v1) answers NO_REASSIGNMENT_IN_PROGRESS without a message, Kafka 3.9 "
+        "(ZooKeeper mode) with the error's message; Odradek answers as 3.9, in every version.",
+    ),
+    Allowance(
         "D28",
         "acl/acl-refusals-and-filters",
         r"^#\d+ (resource type ANY|pattern MATCH|pattern ANY|operation ANY|permission ANY|"

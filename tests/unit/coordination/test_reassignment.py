@@ -44,3 +44,24 @@ def test_validate_target() -> None:
     problem = validate_target([1, 3], current, {1, 2})
     assert problem is not None and "not alive" in problem[1]
     assert validate_target([2, 1], current, {1}) is None
+
+
+def test_validate_target_without_replication_factor_change() -> None:
+    """KIP-860: the target must keep the replication factor the partition has, or is moving
+    to while reassigned (Kafka's validatePartitionReplicationFactorUnchanged)."""
+    live = {1, 2, 3, 4}
+    current = ReplicaAssignment((1, 2))
+    assert validate_target([3, 4], current, live, allow_replication_factor_change=False) is None
+    assert validate_target([1, 2, 3], current, live, allow_replication_factor_change=True) is None
+    assert validate_target([1, 2, 3], current, live, allow_replication_factor_change=False) == (
+        ErrorCode.INVALID_REPLICATION_FACTOR,
+        "The replication factor is changed from 2 to 3",
+    )
+    # moving from (1, 2) to (3, 4, 1): the factor is the target's, 3
+    moving = current.reassign_to([3, 4, 1])
+    assert validate_target([2, 3, 4], moving, live, allow_replication_factor_change=False) is None
+    problem = validate_target([2], moving, live, allow_replication_factor_change=False)
+    assert problem is not None and problem[0] == ErrorCode.INVALID_REPLICATION_FACTOR
+    # the replicas are checked first
+    problem = validate_target([1, 1, 3], current, live, allow_replication_factor_change=False)
+    assert problem is not None and problem[0] == ErrorCode.INVALID_REPLICA_ASSIGNMENT
