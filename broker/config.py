@@ -501,8 +501,23 @@ SASL_MECHANISM_NAMES = frozenset(
 LISTENER_PREFIX = "listener.name."
 #: broker keys a listener may override
 _PER_LISTENER_KEY_PREFIXES = ("ssl.", "sasl.", "connections.max.reauth.ms")
-#: keys also taken whole per listener (Kafka's ListenerConnectionQuota: KIP-402, KIP-612)
+#: keys also taken whole per listener (Kafka's ListenerConnectionQuota: KIP-402, KIP-612); they
+#: are dynamic per listener too, for one broker or cluster-wide (Kafka's
+#: ClusterLevelListenerConfigs)
 _PER_LISTENER_KEYS = frozenset({"max.connections", "max.connection.creation.rate"})
+
+
+def dynamic_listener_key(name: str) -> tuple[str, str] | None:
+    """(listener in upper case, key) for ``listener.name.<listener>.max.connections`` and
+    ``...max.connection.creation.rate``, the listener-prefixed keys that are dynamic."""
+    if not name.startswith(LISTENER_PREFIX):
+        return None
+    listener, _, key = name[len(LISTENER_PREFIX) :].partition(".")
+    if not listener or key not in _PER_LISTENER_KEYS:
+        return None
+    return listener.upper(), key
+
+
 #: keys that may also be given per SASL mechanism within a listener
 _PER_MECHANISM_KEYS = frozenset({"sasl.jaas.config", "connections.max.reauth.ms"})
 
@@ -541,8 +556,11 @@ class BrokerConfig:
     dynamic_default: dict[str, str] = field(default_factory=dict)
     dynamic_broker: dict[str, str] = field(default_factory=dict)
     #: ``listener.name.<listener>.<key>`` settings: listener (upper case) -> key -> parsed value;
-    #: the key may be mechanism-prefixed (``scram-sha-256.sasl.jaas.config``)
+    #: the key may be mechanism-prefixed (``scram-sha-256.sasl.jaas.config``). The connection
+    #: limits among them may also be dynamic (see :meth:`apply_dynamic`).
     listener_values: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: the ``listener.name.*`` settings of server.properties alone
+    static_listener_values: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
     def load(
@@ -581,6 +599,9 @@ class BrokerConfig:
                 log.info("configuration key %s is accepted but has no effect in Odradek", name)
         config._validate()
         config.static_values = dict(values)
+        config.static_listener_values = {
+            listener: dict(settings) for listener, settings in config.listener_values.items()
+        }
         return config
 
     def apply_dynamic(self, default: Mapping[str, str], per_broker: Mapping[str, str]) -> set[str]:
@@ -592,10 +613,24 @@ class BrokerConfig:
         or whose value does not parse, are skipped with a warning. Returns the keys whose value
         changed. Readers see each key's old or new value (one dict assignment per key)."""
         merged = dict(self.static_values)
+        listeners = {
+            listener: dict(settings) for listener, settings in self.static_listener_values.items()
+        }
+        listener_changed: set[str] = set()
         for level in (default, per_broker):
             for name, raw in level.items():
                 if name in REPLICATION_THROTTLE_CONFIGS:
                     continue  # kept for DescribeConfigs only (see REPLICATION_THROTTLE_CONFIGS)
+                per_listener = dynamic_listener_key(name)
+                if per_listener is not None:
+                    listener, base = per_listener
+                    try:
+                        value = parse_value(name, BROKER_CONFIGS[base].kind, raw)
+                    except ConfigError as e:
+                        log.warning("ignoring dynamic broker config %s: %s", name, e)
+                        continue
+                    listeners.setdefault(listener, {})[base] = value
+                    continue
                 key = BROKER_CONFIGS.get(name)
                 if key is None or name not in DYNAMIC_BROKER_CONFIGS:
                     log.warning("ignoring dynamic broker config %s: not a dynamic key", name)
@@ -609,9 +644,18 @@ class BrokerConfig:
         changed = {k for k, v in merged.items() if self.values.get(k) != v}
         for name in changed:
             self.values[name] = merged[name]
+        for listener in set(listeners) | set(self.listener_values):
+            old, new = self.listener_values.get(listener, {}), listeners.get(listener, {})
+            listener_changed.update(
+                f"{LISTENER_PREFIX}{listener.lower()}.{k}"
+                for k in set(old) | set(new)
+                if old.get(k) != new.get(k)
+            )
+        if listener_changed:
+            self.listener_values = listeners  # one assignment: readers see old or new
         self.dynamic_default = dict(default)
         self.dynamic_broker = dict(per_broker)
-        return changed
+        return changed | listener_changed
 
     def __getitem__(self, name: str) -> Any:
         return self.values[name]
@@ -652,8 +696,10 @@ class BrokerConfig:
             return overrides[key]
         return self.values[key]
 
-    def listener_keys(self) -> list[tuple[str, Any, ConfigKey]]:
-        """Every ``listener.name.*`` setting given: (full key, value, the key it overrides)."""
+    def listener_keys(self) -> list[tuple[str, Any, ConfigKey, str]]:
+        """Every ``listener.name.*`` setting in force: (full key, value, the key it overrides,
+        where it comes from: ``static``, ``default`` (the cluster-wide dynamic default) or
+        ``broker`` (this broker's dynamic config))."""
         out = []
         for listener, settings in sorted(self.listener_values.items()):
             for key, value in sorted(settings.items()):
@@ -662,9 +708,15 @@ class BrokerConfig:
                     if key.split(".", 1)[0].upper() in SASL_MECHANISM_NAMES
                     else key
                 )
-                out.append(
-                    (f"{LISTENER_PREFIX}{listener.lower()}.{key}", value, BROKER_CONFIGS[base])
+                name = f"{LISTENER_PREFIX}{listener.lower()}.{key}"
+                level = (
+                    "broker"
+                    if name in self.dynamic_broker
+                    else "default"
+                    if name in self.dynamic_default
+                    else "static"
                 )
+                out.append((name, value, BROKER_CONFIGS[base], level))
         return out
 
     # -- derived values ----------------------------------------------------------------------
@@ -1238,14 +1290,20 @@ def validate_dynamic_broker_configs(
     size (the broker's values now; Kafka's ``DynamicThreadPool`` and ``LogCleaner``). Raises
     ConfigError; returns the parsed values."""
     unknown = sorted(
-        k for k in configs if k not in BROKER_CONFIGS and k not in REPLICATION_THROTTLE_CONFIGS
+        k
+        for k in configs
+        if k not in BROKER_CONFIGS
+        and k not in REPLICATION_THROTTLE_CONFIGS
+        and dynamic_listener_key(k) is None
     )
     if unknown:
         raise ConfigError(f"Unknown broker configs: {unknown}")
     static = sorted(
         k
         for k in configs
-        if k not in DYNAMIC_BROKER_CONFIGS and k not in REPLICATION_THROTTLE_CONFIGS
+        if k not in DYNAMIC_BROKER_CONFIGS
+        and k not in REPLICATION_THROTTLE_CONFIGS
+        and dynamic_listener_key(k) is None
     )
     if static:
         raise ConfigError(
@@ -1268,6 +1326,13 @@ def validate_dynamic_broker_configs(
             if rate < 0:
                 raise ConfigError(f"Invalid value {raw} for configuration {name}: must be >= 0")
             parsed[name] = rate
+            continue
+        per_listener = dynamic_listener_key(name)
+        if per_listener is not None:
+            limit = parse_value(name, BROKER_CONFIGS[per_listener[1]].kind, raw)
+            if limit <= 0:
+                raise ConfigError(f"Invalid value {raw} for configuration {name}: must be > 0")
+            parsed[name] = limit
             continue
         key = BROKER_CONFIGS[name]
         value = parse_value(name, key.kind, raw)

@@ -10,10 +10,13 @@ from enum import IntEnum
 from broker.config import (
     BROKER_CONFIGS,
     DYNAMIC_BROKER_CONFIGS,
+    LISTENER_PREFIX,
     REPLICATION_THROTTLE_CONFIGS,
     TOPIC_CONFIGS,
     BrokerConfig,
+    ConfigKey,
     broker_synonyms,
+    dynamic_listener_key,
     format_value,
 )
 
@@ -145,6 +148,20 @@ def _broker_synonyms(config: BrokerConfig, name: str) -> list[tuple[str, str | N
     return out
 
 
+_LEVEL_SOURCES = {
+    "static": ConfigSource.STATIC_BROKER_CONFIG,
+    "default": ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG,
+    "broker": ConfigSource.DYNAMIC_BROKER_CONFIG,
+}
+
+
+def _static_listener_text(config: BrokerConfig, name: str, key: ConfigKey) -> str | None:
+    """A ``listener.name.*`` key's value in server.properties, formatted; None if not set."""
+    listener, _, rest = name[len(LISTENER_PREFIX) :].partition(".")
+    value = config.static_listener_values.get(listener.upper(), {}).get(rest)
+    return None if value is None else format_value(key.kind, value)
+
+
 def describe_broker(config: BrokerConfig, keys: Iterable[str] | None = None) -> list[ConfigEntry]:
     """This broker's configs: the value in force, its source (the first synonym's, else
     DEFAULT_CONFIG) and its synonyms (:func:`_broker_synonyms`), as Kafka's ConfigHelper lists
@@ -152,20 +169,30 @@ def describe_broker(config: BrokerConfig, keys: Iterable[str] | None = None) -> 
     JAAS configs, private keys) are never returned, as Kafka hides them."""
     wanted = set(keys) if keys is not None else None
     entries = []
-    for name, value, key in config.listener_keys():
+    for name, value, key, level in config.listener_keys():
         if wanted is not None and name not in wanted:
             continue
         shown = None if key.sensitive else format_value(key.kind, value)
+        # the levels that set it, the one in force first (Kafka's synonyms)
+        levels: list[tuple[str, str | None, ConfigSource]] = [
+            (name, text, source)
+            for text, source in (
+                (config.dynamic_broker.get(name), ConfigSource.DYNAMIC_BROKER_CONFIG),
+                (config.dynamic_default.get(name), ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+                (_static_listener_text(config, name, key), ConfigSource.STATIC_BROKER_CONFIG),
+            )
+            if text is not None
+        ]
         entries.append(
             ConfigEntry(
                 name=name,
                 value=shown,
-                source=ConfigSource.STATIC_BROKER_CONFIG,
-                read_only=True,
+                source=_LEVEL_SOURCES[level],
+                read_only=dynamic_listener_key(name) is None,
                 sensitive=key.sensitive,
                 type=_TYPE_OF[key.kind],
                 documentation=key.doc or None,
-                synonyms=[(name, shown, ConfigSource.STATIC_BROKER_CONFIG)],
+                synonyms=levels if not key.sensitive else [(name, None, _LEVEL_SOURCES[level])],
             )
         )
     for name, key in sorted(BROKER_CONFIGS.items()):

@@ -36,6 +36,7 @@ from broker.config import (
     ReplicationConfig,
     TopicAdminConfig,
     ZooKeeperConfig,
+    dynamic_listener_key,
 )
 from broker.controlled_shutdown import ControlledShutdownConfig, controlled_shutdown
 from broker.controller_metrics import controller_metrics
@@ -318,24 +319,30 @@ class Broker:
             LOG_DEFAULT_KEYS, lambda _config, _changed: replica_manager.update_log_defaults()
         )
 
-        def connection_limits(config: BrokerConfig, _changed: set[str]) -> None:
+        connection_keys = {
+            "max.connections",
+            "max.connections.per.ip",
+            "max.connections.per.ip.overrides",
+            "max.connection.creation.rate",
+        }
+
+        def connection_limits(config: BrokerConfig, changed: set[str]) -> None:
+            # the listener-prefixed limits are dynamic too, under names of their own
+            if not changed & connection_keys and not any(
+                dynamic_listener_key(k) is not None for k in changed
+            ):
+                return
             network = NetworkConfig.from_broker(config)
             self.quotas.max_connections = network.max_connections
             self.quotas.max_connections_per_ip = network.max_connections_per_ip
             self.quotas.overrides = dict(network.max_connections_per_ip_overrides)
             self.quotas.max_connection_creation_rate = network.max_connection_creation_rate
+            self.quotas.listener_max_connections = dict(network.listener_max_connections)
+            self.quotas.listener_creation_rates = dict(network.listener_creation_rates)
             if self.quotas.on_room is not None:
                 self.quotas.on_room()  # a listener waiting for a slot may have one now
 
-        dynamic.add_reconfigurable(
-            (
-                "max.connections",
-                "max.connections.per.ip",
-                "max.connections.per.ip.overrides",
-                "max.connection.creation.rate",
-            ),
-            connection_limits,
-        )
+        dynamic.add_reconfigurable(None, connection_limits)
 
         def cleaner(config: BrokerConfig, _changed: set[str]) -> None:
             log_manager.manager_config = LogManagerConfig.from_mapping(config.values)

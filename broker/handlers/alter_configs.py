@@ -29,6 +29,7 @@ from broker.config import (
     REPLICATION_THROTTLE_CONFIGS,
     TOPIC_CONFIGS,
     ConfigError,
+    dynamic_listener_key,
     format_value,
     validate_dynamic_broker_configs,
 )
@@ -207,6 +208,9 @@ def _kind(resource_type: int, name: str) -> str:
     if resource_type == ConfigResourceType.BROKER:
         if name in REPLICATION_THROTTLE_CONFIGS:
             return "long"
+        per_listener = dynamic_listener_key(name)
+        if per_listener is not None:
+            return BROKER_CONFIGS[per_listener[1]].kind
         broker_key = BROKER_CONFIGS.get(name)
         if broker_key is None:
             raise InvalidConfig(f"Unknown broker config name: {name}")

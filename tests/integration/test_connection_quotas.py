@@ -174,3 +174,40 @@ def test_listener_limits_and_the_inter_broker_listener_beyond_max_connections(fr
     assert read_frame(also_waiting)[:4] == struct.pack(">i", 6)
     for sock in (*clients, also_waiting):
         sock.close()
+
+
+def test_a_listener_limit_is_a_dynamic_broker_config(fresh_broker):
+    """``listener.name.<listener>.max.connections`` set at runtime bounds that listener from
+    then on; deleted, the listener is unbounded again and the waiting client is served."""
+    broker = fresh_broker(
+        **{
+            "listeners": "PLAINTEXT://127.0.0.1:0,EXTERNAL://127.0.0.1:0",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,EXTERNAL:PLAINTEXT",
+            "inter.broker.listener.name": "PLAINTEXT",
+        }
+    )
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    key = "listener.name.external.max.connections"
+
+    def alter(operation: AlterConfigOpType, value: str) -> None:
+        resource = ConfigResource(
+            ResourceType.BROKER,
+            "0",
+            incremental_configs=[ConfigEntry(key, value, incremental_operation=operation)],
+        )
+        for future in admin.incremental_alter_configs([resource]).values():
+            future.result(timeout=30)
+
+    alter(AlterConfigOpType.SET, "1")
+    first = connect(broker.address("EXTERNAL"))
+    wait_for(lambda: call(first, api_versions(), 0).error_code == 0, "the first connection served")
+    waiting = connect(broker.address("EXTERNAL"))
+    waiting.sendall(encode_request(api_versions(), 0, 7))
+    waiting.settimeout(1.0)
+    with pytest.raises(TimeoutError):
+        read_frame(waiting)
+    alter(AlterConfigOpType.DELETE, "")
+    waiting.settimeout(30)
+    assert read_frame(waiting)[:4] == struct.pack(">i", 7)
+    first.close()
+    waiting.close()

@@ -290,6 +290,54 @@ def test_connection_limit_overrides_by_address_and_host_name():
         overrides("no-such-host.invalid:5")
 
 
+def test_listener_connection_limits_are_dynamic() -> None:
+    """``listener.name.<listener>.max.connections`` and ``.max.connection.creation.rate`` may be
+    changed at runtime, for one broker or cluster-wide (Kafka's ClusterLevelListenerConfigs),
+    over server.properties' value; DescribeConfigs shows the level in force and the others as
+    synonyms. Other listener-prefixed keys stay static."""
+    from broker.config import NetworkConfig, validate_dynamic_broker_configs
+    from broker.config_describe import ConfigSource, describe_broker
+
+    limit, rate = (
+        "listener.name.external.max.connections",
+        "listener.name.client.max.connection.creation.rate",
+    )
+    assert validate_dynamic_broker_configs({limit: "5"}, per_broker=False) == {limit: 5}
+    assert validate_dynamic_broker_configs({rate: "20"}, per_broker=True) == {rate: 20}
+    for bad in ("0", "-1", "many"):
+        with pytest.raises(ConfigError):
+            validate_dynamic_broker_configs({limit: bad}, per_broker=True)
+    with pytest.raises(ConfigError, match="Unknown broker configs"):
+        validate_dynamic_broker_configs({"listener.name.x.no.such.key": "1"}, per_broker=True)
+    with pytest.raises(ConfigError):
+        validate_dynamic_broker_configs(
+            {"listener.name.x.ssl.keystore.type": "PEM"}, per_broker=True
+        )
+    config = BrokerConfig.from_dict({limit: "9"})
+    assert NetworkConfig.from_broker(config).listener_max_connections == {"EXTERNAL": 9}
+    assert config.apply_dynamic({limit: "7", rate: "30"}, {limit: "5"}) == {limit, rate}
+    network = NetworkConfig.from_broker(config)
+    assert network.listener_max_connections == {"EXTERNAL": 5}
+    assert network.listener_creation_rates == {"CLIENT": 30}
+    entries = {e.name: e for e in describe_broker(config)}
+    assert (entries[limit].value, entries[limit].source, entries[limit].read_only) == (
+        "5",
+        ConfigSource.DYNAMIC_BROKER_CONFIG,
+        False,
+    )
+    assert entries[limit].synonyms == [
+        (limit, "5", ConfigSource.DYNAMIC_BROKER_CONFIG),
+        (limit, "7", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+        (limit, "9", ConfigSource.STATIC_BROKER_CONFIG),
+    ]
+    assert entries[rate].source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
+    # deleted dynamically: server.properties' value again, the rate gone
+    assert config.apply_dynamic({}, {}) == {limit, rate}
+    assert NetworkConfig.from_broker(config).listener_max_connections == {"EXTERNAL": 9}
+    assert NetworkConfig.from_broker(config).listener_creation_rates == {}
+    assert config.apply_dynamic({}, {}) == set()
+
+
 def test_replication_throttles_are_dynamic_only_and_listed_where_set() -> None:
     """Kafka's broker-level replication throttles (kafka-reassign-partitions --throttle sets
     them, --verify deletes them): dynamic only, longs of at least 0, listed by DescribeConfigs
