@@ -227,7 +227,8 @@ def test_raw_retry_gets_original_offset_gaps_and_old_epochs_are_rejected(fresh_b
 
 
 def test_transaction_apis_are_advertised(broker):
-    """The transaction APIs (issue 17) with the versions served; a transactional InitProducerId
+    """The transaction APIs (issue 17) with the versions served, and the transaction.version
+    feature finalized at 2; a transactional InitProducerId
     sent without FindCoordinator is answered by the coordinator's rules (NOT_COORDINATOR before
     ``__transaction_state`` exists here)."""
     client = RawClient(broker.bootstrap)
@@ -246,9 +247,13 @@ def test_transaction_apis_are_advertised(broker):
     assert advertised[ApiKey.INIT_PRODUCER_ID] == (0, 5)
     assert advertised[ApiKey.ADD_PARTITIONS_TO_TXN] == (0, 5)
     assert advertised[ApiKey.ADD_OFFSETS_TO_TXN] == (0, 4)
-    assert advertised[ApiKey.END_TXN] == (0, 4)
+    assert advertised[ApiKey.END_TXN] == (0, 5)
     assert advertised[ApiKey.WRITE_TXN_MARKERS] == (0, 2)
     assert advertised[ApiKey.TXN_OFFSET_COMMIT] == (0, 5)
     assert advertised[ApiKey.DESCRIBE_PRODUCERS] == (0, 0)
     assert advertised[ApiKey.DESCRIBE_TRANSACTIONS] == (0, 0)
-    assert advertised[ApiKey.LIST_TRANSACTIONS] == (0, 1)
+    assert advertised[ApiKey.LIST_TRANSACTIONS] == (0, 2)
+    # KIP-890 part 2: transaction version 2 finalized, as Kafka 4 does for a new cluster
+    assert [
+        (f.name, f.min_version_level, f.max_version_level) for f in versions.finalized_features
+    ] == [("transaction.version", 2, 2)]
