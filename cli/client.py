@@ -68,7 +68,7 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.DELETE_ACLS: (1, 3),
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
-    ApiKey.LIST_TRANSACTIONS: (0, 1),
+    ApiKey.LIST_TRANSACTIONS: (0, 2),
     ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
     ApiKey.DESCRIBE_PRODUCERS: (0, 0),
     ApiKey.DESCRIBE_CLIENT_QUOTAS: (0, 1),
@@ -1024,20 +1024,34 @@ class SecurityAdmin:
 
     # -- transactions (KIP-664) ----------------------------------------------------------------
 
-    def list_transactions(self, states: list[str], producer_ids: list[int]) -> list[Any]:
-        """Every broker's transactions (each answers for the ids it coordinates)."""
+    def list_transactions(
+        self, states: list[str], producer_ids: list[int], pattern: str | None = None
+    ) -> list[Any]:
+        """Every broker's transactions (each answers for the ids it coordinates); ``pattern``:
+        only the transactional ids it matches (ListTransactions v2, KIP-1152)."""
         from protocol.messages.list_transactions import ListTransactionsRequest
+
+        def ask(node: int) -> Any:
+            conn = self.client.node(node)
+            version = conn.version(ApiKey.LIST_TRANSACTIONS)
+            if pattern and version < 2:
+                raise ClientError(
+                    f"broker {node} speaks ListTransactions v{version}: a transactional id "
+                    "pattern needs v2 (KIP-1152)"
+                )
+            return conn.request(
+                ListTransactionsRequest(
+                    state_filters=states,
+                    producer_id_filters=producer_ids,
+                    duration_filter=-1,
+                    transactional_id_pattern=pattern or None,
+                ),
+                version,
+            )
 
         out = []
         for node in sorted(self.client.metadata([]).brokers):
-            body = self.client.retrying(
-                "ListTransactions",
-                lambda n=node: self.client.node(n).request(  # type: ignore[misc]
-                    ListTransactionsRequest(
-                        state_filters=states, producer_id_filters=producer_ids, duration_filter=-1
-                    )
-                ),
-            )
+            body = self.client.retrying("ListTransactions", lambda n=node: ask(n))  # type: ignore[misc]
             check(body.error_code, "ListTransactions")
             out.extend(body.transaction_states)
         return out

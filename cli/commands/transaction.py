@@ -19,10 +19,19 @@ def transaction() -> None:
 @transaction.command("list")
 @click.option("--state", "states", multiple=True, help="e.g. Ongoing, CompleteCommit")
 @click.option("--producer-id", "producer_ids", multiple=True, type=int)
+@click.option(
+    "--transactional-id-pattern",
+    "pattern",
+    help="only the ids this regular expression matches whole (RE2 syntax, as Kafka's)",
+)
 @format_option()
 @with_client
 def list_(
-    client: AdminClient, states: tuple[str, ...], producer_ids: tuple[int, ...], fmt: str
+    client: AdminClient,
+    states: tuple[str, ...],
+    producer_ids: tuple[int, ...],
+    pattern: str | None,
+    fmt: str,
 ) -> None:
     """Every transactional id of the cluster, its producer id and state."""
     rows = [
@@ -31,7 +40,7 @@ def list_(
             "producer_id": t.producer_id,
             "state": t.transaction_state,
         }
-        for t in SecurityAdmin(client).list_transactions(list(states), list(producer_ids))
+        for t in SecurityAdmin(client).list_transactions(list(states), list(producer_ids), pattern)
     ]
     rows.sort(key=lambda r: r["transactional_id"])
     emit(

@@ -244,6 +244,21 @@ def test_transaction_commands(secured: BrokerProcess) -> None:
     )
     assert listed[0]["state"] == "Ongoing" and listed[0]["producer_id"] >= 0
     assert txn_id in odradek("transaction", "list", "--state", "Ongoing", "-b", b).stdout
+    # KIP-1152: by a pattern of the transactional id (RE2 syntax, the whole id)
+    pattern = ("--transactional-id-pattern", f"{txn_id[:-2]}.*")
+    assert [t["transactional_id"] for t in as_json("transaction", "list", *pattern, "-b", b)] == [
+        txn_id
+    ]
+    assert (
+        txn_id
+        not in odradek(
+            "transaction", "list", "--transactional-id-pattern", txn_id[:-2], "-b", b
+        ).stdout
+    )
+    refused = odradek(
+        "transaction", "list", "--transactional-id-pattern", "[", "-b", b, check=False
+    )
+    assert refused.returncode != 0 and "INVALID_REGULAR_EXPRESSION" in refused.stderr
     described = as_json("transaction", "describe", txn_id, "-b", b)
     assert described["state"] == "Ongoing"
     assert described["producer_id"] == listed[0]["producer_id"]
