@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -96,12 +97,12 @@ class Run:
     def argv(self, command: str) -> list[str]:
         """The command's arguments, the installed ``odradek`` script first (for a command that
         keeps running, such as ``odradek serve``)."""
-        return [ODRADEK, *self.line(command).split()[1:]]
+        return [ODRADEK, *shlex.split(self.line(command))[1:]]
 
     def run(self, command: str) -> subprocess.CompletedProcess[str]:
         line, redirect, output = self.line(command).partition(" > ")
         result = subprocess.run(
-            [ODRADEK, *line.split()[1:]],
+            [ODRADEK, *shlex.split(line)[1:]],  # quoted as a shell reads them
             capture_output=True,
             text=True,
             timeout=120,
@@ -439,6 +440,9 @@ CHECKS: dict[str, Callable[[Result, Run], None]] = {
     ),
     "odradek quota describe -b HOST:PORT": quota_describe,
     "odradek transaction list -b HOST:PORT": says("no transactions"),
+    "odradek transaction list --transactional-id-pattern 'billing-.*' -b HOST:PORT": says(
+        "no transactions"
+    ),
     "odradek transaction describe-producers --topic orders -b HOST:PORT": producers,
     "odradek check-log DATA": healthy("DATA"),
     "odradek leader-election --election-type preferred --all-topic-partitions -b HOST:PORT": says(
