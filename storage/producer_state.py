@@ -131,7 +131,9 @@ class VerificationGuard:
     and the append must present the same token (:meth:`ProducerStateManager.
     maybe_start_verification`): a marker or another transactional batch of the producer
     written meanwhile drops the token, so a verification answered for an older transaction
-    never starts a new one."""
+    never starts a new one. The one marker that keeps it is the bumped-epoch marker ending an
+    older transaction that was open when the verification started (transaction version 2:
+    the verification is for the next transaction)."""
 
     __slots__ = ()
 
@@ -152,6 +154,10 @@ class VerificationStateEntry:
     guard: VerificationGuard
     lowest_sequence: int
     epoch: int
+    #: the epoch of an older transaction of the producer open here when the verification
+    #: started (-1: none): transaction version 2 starts the next transaction with a bumped
+    #: epoch before the ended one's marker arrives, and that marker must not void it
+    behind: int = -1
 
     def update(self, sequence: int, epoch: int) -> None:
         """Kafka's ``maybeUpdateLowestSequenceAndEpoch``."""
@@ -532,8 +538,19 @@ class ProducerStateManager:
         """Ends the producer's ongoing transaction (Kafka's ``appendEndTxnMarker`` and
         ``completeTxn``): an abort goes to the ``.txnindex`` of the segment holding the marker."""
         pid = header.producer_id
-        if self.verifications:
-            self.verifications.pop(pid, None)
+        verifying = self.verifications.get(pid) if self.verifications else None
+        if verifying is not None:
+            if (
+                0 <= verifying.behind < header.producer_epoch == verifying.epoch
+                and pid in self.ongoing
+            ):
+                # the bumped-epoch marker that ends the older transaction (transaction version
+                # 2): the verification is for the next one, and still holds
+                verifying.behind = -1
+            else:
+                # a transaction ended meanwhile: a verification answered for it must not start
+                # a new one (the ABA case the guard exists for)
+                del self.verifications[pid]
         entry = self.producers.get(pid)
         if entry is None:
             entry = ProducerStateEntry(pid)
@@ -590,6 +607,9 @@ class ProducerStateManager:
                 self.verifications[producer_id] = entry
             else:
                 entry.update(sequence, epoch)
+            producer = self.producers.get(producer_id)
+            if producer_id in self.ongoing and producer is not None:
+                entry.behind = producer.producer_epoch
             return entry.guard
 
     def _in_transaction(self, producer_id: int, epoch: int) -> bool:

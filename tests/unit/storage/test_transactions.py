@@ -223,16 +223,27 @@ def test_kip890_v2_a_later_epoch_starts_the_next_transaction(tmp_path):
             leader_epoch=0,
             verification=UNVERIFIED,
         )
-    marker(plog, 1, True, epoch=1)  # the ended transaction's marker, with the bumped epoch
+    # the ended transaction's marker, with the bumped epoch, arrives while the next
+    # transaction's batch is being added: its verification still holds
+    marker(plog, 1, True, epoch=1)
     assert state.ongoing == {}
-    guard = state.maybe_start_verification(1, 0, 1)
-    assert guard is not None
+    assert state.maybe_start_verification(1, 0, 1) is guard
     appended = plog.append(
         make_batch(2, producer_id=1, producer_epoch=1, base_sequence=0, transactional=True),
         leader_epoch=0,
         verification=guard,
     )
     assert state.ongoing == {1: appended.first_offset}
+    # a later marker (that transaction's own end) voids a verification in progress
+    marker(plog, 1, False, epoch=2)
+    stale = state.maybe_start_verification(1, 2, 2)
+    marker(plog, 1, False, epoch=3)
+    with pytest.raises(InvalidTxnState):
+        plog.append(
+            make_batch(1, producer_id=1, producer_epoch=2, base_sequence=2, transactional=True),
+            leader_epoch=0,
+            verification=stale,
+        )
 
 
 def test_a_new_segments_transaction_index_is_not_read_from_disk(tmp_path, monkeypatch):
