@@ -27,7 +27,7 @@ from broker.coordinators.verification import TopicPartition, TransactionVerifier
 from broker.metrics import MetricSamples
 from coordination.metadata.view import TRANSACTION_STATE_TOPIC, ClusterView
 from coordination.txn.coordinator import TransactionCoordinator
-from coordination.txn.metadata import TxnConfig
+from coordination.txn.metadata import TV_2, TxnConfig
 from protocol.error_codes import ErrorCode
 
 
@@ -116,7 +116,7 @@ class TransactionService:
                 lambda code: callback(
                     {} if code == ErrorCode.NONE else dict.fromkeys(partitions, code)
                 ),
-                client_transaction_version=2,
+                client_transaction_version=TV_2,
             )
         else:
             answers = coordinator.verify_partitions(

@@ -19,6 +19,7 @@ from broker.coordinators.scheduler import Answer
 from broker.dispatch import Later, RequestContext
 from broker.handlers._txn import fenced_for, transactions
 from broker.registry import error_response, handler
+from coordination.txn.metadata import TV_2
 from protocol.acl import CLUSTER_NAME, AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
@@ -106,7 +107,7 @@ def _one(
         lambda code: answer(dict.fromkeys(tps, fenced_for(code, version, 2))),
         # a broker adding them is a partition leader serving a producer of transaction
         # version 2 (Kafka's TransactionVersion.transactionVersionForAddPartitionsToTxn)
-        client_transaction_version=2 if version >= 4 else 0,
+        client_transaction_version=TV_2 if version >= 4 else 0,
     )
     return answer
 

@@ -14,6 +14,7 @@ from broker.coordinators.scheduler import Answer
 from broker.dispatch import Later, RequestContext
 from broker.handlers._txn import fenced_for, respond, transactions
 from broker.registry import error_response, handler
+from coordination.txn.metadata import TV_2
 from coordination.txn.shard import TxnResult
 from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
@@ -32,7 +33,7 @@ def handle_end_txn(ctx: RequestContext, request: EndTxnRequest) -> EndTxnRespons
         request.producer_epoch,
         request.committed,
         answer,
-        client_transaction_version=2 if version >= 5 else 0,
+        client_transaction_version=TV_2 if version >= 5 else 0,
     )
     return respond(
         answer,

@@ -56,6 +56,7 @@ from broker.replication.delayed_produce import ProducePartitionStatus
 from broker.replication.txn_verification import ProduceVerification
 from coordination.errors import KafkaApiError
 from coordination.metadata.view import INTERNAL_TOPICS
+from coordination.txn.metadata import TV_2
 from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
@@ -108,7 +109,7 @@ def _start_verification(
     # KIP-890 part 2: Produce v12+ is a producer of transaction version 2, which sent no
     # AddPartitionsToTxn (Kafka's produceRequestVersionToTransactionSupportedOperation): its
     # partitions are added whatever the verification switch says, or no marker would end them
-    add = ctx.api_version >= 12 and ctx.services.config["transaction.version"] >= 2
+    add = ctx.api_version >= 12 and ctx.services.config["transaction.version"] >= TV_2
     # a dynamic broker config (Kafka's ProducerStateManagerConfig): read at each request
     if not add and not ctx.services.config["transaction.partition.verification.enable"]:
         return None

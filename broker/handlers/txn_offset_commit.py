@@ -26,6 +26,7 @@ from broker.handlers._txn import respond
 from broker.registry import error_response, handler
 from coordination.group.metadata import OffsetAndMetadata
 from coordination.metadata.view import OFFSETS_TOPIC
+from coordination.txn.metadata import TV_2
 from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
@@ -112,7 +113,7 @@ def handle_txn_offset_commit(
 
     service = ctx.services.transactions
     config = ctx.services.config
-    add = version >= 5 and config["transaction.version"] >= 2
+    add = version >= 5 and config["transaction.version"] >= TV_2
     if service is None or not (add or config["transaction.partition.verification.enable"]):
         commit()
         return respond(answer, build)

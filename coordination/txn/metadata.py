@@ -31,6 +31,11 @@ SHORT_MAX = 32767
 MAX_PRODUCER_EPOCH = SHORT_MAX - 1
 
 
+#: the transaction version of KIP-890 part 2 (Kafka's ``TransactionVersion.TV_2``): partitions
+#: added by their leaders, an epoch bump with every EndTxn
+TV_2 = 2
+
+
 def is_epoch_exhausted(producer_epoch: int) -> bool:
     """Kafka's ``TransactionMetadata.isEpochExhausted``."""
     return producer_epoch >= MAX_PRODUCER_EPOCH

@@ -51,6 +51,7 @@ from coordination.txn.metadata import (
     NO_PRODUCER_ID,
     PREPARE_STATES,
     SHORT_MAX,
+    TV_2,
     TopicPartition,
     TransactionMetadata,
     TxnConfig,
@@ -70,8 +71,6 @@ log = logging.getLogger(__name__)
 
 #: delay before retrying the Complete write after a failed one
 RETRY_COMPLETE_MS = 500
-#: the transaction version whose EndTxn bumps the epoch (Kafka's ``TransactionVersion.TV_2``)
-TV_2 = 2
 
 
 class TxnResult(NamedTuple):
