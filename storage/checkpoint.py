@@ -110,8 +110,9 @@ def uuid_from_kafka_string(text: str) -> uuid.UUID:
 
 
 def write_partition_metadata(path: Path, topic_id: uuid.UUID, *, fsync: bool = True) -> None:
-    """``partition.metadata``: ``version: 0`` and ``topic_id: <base64 uuid>``."""
-    text = f"version: 0\ntopic_id: {uuid_to_kafka_string(topic_id)}\n"
+    """``partition.metadata``: ``version: 0`` and ``topic_id: <base64 uuid>``, the second line
+    without a newline, byte for byte as Kafka's PartitionMetadataFile writes it."""
+    text = f"version: 0\ntopic_id: {uuid_to_kafka_string(topic_id)}"
     write_atomically(path, text.encode("ascii"), fsync=fsync)
 
 
