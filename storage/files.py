@@ -20,9 +20,12 @@ import ctypes.util
 import os
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
+
+_A = TypeVar("_A")
+_R = TypeVar("_R")
 
 LOG_FILE_SUFFIX: Final = ".log"
 INDEX_FILE_SUFFIX: Final = ".index"
@@ -140,6 +143,26 @@ def deferred_sync() -> Iterator[None]:
             if device not in synced:
                 sync_filesystem(directory)
                 synced.add(device)
+
+
+def sharing_deferred_sync(fn: Callable[[_A], _R]) -> Callable[[_A], _R]:
+    """``fn``, made to run on another thread (a pool's) inside this thread's
+    :func:`deferred_sync` block: the fsyncs it skips are owed by that block, whose end makes
+    them durable. ``fn`` itself when no block is open here. Call the result only while the
+    block is open."""
+    dirs: set[Path] | None = getattr(_DEFERRED, "dirs", None)
+    if dirs is None:
+        return fn
+
+    def run(arg: _A) -> _R:
+        outer = getattr(_DEFERRED, "dirs", None)
+        _DEFERRED.dirs = dirs
+        try:
+            return fn(arg)
+        finally:
+            _DEFERRED.dirs = outer
+
+    return run
 
 
 def _deferring(directory: Path) -> bool:

@@ -161,6 +161,8 @@ def load_log(
     """
     report = report if report is not None else RecoveryReport()
     topic, partition = files.parse_log_dir_name(directory.name)
+    #: a directory made here: no file to read, clean or recover in it
+    fresh = not directory.exists()
     directory.mkdir(parents=True, exist_ok=True)
     now = clock()
 
@@ -272,7 +274,10 @@ def load_log(
     # which every load truncates again (Kafka flushes this truncation in the background:
     # LeaderEpochFileCache.truncateFromEndAsyncFlush). An empty log loses its one entry here at
     # each start, so an fsync per empty partition made a restart of thousands of them slow.
-    epoch_cache.flush(fsync=False)
+    # A fresh log's empty checkpoint is left to its first epoch (a leader's, at once): writing
+    # it empty first made one more file for each partition of a new topic
+    if not fresh:
+        epoch_cache.flush(fsync=False)
 
     partition_log = PartitionLog(
         directory,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import logging
 import os
@@ -26,7 +27,12 @@ from storage.checkpoint import (
 )
 from storage.cleaner import LogCleaner
 from storage.config import LogConfig, LogManagerConfig
-from storage.errors import InconsistentBrokerMetadata, KafkaStorageError, LogDirInUse
+from storage.errors import (
+    InconsistentBrokerMetadata,
+    KafkaStorageError,
+    LogDirInUse,
+    StorageError,
+)
 from storage.loader import RecoveryReport, load_log
 from storage.log import PartitionLog
 from storage.util import now_ms
@@ -50,7 +56,10 @@ class LogManager:
     recovery point; checkpoints are replaced atomically, so they are old or new, never torn.
 
     Thread-safety: no threads of its own. :meth:`get_log` is lock-free; creating, deleting and
-    reconfiguring logs take the manager's lock. The periodic methods (:meth:`run_periodic` or
+    reconfiguring logs take the manager's lock, but a log's files are made outside it, so that
+    threads create different logs at once (one log asked for twice is made once; a log is
+    published only once made). The caller orders the creation and deletion of one partition.
+    The periodic methods (:meth:`run_periodic` or
     the individual ones) are meant for one broker thread at a time; they may run while network
     threads append and read.
     """
@@ -81,6 +90,9 @@ class LogManager:
         self._lock = threading.RLock()
         self._logs: dict[TopicPartition, PartitionLog] = {}
         self._log_dir_of: dict[TopicPartition, Path] = {}
+        #: logs being created outside the lock (get_or_create_log): their dir, and an event
+        #: set once they are made or failed
+        self._creating: dict[TopicPartition, tuple[Path, threading.Event]] = {}
         self._lock_fds: list[int] = []
         #: log dirs taken offline after an I/O error (Kafka's LogDirFailureChannel): their logs
         #: stay out of every periodic task and checkpoint until a restart recovers them
@@ -352,39 +364,64 @@ class LogManager:
         """The log of (topic, partition), created if missing. ``config_overrides`` (Kafka topic
         keys) become the topic's overrides when given. ``topic_id`` is written to
         ``partition.metadata`` (InconsistentTopicId if it names another id)."""
-        existing = self._logs.get((topic, partition))
+        tp = (topic, partition)
+        existing = self._logs.get(tp)
         if existing is not None and config_overrides is None:
             if topic_id is not None and existing.topic_id != topic_id:
                 existing.write_partition_metadata(topic_id)
             return existing
-        with self._lock:
-            self._require_started()
-            if config_overrides is not None and self._overrides.get(topic, {}) != dict(
-                config_overrides
-            ):
-                if config_overrides:
-                    self._overrides[topic] = dict(config_overrides)
-                else:
-                    self._overrides.pop(topic, None)
-                self._apply_topic_config(topic)
-            existing = self._logs.get((topic, partition))
-            if existing is not None:
-                if topic_id is not None and existing.topic_id != topic_id:
-                    existing.write_partition_metadata(topic_id)
-                return existing
-            log_dir = self._choose_log_dir()
-            directory = log_dir / files.log_dir_name(topic, partition)
+        while True:
+            with self._lock:
+                self._require_started()
+                if config_overrides is not None and self._overrides.get(topic, {}) != dict(
+                    config_overrides
+                ):
+                    if config_overrides:
+                        self._overrides[topic] = dict(config_overrides)
+                    else:
+                        self._overrides.pop(topic, None)
+                    self._apply_topic_config(topic)
+                existing = self._logs.get(tp)
+                if existing is not None:
+                    if topic_id is not None and existing.topic_id != topic_id:
+                        existing.write_partition_metadata(topic_id)
+                    return existing
+                pending = self._creating.get(tp)
+                if pending is None:
+                    log_dir = self._choose_log_dir()
+                    done = threading.Event()
+                    self._creating[tp] = (log_dir, done)
+                    config = self._config_for(topic)
+                    break
+            # another thread is creating this log: take it once made (or try again)
+            pending[1].wait()
+        # the files are made outside the lock, so that a pool of threads creates the logs of
+        # a large topic at once (ReplicaManager): creating a file is time in the kernel
+        directory = log_dir / files.log_dir_name(topic, partition)
+        try:
             partition_log = load_log(
-                directory,
-                self._config_for(topic),
-                had_clean_shutdown=True,
-                topic_id=topic_id,
-                clock=self.clock,
+                directory, config, had_clean_shutdown=True, topic_id=topic_id, clock=self.clock
             )
-            self._logs[(topic, partition)] = partition_log
-            self._log_dir_of[(topic, partition)] = log_dir
-            log.info("created log %s in %s", directory.name, log_dir)
-            return partition_log
+        except BaseException:
+            with self._lock:
+                del self._creating[tp]
+            done.set()
+            raise
+        with self._lock:
+            del self._creating[tp]
+            kept = self._started and log_dir not in self._offline_dirs
+            if kept:
+                self._logs[tp] = partition_log
+                self._log_dir_of[tp] = log_dir
+        done.set()
+        if not kept:  # the dir failed meanwhile, or the broker is shutting down
+            with contextlib.suppress(OSError, StorageError):
+                partition_log.close()
+            raise KafkaStorageError(
+                f"{log_dir} went offline or closed while {directory.name} was made there"
+            )
+        log.info("created log %s in %s", directory.name, log_dir)
+        return partition_log
 
     def create_log(
         self,
@@ -500,6 +537,9 @@ class LogManager:
             return online[0]
         counts = dict.fromkeys(online, 0)
         for d in self._log_dir_of.values():
+            if d in counts:
+                counts[d] += 1
+        for d, _ in self._creating.values():
             if d in counts:
                 counts[d] += 1
         return min(online, key=lambda d: counts[d])

@@ -73,3 +73,32 @@ def test_deferred_sync_turns_many_fsyncs_into_one_flush(tmp_path, monkeypatch):
     assert fsyncs == [] and len(flushed) == 1  # one file system
     files.write_atomically(tmp_path / "after", b"y")  # outside a block: fsynced as before
     assert len(fsyncs) == 2  # the file and its directory
+
+
+def test_a_pool_thread_shares_the_deferred_sync_block(tmp_path, monkeypatch):
+    """A function wrapped inside a block defers its fsyncs to that block when a pool's thread
+    runs it: nothing is fsynced, and the block's end flushes what the threads wrote."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    fsyncs: list[int] = []
+    flushed: list[str] = []
+    real_fsync = files.os.fsync
+    monkeypatch.setattr(files.os, "fsync", lambda fd: (fsyncs.append(fd), real_fsync(fd)))
+    monkeypatch.setattr(files, "sync_filesystem", lambda d: flushed.append(str(d)))
+
+    def write(i: int) -> int:
+        directory = tmp_path / f"t-{i}"
+        directory.mkdir()
+        files.write_atomically(directory / "partition.metadata", b"x")
+        return i
+
+    assert files.sharing_deferred_sync(write) is write  # no block open: nothing to share
+    with files.deferred_sync():
+        with ThreadPoolExecutor(4) as pool:
+            assert list(pool.map(files.sharing_deferred_sync(write), range(16))) == list(range(16))
+        assert fsyncs == [] and flushed == []
+    assert fsyncs == [] and len(flushed) == 1
+    # the pool's threads left no block open behind them
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(write, 99).result()
+    assert len(fsyncs) == 2

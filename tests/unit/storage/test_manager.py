@@ -208,3 +208,90 @@ def test_dirs_go_offline_one_at_a_time_until_none_is_left(tmp_path):
     m.mark_dir_offline(b, "disk full")
     assert m.all_offline
     assert m.offline_dirs == {a.absolute(): "disk full", b.absolute(): "disk full"}
+
+
+def test_logs_are_created_by_many_threads_at_once(tmp_path):
+    """get_or_create_log makes the files outside the manager's lock: threads create the logs
+    of a large topic together, spread over the dirs as if one after another, and two threads
+    asking for one partition get one log. A new log has no leader-epoch-checkpoint until its
+    first epoch."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    m = manager(dirs)
+    topic_id = uuid.uuid4()
+    with ThreadPoolExecutor(8) as pool:
+        logs = list(
+            pool.map(lambda p: m.get_or_create_log("t", p % 40, topic_id=topic_id), range(80))
+        )
+    assert [lg.partition for lg in logs] == [p % 40 for p in range(80)]
+    assert all(logs[p] is logs[p + 40] for p in range(40))
+    assert sorted(len([n for n in os.listdir(d) if n.startswith("t-")]) for d in dirs) == [20, 20]
+    directory = logs[0].directory
+    assert not (directory / files.LEADER_EPOCH_CHECKPOINT).exists()
+    assert read_partition_metadata(directory / files.PARTITION_METADATA_FILE) == topic_id
+    logs[0].assign_epoch_start_offset(3)
+    assert (directory / files.LEADER_EPOCH_CHECKPOINT).read_text() == "0\n1\n3 0\n"
+    m.shutdown()
+
+
+def test_a_log_being_created_is_waited_for_and_a_failure_is_not_kept(tmp_path, monkeypatch):
+    import threading
+
+    from storage import manager as manager_module
+
+    m = manager([tmp_path])
+    real_load = manager_module.load_log
+    entered, release = threading.Event(), threading.Event()
+    calls: list[str] = []
+
+    def slow_load(directory, *args, **kw):
+        calls.append(directory.name)
+        if directory.name == "t-0":
+            entered.set()
+            release.wait()
+        if directory.name == "t-1" and calls.count("t-1") == 1:
+            raise OSError(28, "No space left on device")
+        return real_load(directory, *args, **kw)
+
+    monkeypatch.setattr(manager_module, "load_log", slow_load)
+    got: list[object] = []
+    first = threading.Thread(target=lambda: got.append(m.get_or_create_log("t", 0)))
+    first.start()
+    assert entered.wait(10)
+    second = threading.Thread(target=lambda: got.append(m.get_or_create_log("t", 0)))
+    second.start()
+    assert m.get_log("t", 0) is None  # not published while its files are being made
+    release.set()
+    first.join(10)
+    second.join(10)
+    assert len(got) == 2 and got[0] is got[1] and calls.count("t-0") == 1
+    # a failed creation leaves nothing behind: the next call makes the log
+    with pytest.raises(OSError):
+        m.get_or_create_log("t", 1)
+    assert m.get_log("t", 1) is None
+    assert m.get_or_create_log("t", 1).partition == 1
+    m.shutdown()
+
+
+def test_a_log_made_while_its_dir_goes_offline_is_not_kept(tmp_path, monkeypatch):
+    from storage import manager as manager_module
+    from storage.errors import KafkaStorageError
+
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    m = manager(dirs)
+    real_load = manager_module.load_log
+
+    def failing_dir(directory, *args, **kw):
+        made = real_load(directory, *args, **kw)
+        m.mark_dir_offline(directory.parent, "I/O error")
+        return made
+
+    monkeypatch.setattr(manager_module, "load_log", failing_dir)
+    with pytest.raises(KafkaStorageError):
+        m.get_or_create_log("t", 0)
+    assert m.get_log("t", 0) is None
+    monkeypatch.setattr(manager_module, "load_log", real_load)
+    assert m.log_dir_of("t", 0) is None
+    assert m.get_or_create_log("t", 0).directory.parent not in m.offline_dirs
+    m.shutdown()
