@@ -15,9 +15,11 @@ and consumed: the JVM compiles Kafka's hot paths in its first seconds). Clients 
 confluent-kafka, each in its own process.
 
 * **create**: the time each topic takes to create (CreateTopics, then CreatePartitions above
-  5,000 as below) until Metadata names a leader for every partition, and until a record
-  produced to its last partition is acknowledged (the client retrying meanwhile: Kafka
-  publishes leaders before its broker has made the logs);
+  5,000 as below) until Metadata names a leader for every partition, until a record produced
+  to its last partition is acknowledged, and until one produced to every partition is (the
+  client retrying meanwhile: Kafka answers and publishes leaders before its broker has made
+  the logs, then makes them one after another, so its last partition may be usable long
+  before all are); the consume workload reads these records too;
 * **produce**: ``--records`` 100 B records spread evenly over the topic's partitions, in
   batches of ``--batch`` records whatever the partition count (``batch.num.messages``, a long
   ``linger.ms``), on a 10-partition topic and on a ``--partitions`` topic: throughput and broker
@@ -34,10 +36,11 @@ confluent-kafka, each in its own process.
   stop (SIGTERM) and after SIGKILL, the time from process start until the broker answers
   Metadata for every partition of the topic, and until a produce and a fetch on it work
   (retried until they do), with the broker's CPU seconds meanwhile. With ``--segments 2`` every
-  partition has two segments (a second round of records lands after ``segment.ms`` has passed,
-  so every partition rolls once). Kafka keeps every segment's ``.log`` file open: when the
-  open-file limit (raised toward Kafka's recommended 100,000 where the process may) cannot hold
-  two per partition, the default is one segment, on both brokers. The log dirs' file counts and
+  partition has two segments (the topic's ``segment.ms`` is set to 20 s, and a second round of
+  records lands after it has passed, so every partition rolls once). Kafka keeps every
+  segment's ``.log`` file open: when the open-file limit (raised toward Kafka's recommended
+  100,000 where the process may) cannot hold two per partition, the default is one segment, on
+  both brokers. The log dirs' file counts and
   each broker's open files are printed. ``--no-startup`` skips this part (for both brokers).
 
 A topic of more than 5,000 partitions is created with 5,000 and grown with CreatePartitions in
@@ -88,7 +91,8 @@ from tests.support.ports import free_port  # noqa: E402
 WORKER = r"""
 import json, sys, time
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry,
+                                   ConfigResource, NewPartitions, NewTopic)
 
 mode, bootstrap, topic, partitions, count, batch = sys.argv[1:7]
 partitions, count, batch = int(partitions), int(count), int(batch)
@@ -99,8 +103,7 @@ if mode == "create":
     admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 300000})
     t0 = time.perf_counter()
     n = min(partitions, STEP)
-    admin.create_topics([NewTopic(topic, n, 1, config={"segment.ms": "20000"})],
-                        request_timeout=300)[topic].result(300)
+    admin.create_topics([NewTopic(topic, n, 1)], request_timeout=300)[topic].result(300)
     while n < partitions:
         n = min(partitions, n + STEP)
         admin.create_partitions([NewPartitions(topic, n)], request_timeout=300)[topic].result(300)
@@ -115,7 +118,25 @@ if mode == "create":
     p = Producer({"bootstrap.servers": bootstrap, "acks": 1, "enable.metrics.push": False})
     p.produce(topic, b"first", partition=partitions - 1)
     p.flush(300)
-    print(json.dumps({"leaders": leaders, "usable": time.perf_counter() - t0}))
+    usable = time.perf_counter() - t0
+    # every log made: a record to each partition acknowledged (Kafka publishes leaders, and
+    # answers, before its broker has made the logs, then makes them one by one)
+    failed = []
+    for part in range(partitions):
+        p.produce(topic, b"every", partition=part,
+                  on_delivery=lambda err, msg: err is not None and failed.append(err))
+        p.poll(0)
+    p.flush(600)
+    print(json.dumps({"leaders": leaders, "usable": usable, "every": time.perf_counter() - t0,
+                      "records": partitions + 1, "failed": len(failed)}))
+elif mode == "roll-soon":
+    # segment.ms 20 s, so that the next records, 20 s on, roll every partition's segment (set
+    # only now: the records the create wrote would roll them during the measured produce)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    change = ConfigResource("TOPIC", topic, incremental_configs=[
+        ConfigEntry("segment.ms", "20000", incremental_operation=AlterConfigOpType.SET)])
+    admin.incremental_alter_configs([change])[change].result(60)
+    print(json.dumps({}))
 elif mode == "produce":
     p = Producer({"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 5000,
                   "batch.num.messages": batch, "batch.size": 16 * 1024 * 1024,
@@ -373,6 +394,8 @@ def measure_startup(targets: list[Target], big_topic: str, partitions: int, segm
     ``segments`` is 2)."""
     if segments == 2:
         # a second segment for every partition of the big topic: segment.ms (20 s) passes
+        for t in targets:
+            worker("roll-soon", t.bootstrap, big_topic, partitions, 0, 1)
         time.sleep(21)
         for t in targets:
             worker("produce", t.bootstrap, big_topic, partitions, partitions, 1)
@@ -517,14 +540,18 @@ def main(argv: list[str] | None = None) -> None:
             worker("consume", t.bootstrap, "warm-up", 10, got, args.batch)
         for n in (10, args.partitions):
             topic = f"scale-{n}"
+            created: dict[str, int] = {}
             for t in targets:
                 made = worker("create", t.bootstrap, topic, n, 0, args.batch)
                 print(
                     f"  create, {n} partitions{'':<10} {t.name:<8} {made['leaders']:>8.1f} s until "
                     f"Metadata has every leader, {made['usable']:.1f} s until a record produced "
-                    "to the last partition is acknowledged",
+                    f"to the last partition is acknowledged, {made['every']:.1f} s until one "
+                    f"produced to every partition is"
+                    + (f" ({made['failed']} failed)" if made["failed"] else ""),
                     flush=True,
                 )
+                created[t.name] = made["records"]
             produced: dict[str, int] = {}
             for kind in ("produce", "consume"):
                 workload = f"{kind}, {n} partitions"
@@ -553,8 +580,9 @@ def main(argv: list[str] | None = None) -> None:
                         if r0 is not None and r1 is not None:
                             answered[t.name].append(counted(r0, r1))
                         if kind == "produce":
-                            produced[t.name] = out["records"]
-                        m = produced[t.name] / 1e6
+                            # the records the create added are read back too
+                            produced[t.name] = out["records"] + created[t.name]
+                        m = out["records"] / 1e6
                         runs[t.name].append((out["records"] / out["seconds"], cpu / m))
                         print(
                             f"  {workload:<28} {t.name:<8} {runs[t.name][-1][0]:>12,.0f} "
