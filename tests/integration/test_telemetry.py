@@ -194,3 +194,34 @@ def test_telemetry_apis_are_advertised_only_with_the_metrics_endpoint(
         with connect(proc.bootstrap) as sock:
             keys = {a.api_key for a in call(sock, api_versions(), 3).api_keys}
         assert keys & telemetry == expected
+
+
+def test_kafka_client_metrics_tool_lists_and_describes_subscriptions(
+    telemetry_broker: BrokerProcess,
+) -> None:
+    """Kafka 4.x's kafka-client-metrics: --alter writes a subscription, --list names every
+    subscription (ListConfigResources v1, as ListClientMetricsResources before it), --describe
+    without a name describes each one listed."""
+    from tests.support.kafka_reference import kraft_version, run_tool
+
+    tool = "org.apache.kafka.tools.ClientMetricsCommand"
+    version = kraft_version()
+    boot = ("--bootstrap-server", telemetry_broker.bootstrap)
+    names = [f"tool-{uuid.uuid4().hex[:6]}-{i}" for i in range(2)]
+    for name, interval in zip(names, ("2000", "5000"), strict=True):
+        out = run_tool(
+            version, tool, *boot, "--alter", "--name", name,
+            "--metrics", "org.apache.kafka.producer.", "--interval", interval,
+        ).stdout  # fmt: skip
+        assert out.strip() == f"Altered client metrics config for {name}."
+    listed = run_tool(version, tool, *boot, "--list").stdout.split()
+    assert [n for n in listed if n in names] == names
+    described = run_tool(version, tool, *boot, "--describe").stdout
+    for name, interval in zip(names, ("2000", "5000"), strict=True):
+        assert (
+            f"Client metrics configs for {name} are:\n  interval.ms={interval}\n  match=\n"
+            "  metrics=org.apache.kafka.producer.\n"
+        ) in described
+    for name in names:
+        run_tool(version, tool, *boot, "--delete", "--name", name)
+    assert not set(run_tool(version, tool, *boot, "--list").stdout.split()) & set(names)

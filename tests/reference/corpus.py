@@ -111,6 +111,7 @@ from protocol.messages.incremental_alter_configs import IncrementalAlterConfigsR
 from protocol.messages.init_producer_id import InitProducerIdRequest
 from protocol.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
 from protocol.messages.leave_group import LeaveGroupRequest, MemberIdentity
+from protocol.messages.list_config_resources import ListConfigResourcesRequest
 from protocol.messages.list_groups import ListGroupsRequest
 from protocol.messages.list_offsets import (
     ListOffsetsPartition,
@@ -4448,6 +4449,54 @@ def telemetry_scenarios(prefix: str) -> list[Scenario]:
             ),
         ],
     )
+    # ListConfigResources (v0: ListClientMetricsResources; v1: KIP-1142's resource types): the
+    # scenario's own subscription and topics, and the brokers, by type in Kafka's order
+    listed_sub, listed_topic = f"{p}-listed-sub", f"{p}-listed"
+
+    def listed(types: list[int] | None, version: int, label: str) -> Exchange:
+        def mine(answer: Any) -> Any:
+            return {
+                **answer,
+                "config_resources": [
+                    r
+                    for r in answer["config_resources"]
+                    if r["resource_name"].startswith(p) or r["resource_name"].isdigit()
+                ],
+            }
+
+        return Exchange(
+            ListConfigResourcesRequest(resource_types=types or []),
+            version,
+            project=mine,
+            label=label,
+        )
+
+    for v in versions(ApiKey.LIST_CONFIG_RESOURCES):
+        assert v <= 1, f"ListConfigResources v{v}: extend the scenario"
+        exchanges = [
+            setup_topic(f"{listed_topic}{v}-b"),
+            setup_topic(f"{listed_topic}{v}-a", **{"retention.ms": "100000"}),
+            client_metrics_subscription(f"{listed_sub}{v}", [("metrics", SET, "*")]),
+            listed(None, v, "every type" if v else "client metrics subscriptions"),
+        ]
+        if v >= 1:
+            exchanges += [
+                listed([TOPIC_RESOURCE], v, "topics"),
+                listed([BROKER_RESOURCE], v, "brokers"),
+                listed([BROKER_LOGGER_RESOURCE], v, "broker loggers"),
+                listed([CLIENT_METRICS_RESOURCE], v, "client metrics"),
+                listed([32], v, "groups with configs: none"),
+                listed([TOPIC_RESOURCE, CLIENT_METRICS_RESOURCE], v, "two types, Kafka's order"),
+                listed([TOPIC_RESOURCE, TOPIC_RESOURCE], v, "a type twice"),
+                listed([1], v, "ANY: unsupported"),
+                listed([0], v, "UNKNOWN: unsupported"),
+                listed([64], v, "an unknown number: unsupported"),
+                listed([TOPIC_RESOURCE, -1], v, "a known and an unknown type"),
+            ]
+        exchanges.append(
+            client_metrics_subscription(f"{listed_sub}{v}", [("metrics", DELETE, None)])
+        )
+        add(f"list-config-resources/v{v}", exchanges)
     return out
 
 

@@ -215,6 +215,9 @@ _SORT_KEYS = (
     "node_id",
     # a quota entity's components (a map to Kafka, which answers them in its map's order)
     "entity_type",
+    # ListConfigResources' topics (Kafka lists its metadata's topic set in hash order; a sort
+    # is stable, so a name two types share, a broker's id, keeps the types' order)
+    "resource_name",
 )
 
 
