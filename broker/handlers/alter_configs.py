@@ -1,9 +1,10 @@
 """AlterConfigs (replace a resource's whole config) and IncrementalAlterConfigs (SET, DELETE,
-APPEND, SUBTRACT per key) on topics, brokers and broker loggers.
+APPEND, SUBTRACT per key) on topics, brokers, broker loggers, client metrics subscriptions and
+groups.
 
-AlterConfigs, as Kafka's ``ConfigAdminManager.preprocess`` does, first refuses with
-INVALID_REQUEST a resource named twice, a key given twice, a key without a value, and BROKER_LOGGER
-resources (IncrementalAlterConfigs only, KIP-412).
+Both, as Kafka's ``ConfigAdminManager.preprocess`` does, first refuse with INVALID_REQUEST a
+resource named twice, a key given twice and a key without a value (but in a DELETE); AlterConfigs
+also BROKER_LOGGER resources (IncrementalAlterConfigs only, KIP-412).
 
 * TOPIC: the topic's overrides, checked and stored in the metadata store.
 * BROKER: dynamic broker configs (:mod:`broker.dynamic_config`): the resource name ``""`` is the
@@ -17,6 +18,8 @@ resources (IncrementalAlterConfigs only, KIP-412).
   ``match``; :mod:`broker.telemetry`), checked as Kafka checks it and kept by the metadata store
   (in ZooKeeper under ``/config/client-metrics``); removing every key removes the subscription.
   ALTER_CONFIGS on the cluster is needed.
+* GROUP: a group's own configs (KIP-848: :mod:`broker.group_configs`), for any group id, kept by
+  the metadata store (in ZooKeeper under ``/config/groups``). ALTER_CONFIGS on the group.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from broker.config import (
 from broker.config_describe import ConfigResourceType
 from broker.dispatch import AuthorizationFailed, RequestContext
 from broker.dynamic_config import values_in_force
+from broker.group_configs import check_group_key, validate_group_configs
 from broker.registry import error_response, handler
 from broker.telemetry import CONFIG_NAMES as CLIENT_METRICS_CONFIGS
 from broker.telemetry import parse_subscription
@@ -101,6 +105,15 @@ def _alter(
             parse_subscription(name, configs)
             if not validate_only:
                 broker.metadata.set_client_metrics_configs(name, configs)
+        elif resource.resource_type == ConfigResourceType.GROUP:
+            name = resource.resource_name
+            if not name:
+                raise InvalidRequest("Default group resources are not allowed.")
+            ctx.require(AclOperation.ALTER_CONFIGS, ResourceType.GROUP, name)
+            configs = new_configs(dict(broker.metadata.view.group_configs.get(name, {})))
+            validate_group_configs(broker.config, configs)
+            if not validate_only:
+                broker.metadata.set_group_configs(name, configs)
         else:
             raise InvalidRequest(f"Unsupported resource type {resource.resource_type}")
     except AuthorizationFailed as e:
@@ -147,19 +160,28 @@ def alter_loggers(
         raise InvalidConfig(str(e)) from None
 
 
-def _legacy_refusal(resource: Struct, named: list[tuple[int, str]]) -> str | None:
-    """Why Kafka refuses a resource of a legacy AlterConfigs before looking at its configs
-    (``ConfigAdminManager.preprocess``: INVALID_REQUEST), or None. A resource named twice, a
-    key given twice or without a value would leave the replacement ambiguous; KIP-412 added
-    logger levels to IncrementalAlterConfigs only, so BROKER_LOGGER is no resource type here."""
+def _refusal(
+    resource: Struct, named: list[tuple[int, str]], *, incremental: bool = False
+) -> str | None:
+    """Why Kafka refuses a resource before looking at its configs, its type or its
+    authorization (``ConfigAdminManager.preprocess``: INVALID_REQUEST), or None. A resource
+    named twice, a key given twice or without a value (but in a DELETE) would leave the change
+    ambiguous; KIP-412 added logger levels to IncrementalAlterConfigs only, so BROKER_LOGGER is
+    no resource type of a legacy AlterConfigs."""
     if named.count((resource.resource_type, resource.resource_name)) > 1:
         return "Each resource must appear at most once."
     names = [c.name for c in resource.configs]
     if len(set(names)) != len(names):
         return "Error due to duplicate config keys"
-    nulls = [c.name for c in resource.configs if c.value is None]
+    nulls = [
+        c.name
+        for c in resource.configs
+        if c.value is None and not (incremental and c.config_operation == DELETE)
+    ]
     if nulls:
         return "Null value not supported for : " + ", ".join(nulls)
+    if incremental:
+        return None
     if resource.resource_type == ConfigResourceType.BROKER_LOGGER:
         return (
             "AlterConfigs does not support the resource type BROKER_LOGGER: set logger levels "
@@ -175,7 +197,7 @@ def handle_alter_configs(ctx: RequestContext, request: AlterConfigsRequest) -> A
     responses = []
     named = [(res.resource_type, res.resource_name) for res in request.resources]
     for res in request.resources:
-        message: str | None = _legacy_refusal(res, named)
+        message: str | None = _refusal(res, named)
         if message is not None:
             code = ErrorCode.INVALID_REQUEST
         else:
@@ -201,6 +223,9 @@ def _kind(resource_type: int, name: str) -> str:
     """The type of config ``name`` of a resource type (InvalidConfig when unknown)."""
     if resource_type == ConfigResourceType.BROKER_LOGGER:
         return "string"
+    if resource_type == ConfigResourceType.GROUP:
+        check_group_key(name)
+        return "int"
     if resource_type == ConfigResourceType.CLIENT_METRICS:
         if name not in CLIENT_METRICS_CONFIGS:
             raise InvalidRequest(f"Unknown client metrics configuration: {name}")
@@ -231,11 +256,8 @@ def _incremental(
     ops: list[Struct], resource_type: int = ConfigResourceType.TOPIC
 ) -> Callable[[dict[str, str]], dict[str, str]]:
     def apply(configs: dict[str, str]) -> dict[str, str]:
-        seen: set[str] = set()
+        # (a key given twice, or without a value but in a DELETE, was refused before)
         for op in ops:
-            if op.name in seen:
-                raise InvalidRequest(f"Duplicate config key {op.name}")
-            seen.add(op.name)
             kind = _kind(resource_type, op.name)
             if op.config_operation == SET:
                 configs[op.name] = op.value
@@ -274,10 +296,15 @@ def handle_incremental_alter_configs(
     ctx: RequestContext, request: IncrementalAlterConfigsRequest
 ) -> IncrementalAlterConfigsResponse:
     responses = []
+    named = [(res.resource_type, res.resource_name) for res in request.resources]
     for res in request.resources:
-        code, message = _alter(
-            ctx, res, request.validate_only, _incremental(list(res.configs), res.resource_type)
-        )
+        message = _refusal(res, named, incremental=True)
+        if message is not None:
+            code = ErrorCode.INVALID_REQUEST
+        else:
+            code, message = _alter(
+                ctx, res, request.validate_only, _incremental(list(res.configs), res.resource_type)
+            )
         responses.append(
             iac.AlterConfigsResourceResponse(
                 error_code=code,

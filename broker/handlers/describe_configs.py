@@ -1,5 +1,6 @@
 """DescribeConfigs: every config of a topic or broker with its value, source and synonyms; a
-client metrics subscription's configs (KIP-714, source CLIENT_METRICS_CONFIG)."""
+client metrics subscription's configs (KIP-714, source CLIENT_METRICS_CONFIG); a group's
+(KIP-848, source DYNAMIC_GROUP_CONFIG where the group has its own)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from broker.config_describe import (
     describe_topic,
 )
 from broker.dispatch import RequestContext
+from broker.group_configs import describe_group
 from broker.registry import error_response, handler
 from broker.telemetry import CONFIG_NAMES as CLIENT_METRICS_CONFIGS
 from broker.telemetry import DEFAULT_INTERVAL_MS, PUSH_INTERVAL_MS
@@ -115,6 +117,17 @@ def handle_describe_configs(
                     entries = describe_loggers(keys)
                 except ValueError as e:
                     code, message = ErrorCode.INVALID_CONFIG, str(e)
+        elif res.resource_type == ConfigResourceType.GROUP:
+            if not res.resource_name:
+                code, message = ErrorCode.INVALID_REQUEST, "Group name must not be empty"
+            elif not ctx.authorize(
+                AclOperation.DESCRIBE_CONFIGS, ResourceType.GROUP, res.resource_name
+            ):
+                code, message = ErrorCode.GROUP_AUTHORIZATION_FAILED, "Authorization failed."
+            else:
+                entries = describe_group(
+                    broker.config, view.group_configs.get(res.resource_name, {}), keys
+                )
         elif res.resource_type == ConfigResourceType.CLIENT_METRICS:
             if not res.resource_name:
                 code, message = (

@@ -4,7 +4,7 @@ resources a client may describe, by type. DESCRIBE_CONFIGS on the cluster, as Ka
 v0 lists the client-metrics subscriptions. v1 takes the types to list (none: every type it
 knows) and answers each resource's type, type by type in Kafka's order (groups, client-metrics
 subscriptions, broker loggers, brokers, topics), whatever order the request names them in:
-- groups with configs of their own (none: Odradek keeps no group configs);
+- groups with configs of their own, whether or not the group exists;
 - client-metrics subscriptions;
 - the brokers with an endpoint on the request's listener, for BROKER and BROKER_LOGGER alike;
 - every topic, internal ones included, with or without configs.
@@ -57,7 +57,7 @@ def handle_list_config_resources(
         if any(ep.listener == ctx.listener for ep in b.endpoints)
     ]
     names: dict[ConfigResourceType, list[str]] = {
-        ConfigResourceType.GROUP: [],
+        ConfigResourceType.GROUP: sorted(view.group_configs),
         ConfigResourceType.CLIENT_METRICS: sorted(view.client_metrics),
         ConfigResourceType.BROKER_LOGGER: brokers,
         ConfigResourceType.BROKER: brokers,

@@ -28,6 +28,12 @@ def partition_for(group_id: str, num_partitions: int) -> int:
     return (0 if h == -(2**31) else abs(h)) % num_partitions
 
 
+#: KIP-848's group configs (Kafka's GroupConfig), each a group's own value of a broker config:
+#: set with IncrementalAlterConfigs on a GROUP resource (``ClusterView.group_configs``)
+CONSUMER_SESSION_TIMEOUT_MS = "consumer.session.timeout.ms"
+CONSUMER_HEARTBEAT_INTERVAL_MS = "consumer.heartbeat.interval.ms"
+
+
 @dataclass(frozen=True)
 class GroupConfig:
     """The broker configs the coordinator follows (Kafka's keys in the comments)."""

@@ -48,7 +48,11 @@ from coordination.group.assignors import (
     PartitionAssignorError,
     assignor_named,
 )
-from coordination.group.config import GroupConfig
+from coordination.group.config import (
+    CONSUMER_HEARTBEAT_INTERVAL_MS,
+    CONSUMER_SESSION_TIMEOUT_MS,
+    GroupConfig,
+)
 from coordination.group.consumer_describe import DescribedGroup, describe_group
 from coordination.group.consumer_group import (
     EMPTY_PARTITIONS,
@@ -203,6 +207,30 @@ class ConsumerGroupManager:
             self.assignors[assignor.name] = assignor
         self.default_assignor = next(iter(self.assignors.values()))
 
+    # -- the group's own configs -------------------------------------------------------------
+
+    def session_timeout_ms(self, group_id: str) -> int:
+        """``consumer.session.timeout.ms`` of the group, else the broker's (Kafka's
+        ``GroupMetadataManager.consumerGroupSessionTimeoutMs``)."""
+        return self._group_config(
+            group_id, CONSUMER_SESSION_TIMEOUT_MS, self.config.consumer_session_timeout_ms
+        )
+
+    def heartbeat_interval_ms(self, group_id: str) -> int:
+        """``consumer.heartbeat.interval.ms`` of the group, else the broker's."""
+        return self._group_config(
+            group_id, CONSUMER_HEARTBEAT_INTERVAL_MS, self.config.consumer_heartbeat_interval_ms
+        )
+
+    def _group_config(self, group_id: str, key: str, default: int) -> int:
+        value = self.cluster().group_configs.get(group_id, {}).get(key)
+        if value is None:
+            return default
+        try:
+            return int(value)
+        except ValueError:  # checked when written: another writer's value
+            return default
+
     # -- one operation at a time per group ---------------------------------------------------
 
     def run(
@@ -345,7 +373,7 @@ class ConsumerGroupManager:
     def schedule_session_timeout(
         self, group_id: str, member_id: str, timeout_ms: int | None = None
     ) -> None:
-        timeout = self.config.consumer_session_timeout_ms if timeout_ms is None else timeout_ms
+        timeout = self.session_timeout_ms(group_id) if timeout_ms is None else timeout_ms
         self.set_deadline(
             (group_id, member_id, "session"),
             timeout,
@@ -763,7 +791,7 @@ class ConsumerGroupManager:
             ErrorCode.NONE,
             member_id=updated.member_id,
             member_epoch=updated.member_epoch,
-            heartbeat_interval_ms=self.config.consumer_heartbeat_interval_ms,
+            heartbeat_interval_ms=self.heartbeat_interval_ms(gid),
         )
         if full or updated.assigned != member.assigned:
             result.assignment = updated.assigned

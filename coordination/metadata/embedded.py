@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
@@ -151,6 +151,10 @@ class EmbeddedMetadataStore(MetadataStore):
             str(name): MappingProxyType({str(k): str(v) for k, v in configs.items()})
             for name, configs in dict(doc.get("client_metrics", {})).items()
         }
+        group_configs = {
+            str(name): MappingProxyType({str(k): str(v) for k, v in configs.items()})
+            for name, configs in dict(doc.get("group_configs", {})).items()
+        }
         cluster_id = doc["cluster_id"]
         if self._wanted_cluster_id and self._wanted_cluster_id != cluster_id:
             raise RuntimeError(
@@ -164,6 +168,7 @@ class EmbeddedMetadataStore(MetadataStore):
             MappingProxyType(topics),
             MappingProxyType(broker_configs),
             MappingProxyType(client_metrics),
+            group_configs=MappingProxyType(group_configs),
         )
 
     def _document(self, view: ClusterView) -> dict[str, Any]:
@@ -173,6 +178,7 @@ class EmbeddedMetadataStore(MetadataStore):
             "next_producer_id": self._next_producer_id,
             "broker_configs": {e: dict(c) for e, c in sorted(view.broker_configs.items())},
             "client_metrics": {n: dict(c) for n, c in sorted(view.client_metrics.items())},
+            "group_configs": {n: dict(c) for n, c in sorted(view.group_configs.items())},
             "topics": {
                 name: {
                     "topic_id": uuid_to_base64(t.topic_id),
@@ -342,27 +348,37 @@ class EmbeddedMetadataStore(MetadataStore):
         return state
 
     def set_broker_configs(self, entity: str, configs: Mapping[str, str]) -> None:
-        with self._lock:
-            old = self._view
-            entities = dict(old.broker_configs)
-            if configs:
-                entities[entity] = MappingProxyType(dict(configs))
-            else:
-                entities.pop(entity, None)
-            new = replace(old, broker_configs=MappingProxyType(entities))
-            self._save(new)
-            self._view = new
-        self._notify(old, new)
+        self._set_named_configs(
+            lambda v: v.broker_configs, lambda v, m: replace(v, broker_configs=m), entity, configs
+        )
 
     def set_client_metrics_configs(self, name: str, configs: Mapping[str, str]) -> None:
+        self._set_named_configs(
+            lambda v: v.client_metrics, lambda v, m: replace(v, client_metrics=m), name, configs
+        )
+
+    def set_group_configs(self, group_id: str, configs: Mapping[str, str]) -> None:
+        self._set_named_configs(
+            lambda v: v.group_configs, lambda v, m: replace(v, group_configs=m), group_id, configs
+        )
+
+    def _set_named_configs(
+        self,
+        get: Callable[[ClusterView], Mapping[str, Mapping[str, str]]],
+        put: Callable[[ClusterView, Mapping[str, Mapping[str, str]]], ClusterView],
+        name: str,
+        configs: Mapping[str, str],
+    ) -> None:
+        """Replaces ``name``'s configs in one of the view's maps of named configs (an empty
+        mapping removes them), saved before the view changes."""
         with self._lock:
             old = self._view
-            subscriptions = dict(old.client_metrics)
+            named = dict(get(old))
             if configs:
-                subscriptions[name] = MappingProxyType(dict(configs))
+                named[name] = MappingProxyType(dict(configs))
             else:
-                subscriptions.pop(name, None)
-            new = replace(old, client_metrics=MappingProxyType(subscriptions))
+                named.pop(name, None)
+            new = put(old, MappingProxyType(named))
             self._save(new)
             self._view = new
         self._notify(old, new)

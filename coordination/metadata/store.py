@@ -123,6 +123,12 @@ class MetadataStore(ABC):
         (``ClusterView.client_metrics``)."""
 
     @abstractmethod
+    def set_group_configs(self, group_id: str, configs: Mapping[str, str]) -> None:
+        """Replaces the configs of group ``group_id`` (KIP-848's group configs); an empty
+        mapping removes them. Every broker's view shows the change
+        (``ClusterView.group_configs``)."""
+
+    @abstractmethod
     def allocate_producer_id_block(self, size: int) -> tuple[int, int]:
         """A fresh block of producer ids, [start, end] inclusive, never handed out before."""
 

@@ -151,6 +151,12 @@ class ClusterView:
     client_metrics: Mapping[str, Mapping[str, str]] = field(
         default_factory=lambda: MappingProxyType({})
     )
+    #: groups' own configs (KIP-848's group configs: ``consumer.session.timeout.ms``,
+    #: ``consumer.heartbeat.interval.ms``): group id -> {key: value}, as Kafka stores GROUP
+    #: config resources, whether or not the group exists
+    group_configs: Mapping[str, Mapping[str, str]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
     #: the replicas each registered broker holds in log dirs it took offline (an I/O error, a
     #: full disk: KIP-112), as it reported them: broker id -> {(topic, partition)}
     offline_replicas: Mapping[int, frozenset[tuple[str, int]]] = field(

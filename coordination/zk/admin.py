@@ -325,11 +325,33 @@ class ZkAdmin:
 
     def set_client_metrics_configs(self, name: str, configs: Mapping[str, str]) -> None:
         """Writes ``/config/client-metrics/<name>`` (a KIP-714 subscription; Kafka's
-        ``ConfigType.CLIENT_METRICS``) and a ``/config/changes`` notification naming it; returns
-        once this broker's view shows the change."""
+        ``ConfigType.CLIENT_METRICS``); see :meth:`_set_named_configs`."""
+        self._set_named_configs(
+            zd.CONFIG_TYPE_CLIENT_METRICS, name, configs,
+            lambda v: v.client_metrics, f"Client metrics subscription '{name}'",
+        )  # fmt: skip
+
+    def set_group_configs(self, group_id: str, configs: Mapping[str, str]) -> None:
+        """Writes ``/config/groups/<group id>`` (KIP-848's group configs; Kafka 4's
+        ``ConfigType.GROUP``); see :meth:`_set_named_configs`."""
+        self._set_named_configs(
+            zd.CONFIG_TYPE_GROUPS, group_id, configs,
+            lambda v: v.group_configs, f"Configs of group '{group_id}'",
+        )  # fmt: skip
+
+    def _set_named_configs(
+        self,
+        entity_type: str,
+        name: str,
+        configs: Mapping[str, str],
+        in_view: Callable[[ClusterView], Mapping[str, Mapping[str, str]]],
+        what: str,
+    ) -> None:
+        """Writes ``/config/<entity_type>/<name>`` and a ``/config/changes`` notification naming
+        it; returns once this broker's view (``in_view``) shows the change."""
         deadline = self._deadline()
-        self.zk.ensure_path(f"{zd.CONFIG_PATH}/{zd.CONFIG_TYPE_CLIENT_METRICS}")
-        path = zd.config_entity_path(zd.CONFIG_TYPE_CLIENT_METRICS, name)
+        self.zk.ensure_path(f"{zd.CONFIG_PATH}/{entity_type}")
+        path = zd.config_entity_path(entity_type, name)
         data = zd.encode_entity_config(configs)
         try:
             self.zk.set(path, data)
@@ -340,13 +362,13 @@ class ZkAdmin:
                 self.zk.set(path, data)
         self.zk.create(
             f"{zd.CONFIG_CHANGES_PATH}/{zd.CONFIG_CHANGE_PREFIX}",
-            zd.encode_config_change(f"{zd.CONFIG_TYPE_CLIENT_METRICS}/{name}"),
+            zd.encode_config_change(f"{entity_type}/{name}"),
             sequence=True,
         )
         wanted = dict(configs)
 
         def applied(v: ClusterView) -> bool | None:
-            return True if dict(v.client_metrics.get(name, {})) == wanted else None
+            return True if dict(in_view(v).get(name, {})) == wanted else None
 
         if not self._on_worker():
-            self._await(f"Client metrics subscription '{name}'", applied, deadline)
+            self._await(what, applied, deadline)

@@ -59,6 +59,7 @@ class ZkClusterCache:
         #: ``/config/brokers/<entity>``: dynamic broker configs by entity (``<default>`` or an id)
         self.broker_configs: dict[str, dict[str, str]] = {}
         self.client_metrics: dict[str, dict[str, str]] = {}
+        self.group_configs: dict[str, dict[str, str]] = {}
         self.last_config_change = -1
         #: ``/brokers/offline_replicas/<id>``: broker id -> (the broker epoch it was written
         #: under, the replicas in the broker's offline log dirs)
@@ -261,26 +262,33 @@ class ZkClusterCache:
         else:
             self.broker_configs.pop(entity, None)
 
-    def load_client_metrics(self) -> None:
-        """Every ``/config/client-metrics/<subscription>`` (at start and after a reconnection)."""
-        names = self.zk.children(f"{zd.CONFIG_PATH}/{zd.CONFIG_TYPE_CLIENT_METRICS}") or []
-        self.client_metrics = {}
+    def load_named_configs(self, entity_type: str) -> None:
+        """Every ``/config/<entity_type>/<name>`` of a type kept by name (client metrics
+        subscriptions, group configs), at start and after a reconnection."""
+        names = self.zk.children(f"{zd.CONFIG_PATH}/{entity_type}") or []
+        self._named_configs(entity_type).clear()
         for name in names:
-            self._read_client_metrics(name)
+            self._read_named_config(entity_type, name)
 
-    def _read_client_metrics(self, name: str) -> None:
-        path = zd.config_entity_path(zd.CONFIG_TYPE_CLIENT_METRICS, name)
+    def _named_configs(self, entity_type: str) -> dict[str, dict[str, str]]:
+        if entity_type == zd.CONFIG_TYPE_CLIENT_METRICS:
+            return self.client_metrics
+        return self.group_configs
+
+    def _read_named_config(self, entity_type: str, name: str) -> None:
+        path = zd.config_entity_path(entity_type, name)
         got = self.zk.get(path)
         configs: dict[str, str] = {}
         if got is not None:
             try:
                 configs = zd.decode_entity_config(path, got[0])
             except zd.ZkDataError as e:
-                log.warning("ignoring client metrics subscription %s: %s", name, e)
+                log.warning("ignoring the configs of %s/%s: %s", entity_type, name, e)
+        target = self._named_configs(entity_type)
         if configs:
-            self.client_metrics[name] = configs
+            target[name] = configs
         else:
-            self.client_metrics.pop(name, None)
+            target.pop(name, None)
 
     def load_config_changes(self, *, initial: bool = False) -> list[tuple[int, str]]:
         """Applies the ``/config/changes`` notifications not seen yet; returns them all, as
@@ -315,8 +323,8 @@ class ZkClusterCache:
                 self.configs[name] = self._read_topic_config(name)
             elif entity_type == zd.CONFIG_TYPE_BROKERS:
                 self._read_broker_config(name)
-            elif entity_type == zd.CONFIG_TYPE_CLIENT_METRICS:
-                self._read_client_metrics(name)
+            elif entity_type in (zd.CONFIG_TYPE_CLIENT_METRICS, zd.CONFIG_TYPE_GROUPS):
+                self._read_named_config(entity_type, name)
         return changes
 
     # -- the view ------------------------------------------------------------------------------
@@ -361,6 +369,9 @@ class ZkClusterCache:
             ),
             client_metrics=MappingProxyType(
                 {n: MappingProxyType(dict(c)) for n, c in sorted(self.client_metrics.items())}
+            ),
+            group_configs=MappingProxyType(
+                {n: MappingProxyType(dict(c)) for n, c in sorted(self.group_configs.items())}
             ),
             offline_replicas=MappingProxyType(self.offline_replicas_by_broker()),
         )

@@ -107,6 +107,9 @@ CONFIG_TYPE_TOPICS = "topics"
 CONFIG_TYPE_BROKERS = "brokers"
 #: Kafka's ConfigType.CLIENT_METRICS: ``/config/client-metrics/<subscription>`` (KIP-714)
 CONFIG_TYPE_CLIENT_METRICS = "client-metrics"
+#: Kafka 4's ConfigType.GROUP: ``/config/groups/<group id>`` (KIP-848's group configs; Kafka
+#: keeps them in KRaft only, Odradek where Kafka's ZooKeeper layout would have them)
+CONFIG_TYPE_GROUPS = "groups"
 #: Kafka's ConfigType.all
 CONFIG_TYPES = ("topics", "clients", "users", "brokers", "ips")
 

@@ -555,7 +555,8 @@ class ZkMetadataStore(MetadataStore):
         cache.load_brokers()
         cache.load_config_changes(initial=True)
         cache.load_broker_configs()
-        cache.load_client_metrics()
+        cache.load_named_configs(zd.CONFIG_TYPE_CLIENT_METRICS)
+        cache.load_named_configs(zd.CONFIG_TYPE_GROUPS)
         cache.load_topic_list(full=True)
         cache.load_offline_replicas()
         controller.load()
@@ -672,6 +673,9 @@ class ZkMetadataStore(MetadataStore):
 
     def set_client_metrics_configs(self, name: str, configs: Mapping[str, str]) -> None:
         self._call(lambda p: p.admin.set_client_metrics_configs(name, configs))
+
+    def set_group_configs(self, group_id: str, configs: Mapping[str, str]) -> None:
+        self._call(lambda p: p.admin.set_group_configs(group_id, configs))
 
     def allocate_producer_id_block(self, size: int) -> tuple[int, int]:
         if size < 1:

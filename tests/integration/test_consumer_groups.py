@@ -358,3 +358,70 @@ def test_classic_members_and_an_online_upgrade_and_downgrade(
         assert group_log.bad_resumptions(parsed) == []
         broker.wait_for_log("upgrading the classic group")
         broker.wait_for_log("downgraded the consumer group to a classic group")
+
+
+def test_group_configs_through_kafka_configs(tmp_path: Path) -> None:
+    """KIP-848 group configs with Kafka 4.x's kafka-configs (``--entity-type groups``): set,
+    refused out of the broker's bounds, described alone and with every group listed
+    (ListConfigResources), followed by the coordinator (a member is told the group's heartbeat
+    interval), then deleted."""
+    from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+    from protocol.messages.find_coordinator import FindCoordinatorRequest
+    from tests.support.kafka_reference import kraft_version, run_tool
+
+    version = kraft_version()
+    tool = "org.apache.kafka.tools.ConfigCommand"
+    with BrokerProcess(tmp_path / "data", SETTINGS) as broker:
+        create_topic(broker.bootstrap, "configured", 1)
+        group = ("--bootstrap-server", broker.bootstrap, "--entity-type", "groups")
+        named = (*group, "--entity-name", "cg")
+        out = run_tool(
+            version, tool, *named, "--alter",
+            "--add-config", "consumer.session.timeout.ms=7000,consumer.heartbeat.interval.ms=600",
+        ).stdout  # fmt: skip
+        assert out.strip() == "Completed updating config for group cg."
+        refused = run_tool(
+            version, tool, *named, "--alter", "--add-config", "consumer.session.timeout.ms=5",
+            check=False,
+        )  # fmt: skip
+        assert refused.returncode != 0
+        assert "consumer.session.timeout.ms must be in the range 6000 to 60000 inclusive." in (
+            refused.stdout + refused.stderr
+        )
+        expected = (
+            "Dynamic configs for group cg are:\n"
+            "  consumer.heartbeat.interval.ms=600 sensitive=false synonyms="
+            "{DYNAMIC_GROUP_CONFIG:consumer.heartbeat.interval.ms=600, "
+            "DEFAULT_CONFIG:group.consumer.heartbeat.interval.ms=1000}\n"
+            "  consumer.session.timeout.ms=7000 sensitive=false synonyms="
+            "{DYNAMIC_GROUP_CONFIG:consumer.session.timeout.ms=7000, "
+            "DEFAULT_CONFIG:group.consumer.session.timeout.ms=10000}\n"
+        )
+        assert run_tool(version, tool, *named, "--describe").stdout == expected
+        assert run_tool(version, tool, *group, "--describe").stdout == expected
+        join = ConsumerGroupHeartbeatRequest(
+            group_id="cg",
+            member_id="ZwsvsQy6Q2iY3VtK8a5o1g",
+            member_epoch=0,
+            rebalance_timeout_ms=10000,
+            subscribed_topic_names=["configured"],
+            topic_partitions=[],
+        )
+        with connect(broker.bootstrap) as sock:
+            # (FindCoordinator creates __consumer_offsets, as a client's first does)
+            wait_for(
+                lambda: call(sock, FindCoordinatorRequest(key="cg"), 0).error_code == 0,
+                "the group coordinator",
+            )
+            joined = wait_for(
+                lambda: (r := call(sock, join, 1)).error_code != 14 and r, "the group loaded"
+            )
+        assert (joined.error_code, joined.heartbeat_interval_ms) == (0, 600)
+        run_tool(
+            version, tool, *named, "--alter",
+            "--delete-config", "consumer.session.timeout.ms,consumer.heartbeat.interval.ms",
+        )  # fmt: skip
+        # the tool lists groups that exist (ListGroups) besides those with configs, as Kafka's
+        assert run_tool(version, tool, *group, "--describe").stdout == (
+            "Dynamic configs for group cg are:\n"
+        )

@@ -10,7 +10,7 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -820,19 +820,36 @@ def test_concurrent_alter_partitions_exactly_one_wins(cluster: Cluster) -> None:
     assert sorted(outcomes) == ["stale"] * 7 + ["won"]
 
 
-def test_client_metrics_subscriptions_are_kept_as_kafka_keeps_them(cluster: Cluster) -> None:
-    """KIP-714 subscriptions (CLIENT_METRICS config resources) in ``/config/client-metrics``
-    with a ``/config/changes`` notification: written on one broker, seen by another, removed
-    when emptied, and read back by a broker that starts later."""
+@pytest.mark.parametrize("kind", ["client-metrics", "groups"])
+def test_named_configs_are_kept_as_kafka_keeps_them(cluster: Cluster, kind: str) -> None:
+    """KIP-714 subscriptions (CLIENT_METRICS config resources) in ``/config/client-metrics``,
+    KIP-848 group configs in ``/config/groups`` (where Kafka 4's ConfigType.GROUP would be),
+    each with a ``/config/changes`` notification: written on one broker, seen by another,
+    removed when emptied, and read back by a broker that starts later."""
     b1, b2 = cluster.start(1), cluster.start(2)
-    configs = {"metrics": "org.apache.kafka.producer.", "interval.ms": "1000"}
-    b1.set_client_metrics_configs("producers", configs)
-    assert cluster.json("/config/client-metrics/producers") == {"version": 1, "config": configs}
-    wait_for(lambda: dict(b2.view.client_metrics.get("producers", {})) == configs, "broker 2")
+    if kind == "groups":
+        configs = {"consumer.session.timeout.ms": "50000"}
+
+        def named(v: ClusterView) -> Mapping[str, Mapping[str, str]]:
+            return v.group_configs
+
+        b1.set_group_configs("producers", configs)
+    else:
+        configs = {"metrics": "org.apache.kafka.producer.", "interval.ms": "1000"}
+
+        def named(v: ClusterView) -> Mapping[str, Mapping[str, str]]:
+            return v.client_metrics
+
+        b1.set_client_metrics_configs("producers", configs)
+    assert cluster.json(f"/config/{kind}/producers") == {"version": 1, "config": configs}
+    wait_for(lambda: dict(named(b2.view).get("producers", {})) == configs, "broker 2")
     b3 = cluster.start(3)
-    assert dict(b3.view.client_metrics["producers"]) == configs
-    b2.set_client_metrics_configs("producers", {})
+    assert dict(named(b3.view)["producers"]) == configs
+    if kind == "groups":
+        b2.set_group_configs("producers", {})
+    else:
+        b2.set_client_metrics_configs("producers", {})
     wait_for(
-        lambda: converged([b1, b2, b3], lambda v: "producers" not in v.client_metrics),
-        "the subscription removed everywhere",
+        lambda: converged([b1, b2, b3], lambda v: "producers" not in named(v)),
+        "the configs removed everywhere",
     )

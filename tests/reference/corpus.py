@@ -1344,6 +1344,46 @@ def api_scenarios(prefix: str, advertised: dict[int, tuple[int, int]]) -> list[S
                 incremental_alter(f"{t}-missing", [("retention.ms", SET, "1")], version=v),
             ],
         )
+        # what ConfigAdminManager.preprocess refuses before the configs, the resource type or
+        # the topic's existence: a key without a value (in any operation but DELETE), a key
+        # given twice, a resource named twice
+        twice = IncResource(
+            resource_type=TOPIC_RESOURCE,
+            resource_name=t,
+            configs=[IncConfig(name="retention.ms", config_operation=SET, value="7200000")],
+        )
+        add(
+            f"incremental_alter_configs/v{v}/preprocess",
+            [
+                setup_topic(t + "-pre"),
+                *(
+                    incremental_alter(t + "-pre", ops, version=v, validate_only=True, label=label)
+                    for label, ops in (
+                        ("SET without a value", [("retention.ms", SET, None)]),
+                        ("SUBTRACT without a value", [("cleanup.policy", SUBTRACT, None)]),
+                        ("DELETE without a value", [("retention.ms", DELETE, None)]),
+                        ("an unknown key without a value", [("no.such.key", SET, None)]),
+                        ("an unknown operation", [("retention.ms", 7, None)]),
+                        ("two keys without values", [("retention.ms", SET, None),
+                                                     ("segment.ms", APPEND, None)]),
+                        ("a key twice", [("retention.ms", SET, "1"), ("retention.ms", SET, None)]),
+                    )
+                ),
+                incremental_alter(
+                    f"{t}-missing", [("retention.ms", SET, None)], version=v,
+                    label="a topic that does not exist, without a value",
+                ),
+                incremental_alter(
+                    "", [("log.cleaner.threads", SET, None)], version=v,
+                    resource_type=BROKER_RESOURCE, label="a broker config without a value",
+                ),
+                Exchange(
+                    IncrementalAlterConfigsRequest(resources=[twice, twice], validate_only=True),
+                    v,
+                    label="a resource twice",
+                ),
+            ],
+        )  # fmt: skip
 
     for v in versions(ApiKey.CREATE_PARTITIONS):
         t = f"{prefix}-cp{v}"
@@ -4030,7 +4070,95 @@ def consumer_group_scenarios(prefix: str) -> list[Scenario]:
                     prefer="4",
                 )
             )
-    return out + consumer_group_refusals(prefix)
+    return out + consumer_group_refusals(prefix) + group_config_scenarios(prefix)
+
+
+GROUP_RESOURCE = 32
+#: the group configs Odradek has (Kafka's GroupConfig also has share and streams groups' keys)
+GROUP_CONSUMER_KEYS = ("consumer.heartbeat.interval.ms", "consumer.session.timeout.ms")
+
+
+def group_config_ops(
+    group: str, ops: list[tuple[str, int, str | None]], label: str, *, validate_only: bool = False
+) -> Exchange:
+    return incremental_alter(
+        group, ops, resource_type=GROUP_RESOURCE, validate_only=validate_only, label=label
+    )
+
+
+def group_config_scenarios(prefix: str) -> list[Scenario]:
+    """KIP-848's group configs, against Kafka 4.x: a group's own session timeout and heartbeat
+    interval set, refused out of the broker's bounds, described (the consumer groups' keys),
+    listed, and followed by the coordinator (a member's heartbeat interval)."""
+    p = f"{prefix}-k"
+    t, g, other = f"{p}-gconf", f"{p}-gconf-group", f"{p}-gconf-none"
+
+    def described(group: str, label: str) -> Exchange:
+        def mine(answer: Any) -> Any:
+            return {
+                **answer,
+                "results": [
+                    {**r, "configs": [c for c in r["configs"] if c["name"] in GROUP_CONSUMER_KEYS]}
+                    for r in answer["results"]
+                ],
+            }
+
+        exchange = describe_configs(GROUP_RESOURCE, group, None)
+        exchange.project, exchange.label = mine, label
+        return exchange
+
+    def listed(label: str) -> Exchange:
+        def mine(answer: Any) -> Any:
+            return [r for r in answer["config_resources"] if r["resource_name"].startswith(p)]
+
+        request = ListConfigResourcesRequest(resource_types=[GROUP_RESOURCE])
+        return Exchange(request, 1, project=mine, label=label)
+
+    def member(epoch: int) -> Message:
+        return ConsumerGroupHeartbeatRequest(
+            group_id=g,
+            member_id="ZwsvsQy6Q2iY3VtK8a5o1g",
+            member_epoch=epoch,
+            instance_id=None,
+            rack_id=None,
+            rebalance_timeout_ms=10000,
+            subscribed_topic_names=[t] if epoch == 0 else None,
+            subscribed_topic_regex=None,
+            server_assignor=None,
+            topic_partitions=[] if epoch == 0 else None,
+        )
+
+    def interval(answer: Any) -> Any:
+        return {k: answer[k] for k in ("error_code", "heartbeat_interval_ms")}
+
+    hb_version = max(versions(ApiKey.CONSUMER_GROUP_HEARTBEAT), default=-1)
+    if hb_version < 1 or 1 not in versions(ApiKey.LIST_CONFIG_RESOURCES):
+        return []
+    keys = GROUP_CONSUMER_KEYS
+    exchanges = [
+        setup_topic(t),
+        group_config_ops(g, [(keys[0], SET, "6000"), (keys[1], SET, "50000")], "set both"),
+        described(g, "the group's own values"),
+        described(other, "a group without configs: the broker's"),
+        listed("groups with configs"),
+        group_config_ops(g, [(keys[1], SET, "1000")], "session timeout below the minimum"),
+        group_config_ops(g, [(keys[1], SET, "60001")], "session timeout above the maximum"),
+        group_config_ops(g, [(keys[0], SET, "4999")], "heartbeat below the minimum"),
+        group_config_ops(g, [(keys[0], SET, "15001")], "heartbeat above the maximum"),
+        group_config_ops(g, [(keys[0], SET, "abc")], "not a number"),
+        group_config_ops(g, [("consumer.unknown.ms", SET, "1")], "an unknown key"),
+        group_config_ops(g, [(keys[0], APPEND, "6000")], "APPEND to an int"),
+        group_config_ops("", [(keys[0], SET, "6000")], "the default group"),
+        group_config_ops(g, [(keys[1], SET, "55000")], "validate only", validate_only=True),
+        described(g, "unchanged by the refusals and the validation"),
+        find_group_coordinator(g),
+        Exchange(member(0), hb_version, label="the group's interval told", project=interval),
+        Exchange(member(-1), hb_version, label="the member leaves", project=interval),
+        group_config_ops(g, [(keys[0], DELETE, None), (keys[1], DELETE, None)], "delete both"),
+        described(g, "the broker's values again"),
+        listed("no group with configs"),
+    ]
+    return [Scenario("consumer_group/group-configs", exchanges, prefer="4")]
 
 
 def consumer_group_refusals(prefix: str) -> list[Scenario]:

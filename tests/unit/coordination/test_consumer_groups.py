@@ -411,6 +411,33 @@ def test_session_timeout_fences_a_member_and_its_partitions_move() -> None:
     assert r.error == E.UNKNOWN_MEMBER_ID
 
 
+def test_a_groups_own_session_timeout_and_heartbeat_interval() -> None:
+    """KIP-848's group configs (ClusterView.group_configs) over the broker's: a member of the
+    group is told its interval and fenced after its session timeout; another group keeps the
+    broker's."""
+    from dataclasses import replace
+
+    h = Harness()
+    h.load()
+    t = topic("t", 2)
+    h.topics(t)
+    h.cluster.view = replace(
+        h.cluster.view,
+        group_configs={
+            "g": {"consumer.session.timeout.ms": "12000", "consumer.heartbeat.interval.ms": "6000"}
+        },
+    )
+    a = Client(h, "a", topics=["t"])
+    assert a.beat().heartbeat_interval_ms == 6000
+    r = h.heartbeat(group_id="other", member_id="o", subscribed_topic_names=["t"])
+    assert r.error == E.NONE and r.heartbeat_interval_ms == 5000
+    h.sched.advance(11_000)
+    assert "a" in h.group().members
+    h.sched.advance(2_000)  # past the group's 12 s, long before the broker's 45 s
+    assert "a" not in h.group().members
+    assert "o" in h.group("other").members
+
+
 def test_fenced_epoch_and_rejoin_with_epoch_zero() -> None:
     h = Harness()
     h.load()

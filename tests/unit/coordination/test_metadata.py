@@ -147,3 +147,12 @@ def test_embedded_store_keeps_client_metrics_subscriptions(store: EmbeddedMetada
     assert dict(again.view.client_metrics["all"]) == {"metrics": "*", "interval.ms": "1000"}
     again.set_client_metrics_configs("all", {})
     assert "all" not in again.view.client_metrics
+
+
+def test_embedded_store_keeps_group_configs(store: EmbeddedMetadataStore) -> None:
+    store.set_group_configs("g", {"consumer.session.timeout.ms": "50000"})
+    again = EmbeddedMetadataStore(store.path, store.broker)
+    again.start()
+    assert dict(again.view.group_configs["g"]) == {"consumer.session.timeout.ms": "50000"}
+    again.set_group_configs("g", {})
+    assert "g" not in again.view.group_configs
