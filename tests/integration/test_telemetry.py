@@ -207,7 +207,8 @@ def test_kafka_client_metrics_tool_lists_and_describes_subscriptions(
     tool = "org.apache.kafka.tools.ClientMetricsCommand"
     version = kraft_version()
     boot = ("--bootstrap-server", telemetry_broker.bootstrap)
-    names = [f"tool-{uuid.uuid4().hex[:6]}-{i}" for i in range(2)]
+    prefix = f"tool-{uuid.uuid4().hex[:6]}"
+    names = [f"{prefix}-{i}" for i in range(2)]
     for name, interval in zip(names, ("2000", "5000"), strict=True):
         out = run_tool(
             version, tool, *boot, "--alter", "--name", name,
