@@ -16,6 +16,11 @@ session (Kafka's ``ClientInformation``), where client telemetry subscriptions ma
 ``ApiVersionsRequest.isValid``, each must be letters, digits, ``-`` and ``.``, beginning and
 ending with a letter or digit; otherwise the answer is INVALID_REQUEST with no API listed, and
 the session keeps no client information.
+
+v5 names the cluster and the broker the client means to reach (both, or neither: a cluster id
+without a node id, or the other way round, is INVALID_REQUEST). When either is not this
+broker's, the answer is REBOOTSTRAP_REQUIRED with no API listed, as Kafka 4.4 answers: the
+client reached another cluster, or another broker, at an address it knew, and bootstraps again.
 """
 
 from __future__ import annotations
@@ -65,13 +70,24 @@ def _advertised(ctx: RequestContext, key: int) -> bool:
     return True
 
 
-@handler(ApiKey.API_VERSIONS, "0-4", before_authentication=True)
+@handler(ApiKey.API_VERSIONS, "0-5", before_authentication=True)
 def handle_api_versions(ctx: RequestContext, request: ApiVersionsRequest) -> ApiVersionsResponse:
     if ctx.api_version >= 3:
         if not (_valid(request.client_software_name) and _valid(request.client_software_version)):
             return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST, throttle_time_ms=0)
         ctx.session.client_software_name = request.client_software_name or ""
         ctx.session.client_software_version = request.client_software_version or ""
+    if ctx.api_version >= 5 and (request.cluster_id is not None or request.node_id != -1):
+        if request.cluster_id is None or request.node_id == -1:
+            # one without the other
+            return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST, throttle_time_ms=0)
+        if (
+            request.cluster_id != ctx.services.metadata.view.cluster_id
+            or request.node_id != ctx.services.broker_id
+        ):
+            return ApiVersionsResponse(
+                error_code=ErrorCode.REBOOTSTRAP_REQUIRED, throttle_time_ms=0
+            )
     level = ctx.services.config["transaction.version"]
     return ApiVersionsResponse(
         error_code=ErrorCode.NONE,

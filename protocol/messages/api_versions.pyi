@@ -8,7 +8,9 @@ from protocol.schema import Message, Struct
 class ApiVersionsRequest(Message):
     client_software_name: str
     client_software_version: str
-    def __init__(self, client_software_name: str = ..., client_software_version: str = ...) -> None: ...
+    cluster_id: str | None
+    node_id: int
+    def __init__(self, client_software_name: str = ..., client_software_version: str = ..., cluster_id: str | None = ..., node_id: int = ...) -> None: ...
 
 class ApiVersion(Struct):
     api_key: int

@@ -1038,6 +1038,50 @@ def api_scenarios(prefix: str, advertised: dict[int, tuple[int, int]]) -> list[S
             ],
         )
 
+    # v5: the cluster and the broker the client means to reach (both or neither); another
+    # cluster's id or another broker's is REBOOTSTRAP_REQUIRED
+    if 5 in versions(ApiKey.API_VERSIONS):
+
+        def keep_cluster(ctx: Context, response: Any) -> None:
+            ctx.values["cluster_id"] = response.cluster_id
+            ctx.values["node_id"] = response.brokers[0].broker_id
+
+        def reaching(cluster: str | None, node: int | None, label: str) -> Exchange:
+            def build(ctx: Context) -> Message:
+                return ApiVersionsRequest(
+                    client_software_name="odradek-diff",
+                    client_software_version="1.0",
+                    cluster_id=ctx.values.get("cluster_id") if cluster == "ours" else cluster,
+                    node_id=ctx.values.get("node_id", 0) if node is None else node,
+                )
+
+            def outcome(answer: Any) -> Any:
+                return {"error_code": answer["error_code"], "listed": bool(answer["api_keys"])}
+
+            return Exchange(build, 5, project=outcome, label=label)
+
+        add(
+            "api_versions/v5-cluster-and-node",
+            [
+                Exchange(
+                    DescribeClusterRequest(include_cluster_authorized_operations=False),
+                    0,
+                    keep_cluster,
+                    label="the cluster's id",
+                    project=lambda answer: answer["error_code"],
+                ),
+                reaching(None, -1, "neither"),
+                reaching("ours", None, "this cluster and this broker"),
+                reaching("ours", -1, "a cluster without a node"),
+                reaching(None, None, "a node without a cluster"),
+                reaching("", -1, "an empty cluster id without a node"),
+                reaching("ours", 7, "another broker"),
+                reaching("ours", -5, "a negative node id"),
+                reaching("AAAAAAAAAAAAAAAAAAAAAA", None, "another cluster"),
+                reaching("", None, "an empty cluster id"),
+            ],
+        )
+
     for v in versions(ApiKey.METADATA):
         t = f"{prefix}-md{v}"
         add(
