@@ -1,5 +1,7 @@
 """DeleteGroups: delete empty groups and their committed offsets (tombstones in
-``__consumer_offsets``)."""
+``__consumer_offsets``). v3 adds a message to each group's result, which Kafka 4.4 leaves null
+for the errors a group can have here (GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, authorization), as
+Odradek does."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from protocol.messages.delete_groups import (
 )
 
 
-@handler(ApiKey.DELETE_GROUPS, "0-2", acl=(AclOperation.DELETE, ResourceType.GROUP))
+@handler(ApiKey.DELETE_GROUPS, "0-3", acl=(AclOperation.DELETE, ResourceType.GROUP))
 async def handle_delete_groups(
     ctx: RequestContext, request: DeleteGroupsRequest
 ) -> DeleteGroupsResponse:

@@ -1,7 +1,7 @@
 """DeleteGroups (key 42): delete empty consumer groups and their committed offsets.
 
-v1 is v0 (responses are sent before throttling); v2 is flexible. Note Kafka's field name
-``groups_names``.
+v1 is v0 (responses are sent before throttling); v2 is flexible; v3 adds each group's error
+message. Note Kafka's field name ``groups_names``.
 """
 
 from protocol.api_keys import ApiKey
@@ -11,7 +11,7 @@ DeleteGroupsRequest = message(
     "DeleteGroupsRequest",
     api_key=ApiKey.DELETE_GROUPS,
     kind="request",
-    valid="0-2",
+    valid="0-3",
     flexible="2+",
     fields=[
         f("groups_names", array(STRING)),
@@ -23,6 +23,7 @@ DeletableGroupResult = struct(
     [
         f("group_id", STRING),
         f("error_code", INT16),
+        f("error_message", STRING, "3+", null="3+", default=None),
     ],
 )
 
@@ -30,7 +31,7 @@ DeleteGroupsResponse = message(
     "DeleteGroupsResponse",
     api_key=ApiKey.DELETE_GROUPS,
     kind="response",
-    valid="0-2",
+    valid="0-3",
     flexible="2+",
     fields=[
         f("throttle_time_ms", INT32),

@@ -12,7 +12,8 @@ class DeleteGroupsRequest(Message):
 class DeletableGroupResult(Struct):
     group_id: str
     error_code: int
-    def __init__(self, group_id: str = ..., error_code: int = ...) -> None: ...
+    error_message: str | None
+    def __init__(self, group_id: str = ..., error_code: int = ..., error_message: str | None = ...) -> None: ...
 
 class DeleteGroupsResponse(Message):
     throttle_time_ms: int

@@ -180,14 +180,16 @@ _PLACEHOLDERS = {
     "port": "<port>",
     "log_dir": "<log-dir>",
 }
-#: Fields compared only for being set (non-negative) or not: ids and times a broker picks, and
-#: a disk's sizes.
+#: Fields compared only for being set (non-negative) or not: ids and times a broker picks, a
+#: disk's sizes, and the finalized features' epoch (Kafka 4's is the offset of its metadata
+#: log, Kafka 3.9's and Odradek's 0)
 _SET_OR_NOT = {
     "producer_id",
     "log_append_time_ms",
     "transaction_start_time_ms",
     "total_bytes",
     "usable_bytes",
+    "finalized_features_epoch",
 }
 _ZERO = {"throttle_time_ms"}
 #: Ids a broker picks at random where 0 means none (a KIP-227 fetch session): compared for
