@@ -6,10 +6,14 @@ partition; v2-4 a retention time (an explicit expire timestamp); v5+ use
 consumer group the generation is the member's epoch (STALE_MEMBER_EPOCH when it is not the
 member's current one, UNKNOWN_MEMBER_ID for a member the group does not have; members of the
 consumer protocol must use v9+), and a generation for a group that does not exist answers
-GROUP_ID_NOT_FOUND. Partitions of unknown topics get UNKNOWN_TOPIC_OR_PARTITION.
+GROUP_ID_NOT_FOUND. Partitions of unknown topics get UNKNOWN_TOPIC_OR_PARTITION. v10 (KIP-848)
+names topics by id: an id no topic has (the zero id too) answers UNKNOWN_TOPIC_ID for each of
+its partitions, and the answer names topics by id.
 """
 
 from __future__ import annotations
+
+import uuid
 
 from broker.coordinators.scheduler import Answer
 from broker.dispatch import Later, RequestContext
@@ -28,7 +32,7 @@ from protocol.messages.offset_commit import (
 from protocol.schema import Struct
 
 
-@handler(ApiKey.OFFSET_COMMIT, "0-9", acl=(AclOperation.READ, ResourceType.GROUP))
+@handler(ApiKey.OFFSET_COMMIT, "0-10", acl=(AclOperation.READ, ResourceType.GROUP))
 def handle_offset_commit(
     ctx: RequestContext, request: OffsetCommitRequest
 ) -> OffsetCommitResponse | Later:
@@ -38,16 +42,29 @@ def handle_offset_commit(
     view = ctx.services.metadata.view
     retention = request.retention_time_ms if 2 <= version <= 4 else -1
     offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
-    errors: dict[tuple[str, int], ErrorCode] = {}
+    #: by (the topic as the request names it: name, or id from v10, partition)
+    errors: dict[tuple[str | uuid.UUID, int], ErrorCode] = {}
+    #: v10: the id of each topic named by id
+    ids: dict[str, uuid.UUID] = {}
     for t in request.topics:
-        denied = not ctx.authorize(AclOperation.READ, ResourceType.TOPIC, t.name)
+        if version >= 10:
+            topic = view.topics_by_id.get(t.topic_id)
+            if topic is None:
+                for p in t.partitions:
+                    errors[(t.topic_id, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_ID
+                continue
+            name = topic.name
+            ids[name] = t.topic_id
+        else:
+            name = t.name
+        denied = not ctx.authorize(AclOperation.READ, ResourceType.TOPIC, name)
         for p in t.partitions:
-            tp = (t.name, p.partition_index)
+            tp = (name, p.partition_index)
             if denied:
-                errors[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                errors[_keyed(tp, ids)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
                 continue
             if view.partition(*tp) is None:
-                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                errors[_keyed(tp, ids)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue
             commit_ts = p.commit_timestamp if version == 1 and p.commit_timestamp >= 0 else now
             offsets[tp] = OffsetAndMetadata(
@@ -58,7 +75,7 @@ def handle_offset_commit(
                 expire_timestamp_ms=now + retention if retention >= 0 else -1,
             )
     if not offsets:
-        return _response(request, errors)
+        return _response(request, errors, version >= 10)
     # answered once the commit is durable: usually before commit_offsets returns; otherwise
     # (a write waiting for the ISR) the coordinator calls back later, from any thread
     answer: Answer[dict[tuple[str, int], ErrorCode]] = Answer()
@@ -72,26 +89,35 @@ def handle_offset_commit(
         api_version=version,
     )
     if answer.ready and answer.value is not None:
-        errors.update(answer.value)
-        return _response(request, errors)
+        errors.update((_keyed(tp, ids), e) for tp, e in answer.value.items())
+        return _response(request, errors, version >= 10)
 
     async def later() -> Struct:
-        errors.update(await answer.wait())
-        return _response(request, errors)
+        errors.update((_keyed(tp, ids), e) for tp, e in (await answer.wait()).items())
+        return _response(request, errors, version >= 10)
 
     return Later(later())
 
 
-def _response(request: Struct, errors: dict[tuple[str, int], ErrorCode]) -> OffsetCommitResponse:
+def _keyed(tp: tuple[str, int], ids: dict[str, uuid.UUID]) -> tuple[str | uuid.UUID, int]:
+    """A partition as the request names its topic: by id for the topics it names by id."""
+    topic_id = ids.get(tp[0])
+    return (tp[0], tp[1]) if topic_id is None else (topic_id, tp[1])
+
+
+def _response(
+    request: Struct, errors: dict[tuple[str | uuid.UUID, int], ErrorCode], by_id: bool
+) -> OffsetCommitResponse:
     return OffsetCommitResponse(
         throttle_time_ms=0,
         topics=[
             OffsetCommitResponseTopic(
                 name=t.name,
+                topic_id=t.topic_id,
                 partitions=[
                     OffsetCommitResponsePartition(
                         partition_index=p.partition_index,
-                        error_code=errors[(t.name, p.partition_index)],
+                        error_code=errors[(t.topic_id if by_id else t.name, p.partition_index)],
                     )
                     for p in t.partitions
                 ],
@@ -109,6 +135,7 @@ def offset_commit_error(
         topics=[
             OffsetCommitResponseTopic(
                 name=t.name,
+                topic_id=t.topic_id,
                 partitions=[
                     OffsetCommitResponsePartition(
                         partition_index=p.partition_index, error_code=code

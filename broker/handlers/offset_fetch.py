@@ -12,7 +12,9 @@ Kafka does (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH); an admin client sends neithe
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
+from types import SimpleNamespace
 from typing import Any
 
 from broker.dispatch import RequestContext
@@ -31,6 +33,7 @@ from protocol.messages.offset_fetch import (
     OffsetFetchResponseTopic,
     OffsetFetchResponseTopics,
 )
+from protocol.primitives import ZERO_UUID
 
 TopicPartition = tuple[str, int]
 
@@ -95,25 +98,69 @@ def _offset(o: Found) -> tuple[int, int, str, ErrorCode]:
     return o.offset, o.leader_epoch, o.metadata, ErrorCode.NONE
 
 
+def _by_id(ctx: RequestContext, topics: Sequence[Any] | None) -> list[Any] | None:
+    """v10's topics, named by id, as the names of the topics that have those ids (the others
+    are answered by :func:`_ids_again`)."""
+    if topics is None:
+        return None
+    by_id = ctx.services.metadata.view.topics_by_id
+    return [
+        SimpleNamespace(name=by_id[t.topic_id].name, partition_indexes=t.partition_indexes)
+        for t in topics
+        if t.topic_id in by_id
+    ]
+
+
+def _ids_again(
+    ctx: RequestContext,
+    requested: Sequence[Any] | None,
+    topics: list[tuple[str, list[tuple[int, Found]]]],
+) -> list[tuple[uuid.UUID, list[tuple[int, Found]]]]:
+    """v10's answer, by topic id: in the request's order, an id no topic has (the zero id
+    too) answering UNKNOWN_TOPIC_ID for each partition; every committed topic that still
+    exists when the request named none."""
+    view = ctx.services.metadata.view
+    if requested is None:
+        return [
+            (view.topics[name].topic_id, parts) for name, parts in topics if name in view.topics
+        ]
+    found = dict(topics)
+    by_id = view.topics_by_id
+    out: list[tuple[uuid.UUID, list[tuple[int, Found]]]] = []
+    for t in requested:
+        topic = by_id.get(t.topic_id)
+        if topic is None:
+            out.append((t.topic_id, [(p, ErrorCode.UNKNOWN_TOPIC_ID) for p in t.partition_indexes]))
+        elif topic.name in found:
+            out.append((t.topic_id, found.pop(topic.name)))
+    return out
+
+
 def _requested(topics: Sequence[Any] | None) -> list[TopicPartition] | None:
     if topics is None:
         return None
     return [(t.name, p) for t in topics for p in t.partition_indexes]
 
 
-@handler(ApiKey.OFFSET_FETCH, "0-9", acl=(AclOperation.DESCRIBE, ResourceType.GROUP))
+@handler(ApiKey.OFFSET_FETCH, "0-10", acl=(AclOperation.DESCRIBE, ResourceType.GROUP))
 def handle_offset_fetch(ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse:
     version = ctx.api_version
     if version >= 8:
         groups = []
         for g in request.groups:
-            code, topics = _fetch(
+            names = g.topics
+            if version >= 10:
+                names = _by_id(ctx, g.topics)
+            code, by_name = _fetch(
                 ctx,
                 g.group_id,
-                _requested(g.topics),
+                _requested(names),
                 request.require_stable,
                 g.member_id if version >= 9 else None,
                 g.member_epoch if version >= 9 else -1,
+            )
+            answered: list[tuple[str | uuid.UUID, list[tuple[int, Found]]]] = (
+                list(_ids_again(ctx, g.topics, by_name)) if version >= 10 else list(by_name)
             )
             groups.append(
                 OffsetFetchResponseGroup(
@@ -121,7 +168,8 @@ def handle_offset_fetch(ctx: RequestContext, request: OffsetFetchRequest) -> Off
                     error_code=code,
                     topics=[
                         OffsetFetchResponseTopics(
-                            name=name,
+                            name=name if isinstance(name, str) else "",
+                            topic_id=name if isinstance(name, uuid.UUID) else ZERO_UUID,
                             partitions=[
                                 OffsetFetchResponsePartitions(
                                     partition_index=p,
@@ -134,7 +182,7 @@ def handle_offset_fetch(ctx: RequestContext, request: OffsetFetchRequest) -> Off
                                 for offset, epoch, metadata, error in (_offset(o),)
                             ],
                         )
-                        for name, parts in topics
+                        for name, parts in answered
                     ]
                     if code == ErrorCode.NONE
                     else [],

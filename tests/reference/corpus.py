@@ -594,6 +594,8 @@ def commit(
             topics=[
                 OffsetCommitRequestTopic(
                     name=topic,
+                    # v10 names topics by id (the zero id for a topic never created)
+                    topic_id=ctx.topic_id(topic),
                     partitions=[
                         OffsetCommitRequestPartition(
                             partition_index=partition,
@@ -620,20 +622,27 @@ def offset_fetch(
     until: Callable[[Any], bool] | None = None,
 ) -> Exchange:
     if version >= 8:
-        request = OffsetFetchRequest(
-            groups=[
-                OffsetFetchRequestGroup(
-                    group_id=group,
-                    topics=None
-                    if topics is None
-                    else [
-                        OffsetFetchRequestTopics(name=t, partition_indexes=p)
-                        for t, p in topics.items()
-                    ],
-                )
-            ],
-            require_stable=require_stable,
-        )
+
+        def build(ctx: Context) -> Message:
+            return OffsetFetchRequest(
+                groups=[
+                    OffsetFetchRequestGroup(
+                        group_id=group,
+                        topics=None
+                        if topics is None
+                        else [
+                            # v10 names topics by id (the zero id for a topic never created)
+                            OffsetFetchRequestTopics(
+                                name=t, topic_id=ctx.topic_id(t), partition_indexes=p
+                            )
+                            for t, p in topics.items()
+                        ],
+                    )
+                ],
+                require_stable=require_stable,
+            )
+
+        return Exchange(build, version, label=label, until=until)
     else:
         request = OffsetFetchRequest(
             group_id=group,
@@ -1158,6 +1167,11 @@ def api_scenarios(prefix: str, advertised: dict[int, tuple[int, int]]) -> list[S
                 commit(g, t, 5, version=v),
                 offset_fetch(g, {t: [0]}, version=min(v, 7) if v else 0),
                 commit(g, t, 6, version=v, partition=3, label="unknown partition"),
+                *(
+                    [commit(g, f"{t}-missing", 6, version=v, label="unknown topic id")]
+                    if v >= 10
+                    else []
+                ),
             ],
         )
 
@@ -1172,6 +1186,10 @@ def api_scenarios(prefix: str, advertised: dict[int, tuple[int, int]]) -> list[S
         ]
         if v >= 2:
             steps.append(offset_fetch(g, None, version=v))
+        if v >= 10:
+            steps.append(
+                offset_fetch(g, {t: [0, 5], f"{t}-missing": [0]}, version=v, label="by topic id")
+            )
         add(f"offset_fetch/v{v}", steps)
 
     for v in versions(ApiKey.FIND_COORDINATOR):
