@@ -13,10 +13,12 @@ stay pending for ever, as no marker would reach them), while
 version 2 (KIP-890 part 2), which sent no AddOffsetsToTxn: with the broker's
 ``transaction.version`` at 2 the partition is added to the transaction instead (Kafka's
 ``txnOffsetCommitRequestVersionToTransactionSupportedOperation``). A failure is every
-partition's answer."""
+partition's answer. v6 names topics by id, as OffsetCommit v10: an id no topic has (the zero id
+too) answers UNKNOWN_TOPIC_ID for each of its partitions."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from broker.coordinators.scheduler import Answer
@@ -38,18 +40,28 @@ from protocol.messages.txn_offset_commit import (
 )
 
 TopicPartition = tuple[str, int]
+#: a partition as the request names its topic: by name, or by id from v6
+Keyed = tuple[str | uuid.UUID, int]
 
 
-def _response(request: Any, errors: dict[TopicPartition, ErrorCode]) -> TxnOffsetCommitResponse:
+def _keyed(tp: TopicPartition, ids: dict[str, uuid.UUID]) -> Keyed:
+    topic_id = ids.get(tp[0])
+    return (tp[0], tp[1]) if topic_id is None else (topic_id, tp[1])
+
+
+def _response(request: Any, errors: dict[Keyed, ErrorCode], by_id: bool) -> TxnOffsetCommitResponse:
     return TxnOffsetCommitResponse(
         throttle_time_ms=0,
         topics=[
             TxnOffsetCommitResponseTopic(
                 name=t.name,
+                topic_id=t.topic_id,
                 partitions=[
                     TxnOffsetCommitResponsePartition(
                         partition_index=p.partition_index,
-                        error_code=errors.get((t.name, p.partition_index), ErrorCode.NONE),
+                        error_code=errors.get(
+                            (t.topic_id if by_id else t.name, p.partition_index), ErrorCode.NONE
+                        ),
                     )
                     for p in t.partitions
                 ],
@@ -59,7 +71,7 @@ def _response(request: Any, errors: dict[TopicPartition, ErrorCode]) -> TxnOffse
     )
 
 
-@handler(ApiKey.TXN_OFFSET_COMMIT, "0-5", acl=(AclOperation.READ, ResourceType.GROUP))
+@handler(ApiKey.TXN_OFFSET_COMMIT, "0-6", acl=(AclOperation.READ, ResourceType.GROUP))
 def handle_txn_offset_commit(
     ctx: RequestContext, request: TxnOffsetCommitRequest
 ) -> TxnOffsetCommitResponse | Later:
@@ -69,17 +81,30 @@ def handle_txn_offset_commit(
     version = ctx.api_version
     now = ctx.now_ms()
     view = ctx.services.metadata.view
-    errors: dict[TopicPartition, ErrorCode] = {}
+    errors: dict[Keyed, ErrorCode] = {}
     offsets: dict[TopicPartition, OffsetAndMetadata] = {}
+    by_id = version >= 6
+    #: v6: the id of each topic named by id
+    ids: dict[str, uuid.UUID] = {}
     for t in request.topics:
-        denied = not ctx.authorize(AclOperation.READ, ResourceType.TOPIC, t.name)
+        if by_id:
+            topic = view.topics_by_id.get(t.topic_id)
+            if topic is None:
+                for p in t.partitions:
+                    errors[(t.topic_id, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_ID
+                continue
+            name = topic.name
+            ids[name] = t.topic_id
+        else:
+            name = t.name
+        denied = not ctx.authorize(AclOperation.READ, ResourceType.TOPIC, name)
         for p in t.partitions:
-            tp = (t.name, p.partition_index)
+            tp = (name, p.partition_index)
             if denied:
-                errors[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                errors[_keyed(tp, ids)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
                 continue
             if view.partition(*tp) is None:
-                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                errors[_keyed(tp, ids)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                 continue
             offsets[tp] = OffsetAndMetadata(
                 offset=p.committed_offset,
@@ -89,7 +114,7 @@ def handle_txn_offset_commit(
                 expire_timestamp_ms=-1,
             )
     if not offsets:
-        return _response(request, errors)
+        return _response(request, errors, by_id)
     answer: Answer[dict[TopicPartition, ErrorCode]] = Answer()
 
     def commit() -> None:
@@ -106,10 +131,10 @@ def handle_txn_offset_commit(
 
     def build(found: dict[TopicPartition, ErrorCode]) -> TxnOffsetCommitResponse:
         for tp, code in found.items():
-            errors[tp] = (
+            errors[_keyed(tp, ids)] = (
                 ErrorCode.INVALID_PRODUCER_EPOCH if code == ErrorCode.PRODUCER_FENCED else code
             )
-        return _response(request, errors)
+        return _response(request, errors, by_id)
 
     service = ctx.services.transactions
     config = ctx.services.config
@@ -165,6 +190,7 @@ def txn_offset_commit_error(
         topics=[
             TxnOffsetCommitResponseTopic(
                 name=t.name,
+                topic_id=t.topic_id,
                 partitions=[
                     TxnOffsetCommitResponsePartition(
                         partition_index=p.partition_index, error_code=code

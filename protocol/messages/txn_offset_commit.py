@@ -3,11 +3,12 @@ transaction; they become visible when the transaction commits.
 
 v1 is v0; v2 adds each partition's committed leader epoch; v3 is flexible and adds the group
 member's generation, member id and group instance id (fencing zombie producers, KIP-447);
-v4 may answer TRANSACTION_ABORTABLE; v5 is v4 for transaction protocol v2 (KIP-890).
+v4 may answer TRANSACTION_ABORTABLE; v5 is v4 for transaction protocol v2 (KIP-890); v6 names
+topics by id (KIP-848's topic ids, as OffsetCommit v10).
 """
 
 from protocol.api_keys import ApiKey
-from protocol.schema import INT16, INT32, INT64, STRING, array, f, message, struct
+from protocol.schema import INT16, INT32, INT64, STRING, UUID, array, f, message, struct
 
 TxnOffsetCommitRequestPartition = struct(
     "TxnOffsetCommitRequestPartition",
@@ -22,7 +23,8 @@ TxnOffsetCommitRequestPartition = struct(
 TxnOffsetCommitRequestTopic = struct(
     "TxnOffsetCommitRequestTopic",
     [
-        f("name", STRING),
+        f("name", STRING, "0-5"),
+        f("topic_id", UUID, "6+"),
         f("partitions", array(TxnOffsetCommitRequestPartition)),
     ],
 )
@@ -31,7 +33,7 @@ TxnOffsetCommitRequest = message(
     "TxnOffsetCommitRequest",
     api_key=ApiKey.TXN_OFFSET_COMMIT,
     kind="request",
-    valid="0-5",
+    valid="0-6",
     flexible="3+",
     fields=[
         f("transactional_id", STRING),
@@ -56,7 +58,8 @@ TxnOffsetCommitResponsePartition = struct(
 TxnOffsetCommitResponseTopic = struct(
     "TxnOffsetCommitResponseTopic",
     [
-        f("name", STRING),
+        f("name", STRING, "0-5"),
+        f("topic_id", UUID, "6+"),
         f("partitions", array(TxnOffsetCommitResponsePartition)),
     ],
 )
@@ -65,7 +68,7 @@ TxnOffsetCommitResponse = message(
     "TxnOffsetCommitResponse",
     api_key=ApiKey.TXN_OFFSET_COMMIT,
     kind="response",
-    valid="0-5",
+    valid="0-6",
     flexible="3+",
     fields=[
         f("throttle_time_ms", INT32),

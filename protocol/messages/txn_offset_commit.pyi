@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 from protocol.schema import Message, Struct
 
 class TxnOffsetCommitRequestPartition(Struct):
@@ -14,8 +16,9 @@ class TxnOffsetCommitRequestPartition(Struct):
 
 class TxnOffsetCommitRequestTopic(Struct):
     name: str
+    topic_id: uuid.UUID
     partitions: list[TxnOffsetCommitRequestPartition]
-    def __init__(self, name: str = ..., partitions: list[TxnOffsetCommitRequestPartition] = ...) -> None: ...
+    def __init__(self, name: str = ..., topic_id: uuid.UUID = ..., partitions: list[TxnOffsetCommitRequestPartition] = ...) -> None: ...
 
 class TxnOffsetCommitRequest(Message):
     transactional_id: str
@@ -35,8 +38,9 @@ class TxnOffsetCommitResponsePartition(Struct):
 
 class TxnOffsetCommitResponseTopic(Struct):
     name: str
+    topic_id: uuid.UUID
     partitions: list[TxnOffsetCommitResponsePartition]
-    def __init__(self, name: str = ..., partitions: list[TxnOffsetCommitResponsePartition] = ...) -> None: ...
+    def __init__(self, name: str = ..., topic_id: uuid.UUID = ..., partitions: list[TxnOffsetCommitResponsePartition] = ...) -> None: ...
 
 class TxnOffsetCommitResponse(Message):
     throttle_time_ms: int

@@ -2746,6 +2746,8 @@ def txn_commit(
             topics=[
                 TxnOffsetCommitRequestTopic(
                     name=topic,
+                    # v6 names topics by id (the zero id for a topic never created)
+                    topic_id=ctx.topic_id(topic),
                     partitions=[
                         TxnOffsetCommitRequestPartition(
                             partition_index=0,
@@ -3252,6 +3254,11 @@ def transaction_v2_scenarios(p: str) -> list[Scenario]:
                 ),
                 describe_txn(txn),
                 txn_commit(txn, g, t, 2, version=v_commit, label="adds the offsets partition"),
+                *(
+                    [txn_commit(txn, g, f"{t}-missing", 2, version=v_commit, label="unknown id")]
+                    if v_commit >= 6
+                    else []
+                ),
                 describe_txn(txn),
                 offset_fetch(g, {t: [0]}, require_stable=True, label="pending"),
                 end_txn(txn, version=v_end, epoch_delta=-1, label="stale epoch"),
