@@ -249,7 +249,7 @@ def test_transaction_apis_are_advertised(broker):
     assert advertised[ApiKey.ADD_OFFSETS_TO_TXN] == (0, 4)
     assert advertised[ApiKey.END_TXN] == (0, 5)
     assert advertised[ApiKey.WRITE_TXN_MARKERS] == (0, 2)
-    assert advertised[ApiKey.TXN_OFFSET_COMMIT] == (0, 5)
+    assert advertised[ApiKey.TXN_OFFSET_COMMIT] == (0, 6)
     assert advertised[ApiKey.DESCRIBE_PRODUCERS] == (0, 0)
     assert advertised[ApiKey.DESCRIBE_TRANSACTIONS] == (0, 0)
     assert advertised[ApiKey.LIST_TRANSACTIONS] == (0, 2)
