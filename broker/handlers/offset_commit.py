@@ -13,11 +13,9 @@ its partitions, and the answer names topics by id.
 
 from __future__ import annotations
 
-import uuid
-
 from broker.coordinators.scheduler import Answer
 from broker.dispatch import Later, RequestContext
-from broker.handlers._groups import coordinator
+from broker.handlers._groups import CommitTopics, coordinator
 from broker.registry import error_response, handler
 from coordination.group.metadata import OffsetAndMetadata
 from protocol.acl import AclOperation, ResourceType
@@ -39,43 +37,21 @@ def handle_offset_commit(
     ctx.require(AclOperation.READ, ResourceType.GROUP, request.group_id)
     version = ctx.api_version
     now = ctx.now_ms()
-    view = ctx.services.metadata.view
     retention = request.retention_time_ms if 2 <= version <= 4 else -1
+    by_id = version >= 10
+    named = CommitTopics.check(ctx, request.topics, by_id)
     offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
-    #: by (the topic as the request names it: name, or id from v10, partition)
-    errors: dict[tuple[str | uuid.UUID, int], ErrorCode] = {}
-    #: v10: the id of each topic named by id
-    ids: dict[str, uuid.UUID] = {}
-    for t in request.topics:
-        if version >= 10:
-            topic = view.topics_by_id.get(t.topic_id)
-            if topic is None:
-                for p in t.partitions:
-                    errors[(t.topic_id, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_ID
-                continue
-            name = topic.name
-            ids[name] = t.topic_id
-        else:
-            name = t.name
-        denied = not ctx.authorize(AclOperation.READ, ResourceType.TOPIC, name)
-        for p in t.partitions:
-            tp = (name, p.partition_index)
-            if denied:
-                errors[_keyed(tp, ids)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-                continue
-            if view.partition(*tp) is None:
-                errors[_keyed(tp, ids)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                continue
-            commit_ts = p.commit_timestamp if version == 1 and p.commit_timestamp >= 0 else now
-            offsets[tp] = OffsetAndMetadata(
-                offset=p.committed_offset,
-                leader_epoch=p.committed_leader_epoch if version >= 6 else -1,
-                metadata=p.committed_metadata or "",
-                commit_timestamp_ms=commit_ts,
-                expire_timestamp_ms=now + retention if retention >= 0 else -1,
-            )
+    for tp, p in named:
+        commit_ts = p.commit_timestamp if version == 1 and p.commit_timestamp >= 0 else now
+        offsets[tp] = OffsetAndMetadata(
+            offset=p.committed_offset,
+            leader_epoch=p.committed_leader_epoch if version >= 6 else -1,
+            metadata=p.committed_metadata or "",
+            commit_timestamp_ms=commit_ts,
+            expire_timestamp_ms=now + retention if retention >= 0 else -1,
+        )
     if not offsets:
-        return _response(request, errors, version >= 10)
+        return _response(request, named, by_id)
     # answered once the commit is durable: usually before commit_offsets returns; otherwise
     # (a write waiting for the ISR) the coordinator calls back later, from any thread
     answer: Answer[dict[tuple[str, int], ErrorCode]] = Answer()
@@ -89,25 +65,17 @@ def handle_offset_commit(
         api_version=version,
     )
     if answer.ready and answer.value is not None:
-        errors.update((_keyed(tp, ids), e) for tp, e in answer.value.items())
-        return _response(request, errors, version >= 10)
+        named.answered(answer.value)
+        return _response(request, named, by_id)
 
     async def later() -> Struct:
-        errors.update((_keyed(tp, ids), e) for tp, e in (await answer.wait()).items())
-        return _response(request, errors, version >= 10)
+        named.answered(await answer.wait())
+        return _response(request, named, by_id)
 
     return Later(later())
 
 
-def _keyed(tp: tuple[str, int], ids: dict[str, uuid.UUID]) -> tuple[str | uuid.UUID, int]:
-    """A partition as the request names its topic: by id for the topics it names by id."""
-    topic_id = ids.get(tp[0])
-    return (tp[0], tp[1]) if topic_id is None else (topic_id, tp[1])
-
-
-def _response(
-    request: Struct, errors: dict[tuple[str | uuid.UUID, int], ErrorCode], by_id: bool
-) -> OffsetCommitResponse:
+def _response(request: Struct, named: CommitTopics, by_id: bool) -> OffsetCommitResponse:
     return OffsetCommitResponse(
         throttle_time_ms=0,
         topics=[
@@ -117,7 +85,7 @@ def _response(
                 partitions=[
                     OffsetCommitResponsePartition(
                         partition_index=p.partition_index,
-                        error_code=errors[(t.topic_id if by_id else t.name, p.partition_index)],
+                        error_code=named.error(t, p, by_id),
                     )
                     for p in t.partitions
                 ],

@@ -18,12 +18,11 @@ too) answers UNKNOWN_TOPIC_ID for each of its partitions."""
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from broker.coordinators.scheduler import Answer
 from broker.dispatch import Later, RequestContext
-from broker.handlers._groups import coordinator
+from broker.handlers._groups import CommitTopics, TopicPartition, coordinator
 from broker.handlers._txn import respond
 from broker.registry import error_response, handler
 from coordination.group.metadata import OffsetAndMetadata
@@ -39,17 +38,8 @@ from protocol.messages.txn_offset_commit import (
     TxnOffsetCommitResponseTopic,
 )
 
-TopicPartition = tuple[str, int]
-#: a partition as the request names its topic: by name, or by id from v6
-Keyed = tuple[str | uuid.UUID, int]
 
-
-def _keyed(tp: TopicPartition, ids: dict[str, uuid.UUID]) -> Keyed:
-    topic_id = ids.get(tp[0])
-    return (tp[0], tp[1]) if topic_id is None else (topic_id, tp[1])
-
-
-def _response(request: Any, errors: dict[Keyed, ErrorCode], by_id: bool) -> TxnOffsetCommitResponse:
+def _response(request: Any, named: CommitTopics, by_id: bool) -> TxnOffsetCommitResponse:
     return TxnOffsetCommitResponse(
         throttle_time_ms=0,
         topics=[
@@ -59,9 +49,7 @@ def _response(request: Any, errors: dict[Keyed, ErrorCode], by_id: bool) -> TxnO
                 partitions=[
                     TxnOffsetCommitResponsePartition(
                         partition_index=p.partition_index,
-                        error_code=errors.get(
-                            (t.topic_id if by_id else t.name, p.partition_index), ErrorCode.NONE
-                        ),
+                        error_code=named.error(t, p, by_id),
                     )
                     for p in t.partitions
                 ],
@@ -80,41 +68,19 @@ def handle_txn_offset_commit(
     ctx.require(AclOperation.READ, ResourceType.GROUP, request.group_id)
     version = ctx.api_version
     now = ctx.now_ms()
-    view = ctx.services.metadata.view
-    errors: dict[Keyed, ErrorCode] = {}
-    offsets: dict[TopicPartition, OffsetAndMetadata] = {}
     by_id = version >= 6
-    #: v6: the id of each topic named by id
-    ids: dict[str, uuid.UUID] = {}
-    for t in request.topics:
-        if by_id:
-            topic = view.topics_by_id.get(t.topic_id)
-            if topic is None:
-                for p in t.partitions:
-                    errors[(t.topic_id, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_ID
-                continue
-            name = topic.name
-            ids[name] = t.topic_id
-        else:
-            name = t.name
-        denied = not ctx.authorize(AclOperation.READ, ResourceType.TOPIC, name)
-        for p in t.partitions:
-            tp = (name, p.partition_index)
-            if denied:
-                errors[_keyed(tp, ids)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-                continue
-            if view.partition(*tp) is None:
-                errors[_keyed(tp, ids)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                continue
-            offsets[tp] = OffsetAndMetadata(
-                offset=p.committed_offset,
-                leader_epoch=p.committed_leader_epoch if version >= 2 else -1,
-                metadata=p.committed_metadata or "",
-                commit_timestamp_ms=now,
-                expire_timestamp_ms=-1,
-            )
+    named = CommitTopics.check(ctx, request.topics, by_id)
+    offsets: dict[TopicPartition, OffsetAndMetadata] = {}
+    for tp, p in named:
+        offsets[tp] = OffsetAndMetadata(
+            offset=p.committed_offset,
+            leader_epoch=p.committed_leader_epoch if version >= 2 else -1,
+            metadata=p.committed_metadata or "",
+            commit_timestamp_ms=now,
+            expire_timestamp_ms=-1,
+        )
     if not offsets:
-        return _response(request, errors, by_id)
+        return _response(request, named, by_id)
     answer: Answer[dict[TopicPartition, ErrorCode]] = Answer()
 
     def commit() -> None:
@@ -130,11 +96,13 @@ def handle_txn_offset_commit(
         )
 
     def build(found: dict[TopicPartition, ErrorCode]) -> TxnOffsetCommitResponse:
-        for tp, code in found.items():
-            errors[_keyed(tp, ids)] = (
-                ErrorCode.INVALID_PRODUCER_EPOCH if code == ErrorCode.PRODUCER_FENCED else code
-            )
-        return _response(request, errors, by_id)
+        named.answered(
+            {
+                tp: ErrorCode.INVALID_PRODUCER_EPOCH if code == ErrorCode.PRODUCER_FENCED else code
+                for tp, code in found.items()
+            }
+        )
+        return _response(request, named, by_id)
 
     service = ctx.services.transactions
     config = ctx.services.config
