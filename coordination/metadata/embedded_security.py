@@ -1,4 +1,5 @@
-"""The embedded security store: ACLs, SCRAM credentials and quotas of a standalone broker.
+"""The embedded security store: ACLs, SCRAM credentials, quotas and delegation tokens of a
+standalone broker.
 
 On disk: one JSON document, ``<log dir>/odradek-security.json``, beside the embedded metadata
 file::
@@ -7,9 +8,12 @@ file::
      "acls": [{"resource_type": "Topic", "pattern_type": "PREFIXED", "name": "orders-",
                "acls": {"version": 1, "acls": [{"principal": "User:alice", ...}]}}],
      "configs": {"users/alice": {"SCRAM-SHA-256": "salt=...,stored_key=...,...",
-                                 "producer_byte_rate": "1048576"}}}
+                                 "producer_byte_rate": "1048576"}},
+     "tokens": {"<token id>": {"version": 3, "owner": "User%3Aalice", ...}}}
 
-each pattern's ``acls`` in Kafka's ``AclEntry`` JSON, each entity under its ZooKeeper-style path.
+each pattern's ``acls`` in Kafka's ``AclEntry`` JSON, each entity under its ZooKeeper-style path,
+each delegation token under its id in Kafka's ``DelegationTokenInfoZNode`` JSON (a document
+without ``tokens``, written before tokens were kept, has none).
 Every change writes a new file and renames it over the old one (after fsync): a crash leaves the
 old or the new document. The file holds credentials (salted, never passwords): it is created
 readable by its owner only.
@@ -34,8 +38,12 @@ from coordination.metadata.security import (
     ResourcePattern,
     SecurityStore,
     SecurityStoreError,
+    TokenDataError,
+    TokenInformation,
     decode_acls,
+    decode_token,
     encode_acls,
+    encode_token,
     parse_resource_type,
     pascal_case,
     resource_type_name,
@@ -56,6 +64,7 @@ class EmbeddedSecurityStore(SecurityStore):
         self._lock = threading.Lock()
         self._acl_state: dict[ResourcePattern, AclSet] = {}
         self._configs: dict[str, dict[str, str]] = {}
+        self._token_state: dict[str, TokenInformation] = {}
 
     def start(self) -> None:
         with self._lock:
@@ -63,10 +72,13 @@ class EmbeddedSecurityStore(SecurityStore):
                 self._load()
         self._publish_acls(self._acl_state)
         self._publish_entities(self._configs)
+        self._publish_tokens(self._token_state)
         log.info(
-            "security store: %d ACL resource patterns, %d user/client entities (%s)",
+            "security store: %d ACL resource patterns, %d user/client entities, "
+            "%d delegation tokens (%s)",
             len(self._acl_state),
             len(self._configs),
+            len(self._token_state),
             self.path,
         )
 
@@ -94,6 +106,15 @@ class EmbeddedSecurityStore(SecurityStore):
                 self._acl_state[pattern] = entries
         for path, configs in doc.get("configs", {}).items():
             self._configs[str(path)] = {str(k): str(v) for k, v in configs.items()}
+        for token_id, token_doc in doc.get("tokens", {}).items():
+            try:
+                token = decode_token(json.dumps(token_doc).encode())
+            except TokenDataError as e:
+                log.warning(
+                    "%s: ignoring unreadable delegation token %s: %s", self.path, token_id, e
+                )
+                continue
+            self._token_state[token.token_id] = token
 
     def _document(self) -> dict[str, Any]:
         return {
@@ -108,6 +129,10 @@ class EmbeddedSecurityStore(SecurityStore):
                 for p, entries in sorted(self._acl_state.items())
             ],
             "configs": {k: dict(sorted(v.items())) for k, v in sorted(self._configs.items())},
+            "tokens": {
+                token_id: json.loads(encode_token(token))
+                for token_id, token in sorted(self._token_state.items())
+            },
         }
 
     def _save(self) -> None:
@@ -167,3 +192,27 @@ class EmbeddedSecurityStore(SecurityStore):
     def read_entity_configs(self, path: str) -> dict[str, str]:
         with self._lock:
             return dict(self._configs.get(path, {}))
+
+    def put_token(self, token: TokenInformation) -> None:
+        self._set_token(token.token_id, token)
+
+    def remove_token(self, token_id: str) -> None:
+        self._set_token(token_id, None)
+
+    def _set_token(self, token_id: str, token: TokenInformation | None) -> None:
+        """Stores ``token`` (None: removes it); nothing is written when nothing changes."""
+        with self._lock:
+            if self._token_state.get(token_id) == token:
+                return
+            old_tokens = dict(self._token_state)
+            if token is None:
+                del self._token_state[token_id]
+            else:
+                self._token_state[token_id] = token
+            try:
+                self._save()
+            except SecurityStoreError:
+                self._token_state = old_tokens
+                raise
+            snapshot = dict(self._token_state)
+        self._publish_tokens(snapshot)

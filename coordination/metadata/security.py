@@ -16,6 +16,10 @@ Kafka's own znodes: :mod:`coordination.zk.security`). What they keep:
   ``/config`` with sanitized names (:func:`entity_path`): SCRAM credentials (``SCRAM-SHA-256``,
   ``SCRAM-SHA-512`` keys in Kafka's ``salt=...,stored_key=...,server_key=...,iterations=...``
   string) and quotas (``producer_byte_rate``, ``consumer_byte_rate``, ``request_percentage``).
+* **Delegation tokens** (KIP-48): each token's :class:`TokenInformation` (owner, requester,
+  renewers, issue, expiry and maximum timestamps), in Kafka's ``DelegationTokenInfoZNode`` JSON
+  (:func:`encode_token`). A token's HMAC is not stored: every broker derives it from the token
+  id and ``delegation.token.secret.key``.
 
 Readers use immutable snapshots (:attr:`SecurityStore.acls`, :attr:`SecurityStore.entity_configs`)
 and are told of changes by listeners, called on the store's thread, possibly several brokers
@@ -274,6 +278,79 @@ AclListener = Callable[[AclSnapshot], None]
 EntityListener = Callable[[EntityConfigs], None]
 
 
+# --- delegation tokens (KIP-48) -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TokenInformation:
+    """Kafka's ``TokenInformation``: principals as ``<type>:<name>`` strings."""
+
+    token_id: str
+    owner: str
+    requester: str
+    renewers: tuple[str, ...]
+    issue_timestamp: int
+    max_timestamp: int
+    expiry_timestamp: int
+
+
+TokenSnapshot = Mapping[str, TokenInformation]
+TokenListener = Callable[[TokenSnapshot], None]
+
+#: the version of Kafka's token JSON written (3 added ``tokenRequester``, KIP-373)
+TOKEN_FORMAT_VERSION = 3
+
+
+def encode_token(token: TokenInformation) -> bytes:
+    """Kafka's ``DelegationTokenInfoZNode`` JSON (version 3, principals sanitized)."""
+    doc = {
+        "version": TOKEN_FORMAT_VERSION,
+        "owner": sanitize(token.owner),
+        "tokenRequester": sanitize(token.requester),
+        "renewers": [sanitize(r) for r in token.renewers],
+        "issueTimestamp": token.issue_timestamp,
+        "maxTimestamp": token.max_timestamp,
+        "expiryTimestamp": token.expiry_timestamp,
+        "tokenId": token.token_id,
+    }
+    return json.dumps(doc, separators=(",", ":")).encode()
+
+
+class TokenDataError(ValueError):
+    """A token document that cannot be read."""
+
+
+def _principal(text: str) -> str:
+    kind, sep, _name = text.partition(":")
+    if not sep or not kind:
+        raise TokenDataError(f"not a principal: {text!r}")
+    return text
+
+
+def decode_token(data: bytes | None) -> TokenInformation:
+    """Versions 1-3 of Kafka's token JSON (before 3, the requester is the owner)."""
+    try:
+        doc = json.loads(data or b"")
+        version = int(doc["version"])
+        if not 0 < version <= TOKEN_FORMAT_VERSION:
+            raise TokenDataError(f"unsupported token format version {version}")
+        owner = _principal(desanitize(str(doc["owner"])))
+        requester = _principal(desanitize(str(doc["tokenRequester"]))) if version >= 3 else owner
+        return TokenInformation(
+            token_id=str(doc["tokenId"]),
+            owner=owner,
+            requester=requester,
+            renewers=tuple(_principal(desanitize(str(r))) for r in doc["renewers"]),
+            issue_timestamp=int(doc["issueTimestamp"]),
+            max_timestamp=int(doc["maxTimestamp"]),
+            expiry_timestamp=int(doc["expiryTimestamp"]),
+        )
+    except TokenDataError:
+        raise
+    except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise TokenDataError(f"invalid token document: {e!r}") from None
+
+
 class SecurityStoreError(Exception):
     """A write that could not be made (ZooKeeper unavailable, a full disk); the message says why."""
 
@@ -285,8 +362,10 @@ class SecurityStore(ABC):
         self._acl_listeners: list[AclListener] = []
         self._entity_listeners: list[EntityListener] = []
         self._listeners_lock = threading.Lock()
+        self._token_listeners: list[TokenListener] = []
         self._acls: AclSnapshot = MappingProxyType({})
         self._entities: EntityConfigs = MappingProxyType({})
+        self._tokens: TokenSnapshot = MappingProxyType({})
 
     @property
     def acls(self) -> AclSnapshot:
@@ -297,6 +376,23 @@ class SecurityStore(ABC):
     def entity_configs(self) -> EntityConfigs:
         """Every user/client entity's configs by path (a snapshot)."""
         return self._entities
+
+    @property
+    def tokens(self) -> TokenSnapshot:
+        """Every delegation token by id (a snapshot)."""
+        return self._tokens
+
+    def add_token_listener(self, listener: TokenListener) -> None:
+        with self._listeners_lock:
+            self._token_listeners.append(listener)
+
+    def _publish_tokens(self, tokens: Mapping[str, TokenInformation]) -> None:
+        snapshot = MappingProxyType(dict(tokens))
+        self._tokens = snapshot
+        with self._listeners_lock:
+            listeners = list(self._token_listeners)
+        for listener in listeners:
+            listener(snapshot)
 
     def add_acl_listener(self, listener: AclListener) -> None:
         with self._listeners_lock:
@@ -346,3 +442,12 @@ class SecurityStore(ABC):
     @abstractmethod
     def read_entity_configs(self, path: str) -> dict[str, str]:
         """The entity's configs as stored now (not the possibly older snapshot)."""
+
+    @abstractmethod
+    def put_token(self, token: TokenInformation) -> None:
+        """Creates or replaces the token (on every broker of the cluster). Raises
+        SecurityStoreError."""
+
+    @abstractmethod
+    def remove_token(self, token_id: str) -> None:
+        """Removes the token if it exists. Raises SecurityStoreError."""

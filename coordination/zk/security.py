@@ -1,25 +1,28 @@
-"""ACLs, SCRAM credentials and client quotas in ZooKeeper, where Kafka's ZooKeeper mode keeps
-them, so Kafka's tools (``kafka-acls.sh``, ``kafka-configs.sh --zookeeper``) and Odradek brokers
-read and write the same nodes.
+"""ACLs, SCRAM credentials, client quotas and delegation tokens in ZooKeeper, where Kafka's
+ZooKeeper mode keeps them, so Kafka's tools (``kafka-acls.sh``, ``kafka-configs.sh --zookeeper``),
+Kafka brokers and Odradek brokers read and write the same nodes.
 
-==================================================  ==========  ==================================
-path                                                mode        content
-==================================================  ==========  ==================================
-``/kafka-acl/<Type>/<name>``                        persistent  LITERAL pattern's ACLs, Kafka's
-                                                                ``AclEntry`` JSON
-``/kafka-acl-extended/prefixed/<Type>/<name>``      persistent  PREFIXED pattern's ACLs
-``/kafka-acl-changes/acl_changes_<10 digits>``      sequential  ``TOPIC:<name>`` (a LITERAL
-                                                                pattern changed)
-``/kafka-acl-extended-changes/acl_changes_<…>``     sequential  ``{"version":1,"resourceType":
-                                                                "TOPIC","name":"…",
-                                                                "patternType":"PREFIXED"}``
-``/config/users/<user>``                            persistent  ``{"version":1,"config":{…}}``
-``/config/users/<user>/clients/<client-id>``        persistent  same
-``/config/clients/<client-id>``                     persistent  same
-``/config/ips/<ip>``                                persistent  same (KIP-612)
-``/config/changes/config_change_<10 digits>``       sequential  ``{"version":2,
-                                                                "entity_path":"users/alice"}``
-==================================================  ==========  ==================================
+====================================================  ==========  ==================================
+path                                                  mode        content
+====================================================  ==========  ==================================
+``/kafka-acl/<Type>/<name>``                          persistent  LITERAL pattern's ACLs, Kafka's
+                                                                  ``AclEntry`` JSON
+``/kafka-acl-extended/prefixed/<Type>/<name>``        persistent  PREFIXED pattern's ACLs
+``/kafka-acl-changes/acl_changes_<10 digits>``        sequential  ``TOPIC:<name>`` (a LITERAL
+                                                                  pattern changed)
+``/kafka-acl-extended-changes/acl_changes_<…>``       sequential  ``{"version":1,"resourceType":
+                                                                  "TOPIC","name":"…",
+                                                                  "patternType":"PREFIXED"}``
+``/config/users/<user>``                              persistent  ``{"version":1,"config":{…}}``
+``/config/users/<user>/clients/<client-id>``          persistent  same
+``/config/clients/<client-id>``                       persistent  same
+``/config/ips/<ip>``                                  persistent  same (KIP-612)
+``/config/changes/config_change_<10 digits>``         sequential  ``{"version":2,
+                                                                  "entity_path":"users/alice"}``
+``/delegation_token/tokens/<tokenId>``                persistent  the token, Kafka's
+                                                                  ``DelegationTokenInfoZNode`` JSON
+``/delegation_token/token_changes/token_change_<…>``  sequential  the token id (UTF-8)
+====================================================  ==========  ==================================
 
 ``<Type>`` is Kafka's resource type name (``Topic``, ``Group``, ``Cluster``,
 ``TransactionalId``, ``DelegationToken``, ``User``); user and client names are sanitized
@@ -27,9 +30,12 @@ path                                                mode        content
 
 Every broker loads everything at start (and after a new ZooKeeper session), then follows the
 change notifications: a new ``acl_changes_`` node names the pattern to re-read, a new
-``config_change_`` node the entity. A write is compare-and-set on the pattern's znode version
-(retried), then a notification is created, so all brokers converge without restarting.
-Notifications older than 15 minutes are deleted (Kafka's ``ZkNodeChangeNotificationListener``).
+``config_change_`` node the entity, a new ``token_change_`` node the token (gone from
+``/delegation_token/tokens``: removed). A write is compare-and-set on the pattern's znode version
+(retried), then a notification is created, so all brokers converge without restarting; a token is
+set whatever its version, then notified, after every set and every delete (Kafka's
+``DelegationTokenManagerZk``). Notifications older than 15 minutes are deleted (Kafka's
+``ZkNodeChangeNotificationListener``).
 
 Thread-safety: watch callbacks only post events; one worker thread (``zk-security``) reads
 ZooKeeper and publishes snapshots; writes run on the caller's thread and publish their own result
@@ -60,8 +66,12 @@ from coordination.metadata.security import (
     ResourcePattern,
     SecurityStore,
     SecurityStoreError,
+    TokenDataError,
+    TokenInformation,
     decode_acls,
+    decode_token,
     encode_acls,
+    encode_token,
     is_entity_path,
     parse_resource_type,
     resource_type_name,
@@ -77,6 +87,11 @@ EXTENDED_ACL_PATH = "/kafka-acl-extended"
 LITERAL_ACL_CHANGES_PATH = "/kafka-acl-changes"
 EXTENDED_ACL_CHANGES_PATH = "/kafka-acl-extended-changes"
 ACL_CHANGE_PREFIX = "acl_changes_"
+#: Kafka's DelegationTokensZNode, DelegationTokenChangeNotificationZNode and
+#: DelegationTokenChangeNotificationSequenceZNode
+TOKENS_PATH = "/delegation_token/tokens"
+TOKEN_CHANGES_PATH = "/delegation_token/token_changes"  # noqa: S105 - a path, not a password
+TOKEN_CHANGE_PREFIX = "token_change_"  # noqa: S105 - a znode name, not a password
 #: Kafka's changeExpirationMs for notification nodes
 CHANGE_EXPIRATION_MS = 15 * 60 * 1000
 #: attempts of a compare-and-set before giving up (Kafka's maxUpdateRetries)
@@ -124,6 +139,10 @@ def decode_acl_change(changes_path: str, data: bytes | None) -> ResourcePattern:
     )
 
 
+def token_path(token_id: str) -> str:
+    return f"{TOKENS_PATH}/{token_id}"
+
+
 def _sequence(child: str, prefix: str) -> int | None:
     if not child.startswith(prefix):
         return None
@@ -146,9 +165,10 @@ class ZkSecurityStore(SecurityStore):
         self._worker: threading.Thread | None = None
         self._stopping = False
         self._loaded = threading.Event()
-        self._lock = threading.Lock()  # guards the two caches below
+        self._lock = threading.Lock()  # guards the three caches below
         self._acl_state: dict[ResourcePattern, AclSet] = {}
         self._configs: dict[str, dict[str, str]] = {}
+        self._token_state: dict[str, TokenInformation] = {}
         self._last_seen: dict[str, int] = {}
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -161,6 +181,9 @@ class ZkSecurityStore(SecurityStore):
             self.zk.ensure_path(path)
         for config_type in ENTITY_TYPES:
             self.zk.ensure_path(f"{zd.CONFIG_PATH}/{config_type}")
+        # Kafka's KafkaZkClient.createDelegationTokenPaths
+        for path in (TOKENS_PATH, TOKEN_CHANGES_PATH):
+            self.zk.ensure_path(path)
         self.zk.raw.add_listener(self._on_connection_state)
         self._worker = threading.Thread(target=self._run, name="zk-security", daemon=True)
         self._worker.start()
@@ -168,9 +191,11 @@ class ZkSecurityStore(SecurityStore):
         if not self._loaded.wait(max(self.zk.op_timeout_s * 3, 30.0)):
             raise SecurityStoreError("timed out loading ACLs and credentials from ZooKeeper")
         log.info(
-            "security store: %d ACL resource patterns, %d user/client entities (ZooKeeper)",
+            "security store: %d ACL resource patterns, %d user/client entities, "
+            "%d delegation tokens (ZooKeeper)",
             len(self.acls),
             len(self.entity_configs),
+            len(self.tokens),
         )
 
     def stop(self) -> None:
@@ -203,6 +228,10 @@ class ZkSecurityStore(SecurityStore):
         if event.type != "NONE":
             self._events.put(("config_changes",))
 
+    def _watch_token_changes(self, event: Any) -> None:
+        if event.type != "NONE":
+            self._events.put(("token_changes",))
+
     # -- the worker ----------------------------------------------------------------------------
 
     def _run(self) -> None:
@@ -231,6 +260,8 @@ class ZkSecurityStore(SecurityStore):
                             self._process_acl_changes(event[1])
                         elif event[0] == "config_changes":
                             self._process_config_changes()
+                        elif event[0] == "token_changes":
+                            self._process_token_changes()
             except (KazooException, KazooTimeoutError) as e:
                 if self._stopping:
                     return
@@ -253,6 +284,9 @@ class ZkSecurityStore(SecurityStore):
         children = self.zk.children(zd.CONFIG_CHANGES_PATH, self._watch_config_changes) or []
         seqs = [s for c in children if (s := zd.config_change_sequence(c)) is not None]
         self._last_seen[zd.CONFIG_CHANGES_PATH] = max(seqs, default=-1)
+        children = self.zk.children(TOKEN_CHANGES_PATH, self._watch_token_changes) or []
+        seqs = [s for c in children if (s := _sequence(c, TOKEN_CHANGE_PREFIX)) is not None]
+        self._last_seen[TOKEN_CHANGES_PATH] = max(seqs, default=-1)
 
         acls: dict[ResourcePattern, AclSet] = {}
         for pattern_type, root in _ACL_ROOTS.items():
@@ -276,13 +310,21 @@ class ZkSecurityStore(SecurityStore):
                     for client in self.zk.children(f"{zd.CONFIG_PATH}/{path}/{CLIENTS}") or []:
                         sub = f"{path}/{CLIENTS}/{client}"
                         configs[sub] = self._read_entity(sub)
+        tokens: dict[str, TokenInformation] = {}
+        for token_id in self.zk.children(TOKENS_PATH) or []:
+            token = self._read_token(token_id)
+            if token is not None:
+                tokens[token.token_id] = token
         with self._lock:
             self._acl_state = acls
             self._configs = {k: v for k, v in configs.items() if v}
+            self._token_state = tokens
             acl_snapshot = dict(self._acl_state)
             config_snapshot = {k: dict(v) for k, v in self._configs.items()}
+            token_snapshot = dict(self._token_state)
         self._publish_acls(acl_snapshot)
         self._publish_entities(config_snapshot)
+        self._publish_tokens(token_snapshot)
         self._loaded.set()
 
     def _read_acls(self, pattern: ResourcePattern) -> tuple[AclSet, int]:
@@ -306,6 +348,18 @@ class ZkSecurityStore(SecurityStore):
         except zd.ZkDataError as e:
             log.warning("ignoring unreadable config of %s: %s", full, e)
             return {}
+
+    def _read_token(self, token_id: str) -> TokenInformation | None:
+        """The token as stored now; None when absent or unreadable (Kafka's
+        KafkaZkClient.getDelegationTokenInfo)."""
+        got = self.zk.get(token_path(token_id))
+        if got is None:
+            return None
+        try:
+            return decode_token(got[0])
+        except TokenDataError as e:
+            log.warning("ignoring unreadable delegation token %s: %s", token_path(token_id), e)
+            return None
 
     def _new_changes(self, path: str, prefix: str, watch: Callable[[Any], None]) -> list[str]:
         children = self.zk.children(path, watch) or []
@@ -371,6 +425,25 @@ class ZkSecurityStore(SecurityStore):
                 continue
             self._set_entity(path, self._read_entity(path))
 
+    def _process_token_changes(self) -> None:
+        """Kafka's DelegationTokenManagerZk.TokenChangedNotificationHandler: the named token is
+        re-read, kept if present, dropped if not."""
+        changes = self._new_changes(
+            TOKEN_CHANGES_PATH, TOKEN_CHANGE_PREFIX, self._watch_token_changes
+        )
+        for child in changes:
+            got = self.zk.get(f"{TOKEN_CHANGES_PATH}/{child}")
+            if got is None:
+                continue
+            try:
+                token_id = got[0].decode()
+            except UnicodeDecodeError as e:
+                log.warning("ignoring token change %s: %s", child, e)
+                continue
+            token = self._read_token(token_id)
+            log.info("delegation token %s %s", token_id, "changed" if token else "removed")
+            self._set_token(token_id, token)
+
     # -- cache updates -------------------------------------------------------------------------
 
     def _set_acls(self, pattern: ResourcePattern, entries: AclSet) -> None:
@@ -390,6 +463,14 @@ class ZkSecurityStore(SecurityStore):
                 self._configs.pop(path, None)
             snapshot = {k: dict(v) for k, v in self._configs.items()}
         self._publish_entities(snapshot)
+
+    def _set_token(self, token_id: str, token: TokenInformation | None) -> None:
+        with self._lock:
+            self._token_state.pop(token_id, None)
+            if token is not None:
+                self._token_state[token.token_id] = token
+            snapshot = dict(self._token_state)
+        self._publish_tokens(snapshot)
 
     # -- writes --------------------------------------------------------------------------------
 
@@ -465,3 +546,42 @@ class ZkSecurityStore(SecurityStore):
 
     def read_entity_configs(self, path: str) -> dict[str, str]:
         return self._guard("reading user/client configs", lambda: self._read_entity(path))  # type: ignore[no-any-return]
+
+    def put_token(self, token: TokenInformation) -> None:
+        self._guard("storing a delegation token", lambda: self._put_token(token))
+
+    def _put_token(self, token: TokenInformation) -> None:
+        """Kafka's KafkaZkClient.setOrCreateDelegationToken, then createTokenChangeNotification."""
+        path, data = token_path(token.token_id), encode_token(token)
+        for _ in range(MAX_UPDATE_RETRIES + 1):
+            try:
+                self.zk.set(path, data)
+                break
+            except NoNodeError:
+                pass
+            try:
+                self.zk.create(path, data, makepath=True)
+                break
+            except NodeExistsError:
+                continue
+        else:
+            raise SecurityStoreError(f"could not store {path}: changed concurrently")
+        self._notify_token(token.token_id)
+        self._set_token(token.token_id, token)
+
+    def remove_token(self, token_id: str) -> None:
+        self._guard("removing a delegation token", lambda: self._remove_token(token_id))
+
+    def _remove_token(self, token_id: str) -> None:
+        """Kafka's KafkaZkClient.deleteDelegationToken, then createTokenChangeNotification."""
+        try:
+            self.zk.delete(token_path(token_id))
+        except NoNodeError:
+            pass
+        self._notify_token(token_id)
+        self._set_token(token_id, None)
+
+    def _notify_token(self, token_id: str) -> None:
+        self.zk.create(
+            f"{TOKEN_CHANGES_PATH}/{TOKEN_CHANGE_PREFIX}", token_id.encode(), sequence=True
+        )

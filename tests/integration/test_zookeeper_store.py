@@ -6,6 +6,7 @@ Every znode is read back with a plain kazoo client and compared field by field w
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import socket
 import threading
@@ -25,10 +26,18 @@ from coordination.errors import (
     TopicExists,
     UnknownTopic,
 )
+from coordination.metadata.security import TokenInformation, TokenSnapshot, encode_token
 from coordination.metadata.view import BrokerInfo, ClusterView, Endpoint, uuid_to_base64
+from coordination.zk import security as zk_security
 from coordination.zk.client import Op
 from coordination.zk.data import PERSISTENT_PATHS
 from coordination.zk.errors import BrokerIdInUse, InconsistentClusterId, ZooKeeperUnavailable
+from coordination.zk.security import (
+    TOKEN_CHANGE_PREFIX,
+    TOKEN_CHANGES_PATH,
+    TOKENS_PATH,
+    ZkSecurityStore,
+)
 from coordination.zk.store import ZkMetadataStore
 from protocol.error_codes import ErrorCode
 from tests.support.gated_proxy import GatedProxy
@@ -96,6 +105,23 @@ def cluster(zookeeper: ZooKeeperServer, tmp_path: Path) -> Iterator[Cluster]:
     c = Cluster(zookeeper, tmp_path)
     yield c
     c.close()
+
+
+@pytest.fixture
+def security(cluster: Cluster) -> Iterator[Callable[[ZkMetadataStore], ZkSecurityStore]]:
+    """Starts a ZkSecurityStore on a metadata store's client (as the broker does); stopped
+    before the metadata stores."""
+    started: list[ZkSecurityStore] = []
+
+    def start(metadata: ZkMetadataStore) -> ZkSecurityStore:
+        store = ZkSecurityStore(metadata.zk)
+        store.start()
+        started.append(store)
+        return store
+
+    yield start
+    for store in started:
+        store.stop()
 
 
 def converged(stores: list[ZkMetadataStore], check: Callable[[ClusterView], bool]) -> bool:
@@ -853,3 +879,138 @@ def test_named_configs_are_kept_as_kafka_keeps_them(cluster: Cluster, kind: str)
         lambda: converged([b1, b2, b3], lambda v: "producers" not in named(v)),
         "the configs removed everywhere",
     )
+
+
+# --- delegation tokens (ZkSecurityStore) ------------------------------------------------------
+
+TOKEN = TokenInformation(
+    token_id="abc",
+    owner="User:alice",
+    requester="User:alice",
+    renewers=("User:bob",),
+    issue_timestamp=1,
+    max_timestamp=3,
+    expiry_timestamp=2,
+)
+
+
+def token_notifications(cluster: Cluster) -> list[bytes]:
+    """The data of every ``token_change_`` node, oldest first."""
+    children = sorted(cluster.raw.get_children(TOKEN_CHANGES_PATH))
+    assert all(c.startswith(TOKEN_CHANGE_PREFIX) and len(c) == 23 for c in children), children
+    return [cluster.raw.get(f"{TOKEN_CHANGES_PATH}/{c}")[0] for c in children]
+
+
+def has_tokens(*expected: TokenInformation) -> Callable[[ZkSecurityStore], bool]:
+    want = {t.token_id: t for t in expected}
+    return lambda store: dict(store.tokens) == want
+
+
+def test_delegation_tokens_are_kept_and_notified_as_kafka_does(
+    cluster: Cluster, security: Callable[[ZkMetadataStore], ZkSecurityStore]
+) -> None:
+    """Kafka's DelegationTokenManagerZk: the token in ``/delegation_token/tokens/<id>``, then a
+    ``token_change_`` notification naming it after every set and every delete; another broker
+    follows the notification, one that starts later loads the tokens."""
+    b1, b2 = cluster.start(1), cluster.start(2)
+    s1, s2 = security(b1), security(b2)
+    seen: list[TokenSnapshot] = []
+    s2.add_token_listener(seen.append)
+    assert dict(s1.tokens) == {} and dict(s2.tokens) == {}
+
+    s1.put_token(TOKEN)
+    assert has_tokens(TOKEN)(s1)  # the writer publishes at once
+    assert cluster.raw.get(f"{TOKENS_PATH}/abc")[0] == encode_token(TOKEN)
+    assert token_notifications(cluster) == [b"abc"]
+    wait_for(lambda: has_tokens(TOKEN)(s2), "broker 2 to see the token")
+    assert dict(seen[-1]) == {"abc": TOKEN}
+
+    renewed = dataclasses.replace(TOKEN, expiry_timestamp=3)
+    s2.put_token(renewed)
+    assert cluster.raw.get(f"{TOKENS_PATH}/abc")[0] == encode_token(renewed)
+    assert token_notifications(cluster) == [b"abc", b"abc"]
+    wait_for(lambda: has_tokens(renewed)(s1), "broker 1 to see the renewal")
+
+    other = TokenInformation("t-2", "User:bob", "User:admin", (), 10, 30, 20)
+    s1.put_token(other)
+    wait_for(lambda: has_tokens(renewed, other)(s2), "broker 2 to see the second token")
+    s3 = security(cluster.start(3))
+    assert has_tokens(renewed, other)(s3)  # loaded at start
+
+    s2.remove_token("abc")
+    assert has_tokens(other)(s2)
+    assert cluster.raw.exists(f"{TOKENS_PATH}/abc") is None
+    assert token_notifications(cluster)[-1] == b"abc"
+    wait_for(lambda: has_tokens(other)(s1) and has_tokens(other)(s3), "the token removed")
+
+    s3.remove_token("abc")  # absent: no error, and notified all the same (as Kafka)
+    assert token_notifications(cluster) == [b"abc", b"abc", b"t-2", b"abc", b"abc"]
+    s3.remove_token("t-2")
+    wait_for(lambda: all(has_tokens()(s) for s in (s1, s2, s3)), "no token left anywhere")
+    assert cluster.raw.get_children(TOKENS_PATH) == []
+
+
+def test_a_token_kafka_wrote_is_loaded(
+    cluster: Cluster, security: Callable[[ZkMetadataStore], ZkSecurityStore]
+) -> None:
+    """A token a Kafka 3.9 broker stored (its JSON, byte for byte) and notified; unreadable
+    tokens are skipped, at start and when notified."""
+    s1 = security(cluster.start(1))
+    kafkas = (
+        b'{"version":3,"owner":"User%3Aalice","tokenRequester":"User%3Aalice",'
+        b'"renewers":["User%3Abob"],"issueTimestamp":1,"maxTimestamp":3,'
+        b'"expiryTimestamp":2,"tokenId":"abc"}'
+    )
+    cluster.raw.create(f"{TOKENS_PATH}/abc", kafkas)
+    cluster.raw.create(f"{TOKEN_CHANGES_PATH}/{TOKEN_CHANGE_PREFIX}", b"abc", sequence=True)
+    wait_for(lambda: has_tokens(TOKEN)(s1), "the token Kafka wrote")
+
+    cluster.raw.create(f"{TOKENS_PATH}/bad", b'{"version":3,"owner":"alice"}')
+    cluster.raw.create(f"{TOKEN_CHANGES_PATH}/{TOKEN_CHANGE_PREFIX}", b"bad", sequence=True)
+    # a later notification shows the unreadable one was gone past
+    older = dataclasses.replace(TOKEN, token_id="v1", requester="User:bob")
+    version_1 = json.loads(encode_token(older))
+    del version_1["tokenRequester"]  # version 1: the owner is the requester
+    version_1["version"] = 1
+    cluster.raw.create(f"{TOKENS_PATH}/v1", json.dumps(version_1).encode())
+    cluster.raw.create(f"{TOKEN_CHANGES_PATH}/{TOKEN_CHANGE_PREFIX}", b"v1", sequence=True)
+    as_read = dataclasses.replace(older, requester="User:alice")
+    wait_for(lambda: has_tokens(TOKEN, as_read)(s1), "the version 1 token")
+
+    s2 = security(cluster.start(2))  # reads the three at start, skips the unreadable one
+    assert has_tokens(TOKEN, as_read)(s2)
+
+    cluster.raw.delete(f"{TOKENS_PATH}/abc")
+    cluster.raw.create(f"{TOKEN_CHANGES_PATH}/{TOKEN_CHANGE_PREFIX}", b"abc", sequence=True)
+    wait_for(lambda: has_tokens(as_read)(s1) and has_tokens(as_read)(s2), "the token removed")
+
+
+def test_tokens_are_followed_after_a_new_session(
+    cluster: Cluster,
+    security: Callable[[ZkMetadataStore], ZkSecurityStore],
+    zookeeper: ZooKeeperServer,
+) -> None:
+    b1, b2 = cluster.start(1), cluster.start(2)
+    s1, s2 = security(b1), security(b2)
+    old_session = b1.zk.session_id
+    expire_session(zookeeper.connect, b1.zk.raw.client_id)
+    wait_for(lambda: b1.zk.session_id not in (0, old_session), "a new session")
+    s2.put_token(TOKEN)
+    wait_for(lambda: has_tokens(TOKEN)(s1), "the token, after the session expired")
+    s2.remove_token("abc")
+    wait_for(lambda: has_tokens()(s1), "the token removed, after the session expired")
+
+
+def test_old_token_notifications_are_purged(
+    cluster: Cluster,
+    security: Callable[[ZkMetadataStore], ZkSecurityStore],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Kafka's ZkNodeChangeNotificationListener deletes notifications older than
+    changeExpirationMs; here every notification is that old."""
+    s1 = security(cluster.start(1))
+    monkeypatch.setattr(zk_security, "CHANGE_EXPIRATION_MS", -60_000)
+    s1.put_token(TOKEN)
+    wait_for(lambda: cluster.raw.get_children(TOKEN_CHANGES_PATH) == [], "the purge")
+    assert cluster.raw.get(f"{TOKENS_PATH}/abc")[0] == encode_token(TOKEN)
+    assert has_tokens(TOKEN)(s1)

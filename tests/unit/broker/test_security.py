@@ -4,6 +4,11 @@ authorizer's rules and cache, quota rates and throttle times, per-listener confi
 
 from __future__ import annotations
 
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 from broker.config import BrokerConfig, ConfigError
@@ -32,8 +37,14 @@ from coordination.metadata.security import (
     AccessControlEntry,
     AclBinding,
     ResourcePattern,
+    SecurityStoreError,
+    TokenDataError,
+    TokenInformation,
+    TokenSnapshot,
     decode_acls,
+    decode_token,
     encode_acls,
+    encode_token,
     entity_path,
     parse_entity_path,
     sanitize,
@@ -336,6 +347,206 @@ def test_sanitized_entity_paths():
     assert parse_entity_path(path) == ("CN=alice,O=x", "c 1", False, False)
     assert entity_path(default_user=True) == "users/<default>"
     assert parse_entity_path("users/<default>/clients/x") == (None, "x", True, False)
+
+
+# -- delegation tokens (KIP-48) -----------------------------------------------------------------
+
+TOKEN = TokenInformation(
+    token_id="abc",
+    owner="User:alice",
+    requester="User:alice",
+    renewers=("User:bob",),
+    issue_timestamp=1,
+    max_timestamp=3,
+    expiry_timestamp=2,
+)
+
+
+def token(token_id: str, **changes: Any) -> TokenInformation:
+    return dataclasses.replace(TOKEN, token_id=token_id, **changes)
+
+
+def test_token_json_as_kafka_writes_it():
+    assert encode_token(TOKEN) == (
+        b'{"version":3,"owner":"User%3Aalice","tokenRequester":"User%3Aalice",'
+        b'"renewers":["User%3Abob"],"issueTimestamp":1,"maxTimestamp":3,'
+        b'"expiryTimestamp":2,"tokenId":"abc"}'
+    )
+    assert decode_token(encode_token(TOKEN)) == TOKEN
+    odd = token(
+        "t 1",
+        owner="User:CN=alice,O=x",
+        requester="User:admin*",
+        renewers=("User:a b", "Group:ops"),
+    )
+    data = encode_token(odd)
+    assert b'"owner":"User%3ACN%3Dalice%2CO%3Dx"' in data
+    assert b'"tokenRequester":"User%3Aadmin%2A"' in data
+    assert b'"renewers":["User%3Aa%20b","Group%3Aops"]' in data
+    assert decode_token(data) == odd
+    assert decode_token(encode_token(token("x", renewers=()))).renewers == ()
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_token_json_before_version_3_has_the_owner_as_requester(version):
+    data = (
+        b'{"version":%d,"owner":"User%%3Aalice","renewers":["User%%3Abob"],'
+        b'"issueTimestamp":1,"maxTimestamp":3,"expiryTimestamp":2,"tokenId":"abc"}' % version
+    )
+    assert decode_token(data) == TOKEN
+    # a version 1 or 2 document's tokenRequester, if any, is not read
+    doc = json.loads(data)
+    doc["tokenRequester"] = "User%3Abob"
+    assert decode_token(json.dumps(doc).encode()).requester == "User:alice"
+
+
+_GOOD = json.loads(encode_token(TOKEN))
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        None,
+        b"",
+        b"not json",
+        b"\xff\xfe",
+        b"[]",
+        b'"a string"',
+        json.dumps({**_GOOD, "version": 0}).encode(),
+        json.dumps({**_GOOD, "version": 4}).encode(),
+        json.dumps({**_GOOD, "version": "three"}).encode(),
+        json.dumps({k: v for k, v in _GOOD.items() if k != "tokenId"}).encode(),
+        json.dumps({k: v for k, v in _GOOD.items() if k != "expiryTimestamp"}).encode(),
+        json.dumps({k: v for k, v in _GOOD.items() if k != "tokenRequester"}).encode(),
+        json.dumps({**_GOOD, "owner": "alice"}).encode(),
+        json.dumps({**_GOOD, "owner": "%3Aalice"}).encode(),
+        json.dumps({**_GOOD, "renewers": ["bob"]}).encode(),
+        json.dumps({**_GOOD, "renewers": 5}).encode(),
+        json.dumps({**_GOOD, "issueTimestamp": "soon"}).encode(),
+        json.dumps({**_GOOD, "maxTimestamp": None}).encode(),
+    ],
+)
+def test_unreadable_token_json_is_refused(data):
+    with pytest.raises(TokenDataError):
+        decode_token(data)
+
+
+def token_store(path: Path) -> tuple[EmbeddedSecurityStore, list[TokenSnapshot]]:
+    """A started store and the snapshots its token listeners were given."""
+    seen: list[TokenSnapshot] = []
+    s = EmbeddedSecurityStore(path)
+    s.add_token_listener(seen.append)
+    s.start()
+    return s, seen
+
+
+def test_embedded_tokens_put_replace_remove_and_persist(tmp_path):
+    path = tmp_path / "security.json"
+    s, _ = token_store(path)
+    assert dict(s.tokens) == {}
+    other = token("def", owner="User:bob", requester="User:admin", renewers=())
+    s.put_token(TOKEN)
+    s.put_token(other)
+    assert dict(s.tokens) == {"abc": TOKEN, "def": other}
+    renewed = token("abc", expiry_timestamp=3)
+    s.put_token(renewed)
+    assert dict(s.tokens) == {"abc": renewed, "def": other}
+    # on disk: each token under its id, in Kafka's JSON
+    doc = json.loads(path.read_text())
+    assert doc["version"] == 1
+    assert doc["tokens"] == {
+        "abc": json.loads(encode_token(renewed)),
+        "def": json.loads(encode_token(other)),
+    }
+    assert dict(token_store(path)[0].tokens) == {"abc": renewed, "def": other}
+
+    s.remove_token("abc")
+    s.remove_token("abc")  # absent: nothing to do
+    s.remove_token("never-there")
+    assert dict(s.tokens) == {"def": other}
+    assert dict(token_store(path)[0].tokens) == {"def": other}
+    s.remove_token("def")
+    assert json.loads(path.read_text())["tokens"] == {}
+    assert dict(token_store(path)[0].tokens) == {}
+
+
+def test_embedded_token_listeners_are_told_of_each_change(tmp_path):
+    path = tmp_path / "security.json"
+    s, seen = token_store(path)
+    assert [dict(snapshot) for snapshot in seen] == [{}]  # at start
+    s.put_token(TOKEN)
+    s.put_token(TOKEN)  # no change: nobody is told
+    s.remove_token("abc")
+    s.remove_token("abc")
+    assert [dict(snapshot) for snapshot in seen] == [{}, {"abc": TOKEN}, {}]
+    assert seen[-1] is s.tokens
+    s.put_token(TOKEN)
+    # a store on the same file publishes what it loaded at start
+    assert [dict(snapshot) for snapshot in token_store(path)[1]] == [{"abc": TOKEN}]
+
+
+def test_embedded_file_without_tokens_loads(tmp_path):
+    """A file written before tokens were kept: no ``tokens`` key, no tokens."""
+    path = tmp_path / "security.json"
+    path.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "acls": [],
+                "configs": {"users/alice": {"producer_byte_rate": "1024"}},
+            }
+        )
+    )
+    s, seen = token_store(path)
+    assert dict(s.tokens) == {}
+    assert [dict(snapshot) for snapshot in seen] == [{}]
+    assert dict(s.entity_configs["users/alice"]) == {"producer_byte_rate": "1024"}
+    s.put_token(TOKEN)
+    assert dict(token_store(path)[0].tokens) == {"abc": TOKEN}
+    assert dict(token_store(path)[0].entity_configs["users/alice"]) == {
+        "producer_byte_rate": "1024"
+    }
+
+
+def test_embedded_unreadable_token_is_skipped(tmp_path, caplog):
+    path = tmp_path / "security.json"
+    unreadable = {k: v for k, v in json.loads(encode_token(token("bad"))).items() if k != "owner"}
+    path.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "acls": [],
+                "configs": {},
+                "tokens": {
+                    "abc": json.loads(encode_token(TOKEN)),
+                    "bad": unreadable,
+                    "worse": "not a token",
+                },
+            }
+        )
+    )
+    s, _ = token_store(path)
+    assert dict(s.tokens) == {"abc": TOKEN}
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert any("unreadable delegation token bad" in w for w in warnings), warnings
+    assert any("unreadable delegation token worse" in w for w in warnings), warnings
+
+
+def test_embedded_token_write_failure_changes_nothing(tmp_path):
+    s, seen = token_store(tmp_path / "security.json")
+    s.put_token(TOKEN)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    s.path = blocker / "security.json"  # its directory cannot be made
+    with pytest.raises(SecurityStoreError):
+        s.put_token(token("def"))
+    with pytest.raises(SecurityStoreError):
+        s.remove_token("abc")
+    assert dict(s.tokens) == {"abc": TOKEN}
+    assert [dict(snapshot) for snapshot in seen] == [{}, {"abc": TOKEN}]
+    s.path = tmp_path / "security.json"
+    s.put_token(token("def"))  # the failed put was rolled back: written now
+    assert set(token_store(s.path)[0].tokens) == {"abc", "def"}
 
 
 # -- quotas -------------------------------------------------------------------------------------
