@@ -260,6 +260,10 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in [
     _k("sasl.plain.users.file", "string", None, "Ours (not Kafka's): a properties file of <user>=<password> lines, accepted by SASL/PLAIN besides the JAAS user_<name> options; re-read when it changes."),
     _k("sasl.server.max.receive.size", "int", 524288, "Largest frame a client may send before it has authenticated."),
     _k("connections.max.reauth.ms", "long", 0, "SASL session lifetime (KIP-368): a client must re-authenticate before it ends or its connection is closed; 0: no limit."),
+    _k("delegation.token.secret.key", "password", None, "Secret that signs delegation tokens (KIP-48: a token's HMAC is HmacSHA512 of its id under this key); the same on every broker. Unset or empty: delegation tokens are disabled (DELEGATION_TOKEN_AUTH_DISABLED).", sensitive=True),
+    _k("delegation.token.max.lifetime.ms", "long", 604800000, "Longest a delegation token may live, renewals included (7 days)."),
+    _k("delegation.token.expiry.time.ms", "long", 86400000, "How long a delegation token lives until it is renewed, and the longest one renewal gives (1 day)."),
+    _k("delegation.token.expiry.check.interval.ms", "long", 3600000, "How often expired delegation tokens are removed."),
     _k("sasl.kerberos.service.name", "string", None, implemented=False),
     _k("sasl.server.callback.handler.class", "class", None, implemented=False),
     _k("sasl.login.callback.handler.class", "class", None, implemented=False),
@@ -737,6 +741,15 @@ class BrokerConfig:
                     raise ConfigError(
                         f"listener.name.{listener.lower()}.{key} must be > 0 (got {values[key]})"
                     )
+        for key in (
+            "delegation.token.max.lifetime.ms",
+            "delegation.token.expiry.time.ms",
+            "delegation.token.expiry.check.interval.ms",
+        ):
+            if self[key] < 1:
+                raise ConfigError(
+                    f"Invalid value {self[key]} for configuration {key}: Value must be at least 1"
+                )
         if self["leader.imbalance.check.interval.seconds"] < 1:
             raise ConfigError("leader.imbalance.check.interval.seconds must be >= 1")
         listeners = self.listeners

@@ -59,6 +59,7 @@ from broker.replication.fetch_session import FetchSessionCache
 from broker.replication.replica_manager import ReplicaManager
 from broker.security.audit import SecurityAudit
 from broker.security.authorizer import ACL_AUTHORIZER_CLASSES, AclAuthorizer
+from broker.security.delegation_tokens import DelegationTokens
 from broker.security.inter_broker import InterBrokerSecurity
 from broker.security.quotas import QuotaManagers, ip_connection_rates
 from broker.security.sasl import ListenerSasl, ScramCredentialCache
@@ -138,6 +139,7 @@ class Broker:
         )
         self.sasl: dict[str, ListenerSasl] = {}
         self.security_store: SecurityStore | None = None
+        self.tokens: DelegationTokens | None = None
         self.authorizer: AclAuthorizer | None = None
         #: how this broker connects to the others (replica fetchers, marker senders): the
         #: inter-broker listener, its TLS context and SASL credentials
@@ -522,6 +524,12 @@ class Broker:
                 len(store.acls),
                 ", ".join(str(p) for p in super_users) or "none",
             )
+        self.tokens = tokens = DelegationTokens(store, config)
+        for listener_sasl in self.sasl.values():
+            listener_sasl.token_lookup = tokens.scram_lookup
+        tokens.start()
+        if tokens.enabled:
+            log.info("delegation tokens on: %d token(s)", len(store.tokens))
         return SecurityServices(
             store=store,
             audit=self.audit,
@@ -529,6 +537,7 @@ class Broker:
             quotas=self.quota_managers,
             sasl=dict(self.sasl),
             authorizer=self.authorizer,
+            tokens=tokens,
         )
 
     def _make_group_service(
@@ -722,6 +731,8 @@ class Broker:
         self.blocking.shutdown()
         if self.replica_manager is not None:
             self.replica_manager.shutdown()
+        if self.tokens is not None:
+            self.tokens.stop()
         if self.security_store is not None:
             self.security_store.stop()
         if self.metadata is not None:

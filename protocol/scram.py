@@ -9,6 +9,7 @@ import base64
 import hashlib
 import hmac
 import secrets
+from collections.abc import Mapping
 
 #: mechanism -> (hash name, Kafka's minimum iterations)
 MECHANISMS = {"SCRAM-SHA-256": ("sha256", 4096), "SCRAM-SHA-512": ("sha512", 4096)}
@@ -42,13 +43,24 @@ class ScramClient:
     """The client side of one exchange: :meth:`first`, then :meth:`final` with the server's
     first message, then :meth:`verify` with its final message."""
 
-    def __init__(self, mechanism: str, username: str, password: str) -> None:
+    def __init__(
+        self,
+        mechanism: str,
+        username: str,
+        password: str,
+        *,
+        extensions: Mapping[str, str] | None = None,
+    ) -> None:
+        """``extensions``: SCRAM extensions after the nonce (Kafka's ``ScramExtensions``:
+        ``{"tokenauth": "true"}`` logs in with a delegation token, its id as ``username`` and
+        its base64 HMAC as ``password``)."""
         self.mechanism = mechanism
         self.hash_name = MECHANISMS[mechanism][0]
         self.username = username
         self.password = password
         self.nonce = secrets.token_urlsafe(24)
-        self._bare = f"n={username_to_saslname(username)},r={self.nonce}"
+        extra = "".join(f",{k}={v}" for k, v in (extensions or {}).items())
+        self._bare = f"n={username_to_saslname(username)},r={self.nonce}{extra}"
         self._server_signature = b""
 
     def first(self) -> bytes:

@@ -71,6 +71,10 @@ class SaslExchange(Protocol):
         """The user name the client tried (for the audit log of a failure)."""
 
     @property
+    def token_authenticated(self) -> bool:
+        """The principal authenticated with a delegation token (KIP-48)."""
+
+    @property
     def reauthenticating(self) -> bool: ...
 
     @property
@@ -111,6 +115,9 @@ class Session:
     sasl_mechanism: str | None = field(default=None)
     #: the SASL exchange in progress, or None
     authenticator: SaslExchange | None = None
+    #: the principal authenticated with a delegation token (KIP-48): Kafka's
+    #: ``KafkaPrincipal.tokenAuthenticated``; such a session may not use the token APIs
+    token_authenticated: bool = False
     #: when the SASL session expires (time.monotonic_ns; 0: never): a client must
     #: re-authenticate before then (KIP-368, connections.max.reauth.ms)
     reauth_deadline_ns: int = 0

@@ -48,12 +48,13 @@ class SecurityAudit:
     ) -> None:
         self._count(self._auth, (session.listener, mechanism, "success"))
         log.info(
-            "%s succeeded: principal %s from %s on listener %s (SASL %s)",
+            "%s succeeded: principal %s from %s on listener %s (SASL %s%s)",
             "re-authentication" if reauthentication else "authentication",
             session.principal,
             session.client_host,
             session.listener,
             mechanism,
+            ", delegation token" if session.token_authenticated else "",
         )
 
     def tls_authenticated(self, session: Session) -> None:

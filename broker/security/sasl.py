@@ -55,6 +55,7 @@ from broker.security.scram import (
     ScramCredential,
     ScramError,
     ScramServer,
+    TokenLookup,
     credential_from_string,
 )
 from coordination.metadata.security import USERS, EntityConfigs, parse_entity_path
@@ -149,6 +150,9 @@ class ListenerSasl:
         self._plain_file = plain_file
         self.scram = scram
         self.reauth_ms = dict(reauth_ms)
+        #: delegation tokens' SCRAM credentials (set once the security store is up; None:
+        #: a ``tokenauth`` login fails as for an unknown token)
+        self.token_lookup: TokenLookup | None = None
 
     def plain_password(self, user: str) -> str | None:
         password = self._plain_jaas.get(user)
@@ -218,6 +222,10 @@ class SaslServerAuthenticator:
         self.raw_tokens = False
         self.reauth_of = reauth_of
         self.principal: KafkaPrincipal | None = None
+        #: the principal authenticated with a delegation token (KIP-48)
+        self.token_authenticated = False
+        #: the token's expiry timestamp (ms), which bounds the session (None: no token)
+        self.token_expiry_ms: int | None = None
         #: the user name the client tried (for the audit log of a failure)
         self.user: str | None = None
         #: whether the client announced re-authentication support (SaslAuthenticate v1+)
@@ -249,7 +257,7 @@ class SaslServerAuthenticator:
         self.raw_tokens = version == 0
         self.state = SaslState.AUTHENTICATE
         if mechanism in SCRAM_MECHANISMS:
-            self._scram = ScramServer(mechanism, self.sasl.scram.lookup)
+            self._scram = ScramServer(mechanism, self.sasl.scram.lookup, self.sasl.token_lookup)
         return True
 
     def authenticate(self, token: bytes) -> bytes:
@@ -276,7 +284,9 @@ class SaslServerAuthenticator:
                 finally:
                     self.user = self._scram.username or self.user
                 if self._scram.complete:
-                    self._complete(KafkaPrincipal("User", self._scram.username or ""))
+                    self.token_expiry_ms = self._scram.token_expiry_ms
+                    self.token_authenticated = self.token_expiry_ms is not None
+                    self._complete(KafkaPrincipal("User", self._scram.authorization_id or ""))
         except SaslFailure:
             self.state = SaslState.FAILED
             raise
@@ -340,9 +350,17 @@ class SaslServerAuthenticator:
         return self.state == SaslState.COMPLETE
 
     def session_lifetime_ms(self) -> int:
-        """``connections.max.reauth.ms`` of the mechanism (0: the session never expires)."""
+        """``connections.max.reauth.ms`` of the mechanism, bounded by a delegation token's
+        expiry (Kafka's ``SaslServerAuthenticator.ReauthInfo``); 0: the session never expires,
+        -1: it has already expired (a token past its expiry)."""
         assert self.mechanism is not None
-        return max(0, self.sasl.reauth_ms.get(self.mechanism, 0))
+        reauth = max(0, self.sasl.reauth_ms.get(self.mechanism, 0))
+        if self.token_expiry_ms is None:
+            return reauth
+        left = self.token_expiry_ms - time.time_ns() // 1_000_000
+        if left <= 0:
+            return -1
+        return min(left, reauth) if reauth else left
 
 
 def complete_authentication(conn: Connection, auth: SaslExchange, audit: SecurityAudit) -> int:
@@ -353,9 +371,17 @@ def complete_authentication(conn: Connection, auth: SaslExchange, audit: Securit
     session.principal = auth.principal
     session.authenticated = True
     session.sasl_mechanism = auth.mechanism
+    session.token_authenticated = auth.token_authenticated
     session.authenticator = None
     lifetime_ms = auth.session_lifetime_ms()
-    session.reauth_deadline_ns = time.monotonic_ns() + lifetime_ms * 1_000_000 if lifetime_ms else 0
+    if lifetime_ms < 0:
+        # a token past its expiry: the session is over at once (its next request closes it)
+        lifetime_ms = 0
+        session.reauth_deadline_ns = time.monotonic_ns()
+    else:
+        session.reauth_deadline_ns = (
+            time.monotonic_ns() + lifetime_ms * 1_000_000 if lifetime_ms else 0
+        )
     conn.decoder.max_frame_bytes = conn.max_request_bytes
     audit.authenticated(session, auth.mechanism, reauthentication=auth.reauthenticating)
     return lifetime_ms

@@ -54,6 +54,9 @@ class ScramCredential:
 
 #: (mechanism, username) -> the stored credential, or None for an unknown user
 CredentialLookup = Callable[[str, str], ScramCredential | None]
+#: (mechanism, token id) -> a delegation token's credential, its owner's name and its expiry
+#: timestamp (ms), or None for an unknown token (KIP-48)
+TokenLookup = Callable[[str, str], tuple[ScramCredential, str, int] | None]
 
 
 def credential_to_string(c: ScramCredential) -> str:
@@ -117,14 +120,28 @@ _CLIENT_FINAL = re.compile(
 
 class ScramServer:
     """One server-side SCRAM exchange. ``lookup(username)`` gives the stored credential (or
-    None for an unknown user)."""
+    None for an unknown user). With the ``tokenauth=true`` extension the user name is a
+    delegation token's id, looked up with ``token_lookup`` (Kafka's
+    ``DelegationTokenCredentialCallback``); the exchange then authenticates the token's owner
+    (:attr:`authorization_id`) and :attr:`token_expiry_ms` is set."""
 
-    def __init__(self, mechanism: str, lookup: CredentialLookup) -> None:
+    def __init__(
+        self,
+        mechanism: str,
+        lookup: CredentialLookup,
+        token_lookup: TokenLookup | None = None,
+    ) -> None:
         self.mechanism = mechanism
         self.hash_name, self.min_iterations = MECHANISMS[mechanism]
         self._lookup = lookup
+        self._token_lookup = token_lookup
         self.complete = False
+        #: the SCRAM user name (a token id for a token)
         self.username: str | None = None
+        #: whom the exchange authenticates: the user, or a token's owner
+        self.authorization_id: str | None = None
+        #: a token's expiry timestamp (ms), None without a token
+        self.token_expiry_ms: int | None = None
         self._client_first_bare = ""
         self._server_first = ""
         self._nonce = ""
@@ -149,12 +166,18 @@ class ScramServer:
                 "invalid SCRAM client-first message (channel binding is not supported)"
             )
         username = _saslname_to_username(m.group("saslname"))
-        extensions = [e for e in m.group("ext").split(",") if e]
-        if any(e.split("=", 1)[0] == "tokenauth" and e.endswith("=true") for e in extensions):
-            raise ScramError("delegation token authentication is not supported")
-        credential = self._lookup(self.mechanism, username)
-        if credential is None:
-            raise ScramError(f"unknown user {username!r} for {self.mechanism}")
+        extensions = dict(e.partition("=")[::2] for e in m.group("ext").split(",") if e)
+        credential: ScramCredential | None
+        if extensions.get("tokenauth", "").lower() == "true":
+            found = self._token_lookup(self.mechanism, username) if self._token_lookup else None
+            if found is None:
+                raise ScramError(f"Token Authentication failed: Invalid tokenId : {username}")
+            credential, self.authorization_id, self.token_expiry_ms = found
+        else:
+            credential = self._lookup(self.mechanism, username)
+            if credential is None:
+                raise ScramError(f"unknown user {username!r} for {self.mechanism}")
+            self.authorization_id = username
         authzid = m.group("authzid") or ""
         if authzid and authzid != username:
             raise ScramError(

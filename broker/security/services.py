@@ -1,7 +1,7 @@
 """What the security features give the rest of the broker, built once by the composition root
 (:mod:`broker.server`): the security store, the audit trail, SCRAM credentials, the SASL
-settings of each SASL listener, client quotas and the authorizer (None without
-``authorizer.class.name``)."""
+settings of each SASL listener, client quotas, the authorizer (None without
+``authorizer.class.name``) and delegation tokens."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from broker.security.audit import SecurityAudit
 from broker.security.authorizer import AclAuthorizer
+from broker.security.delegation_tokens import DelegationTokens
 from broker.security.quotas import QuotaManagers
 from broker.security.sasl import ListenerSasl, ScramCredentialCache
 from coordination.metadata.security import SecurityStore
@@ -24,3 +25,5 @@ class SecurityServices:
     #: SASL settings by listener name (SASL_PLAINTEXT and SASL_SSL listeners only)
     sasl: Mapping[str, ListenerSasl] = field(default_factory=dict)
     authorizer: AclAuthorizer | None = None
+    #: delegation tokens (KIP-48; disabled without ``delegation.token.secret.key``)
+    tokens: DelegationTokens | None = None

@@ -2,10 +2,13 @@
 created with AlterUserScramCredentials on one broker log in on the other; ACLs created with
 confluent-kafka's admin client on one broker apply on every broker without a restart, and stop
 applying once deleted on another; everything is stored where Kafka's ZooKeeper mode stores it
-(``/config/users/<user>``, ``/kafka-acl/...``, with change notifications)."""
+(``/config/users/<user>``, ``/kafka-acl/...``, with change notifications). A delegation token
+made on one broker logs in on the other, until it is expired there
+(``/delegation_token/tokens/<id>``, Kafka's layout)."""
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 
@@ -26,14 +29,19 @@ from confluent_kafka.admin import (
 )
 from kazoo.client import KazooClient
 
+from protocol.messages.create_delegation_token import CreateDelegationTokenRequest
+from protocol.messages.expire_delegation_token import ExpireDelegationTokenRequest
 from tests.integration.broker_process import BrokerProcess
 from tests.support.client_quotas import describe_quota, set_quota
 from tests.support.kafka_clients import consume_from_start
 from tests.support.raw_client import answered_from
+from tests.support.sasl_client import logs_in as logs_in_raw
+from tests.support.sasl_client import sasl_login
 from tests.support.waiting import wait_for
 from tests.support.zookeeper import ZooKeeperServer
 
 pytestmark = pytest.mark.zookeeper
+SCRAM = "SCRAM-SHA-256"
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +65,7 @@ def cluster(zookeeper: ZooKeeperServer, tmp_path_factory: pytest.TempPathFactory
                     "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
                     "super.users": "User:ANONYMOUS",
                     "offsets.topic.replication.factor": "1",
+                    "delegation.token.secret.key": "cluster-token-secret",
                 },
                 log_path=home / "broker.log",
             ).start()
@@ -215,6 +224,41 @@ def test_acls_apply_on_every_broker_without_restart(cluster):
         "name": "dave-",
         "patternType": "PREFIXED",
     } in events
+
+
+def test_a_token_made_on_one_broker_logs_in_on_another(cluster):
+    (b1, b2), zk = cluster
+    admin1 = AdminClient({"bootstrap.servers": b1.address("PLAINTEXT")})
+    info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096)
+    upsert = UserScramCredentialUpsertion("dana", info, b"dana-secret")
+    for f in admin1.alter_user_scram_credentials([upsert]).values():
+        f.result(30)
+    sasl1, sasl2 = b1.address("SASL_PLAINTEXT"), b2.address("SASL_PLAINTEXT")
+    wait_for(lambda: logs_in_raw(sasl1, SCRAM, "dana", "dana-secret"), timeout=30, what="dana")
+    conn, _ = sasl_login(sasl1, SCRAM, "dana", "dana-secret")
+    created = conn.call(CreateDelegationTokenRequest(renewers=[], max_lifetime_ms=-1), 3)
+    conn.close()
+    assert created.error_code == 0, created
+    token_id, password = created.token_id, base64.b64encode(created.hmac).decode()
+    # stored as Kafka's ZooKeeper mode stores it, with a change notification naming it
+    doc = json.loads(zk.get(f"/delegation_token/tokens/{token_id}")[0])
+    assert doc["owner"] == "User%3Adana" and doc["tokenId"] == token_id and doc["version"] == 3
+    notices = [zk.get(f"/delegation_token/token_changes/{c}")[0] for c in
+               zk.get_children("/delegation_token/token_changes")]  # fmt: skip
+    assert token_id.encode() in notices
+
+    def token_logs_in(address: str) -> bool:
+        return logs_in_raw(address, SCRAM, token_id, password, token=True)
+
+    wait_for(lambda: token_logs_in(sasl2), timeout=30, what="the token on broker 2")
+    conn, _ = sasl_login(sasl2, SCRAM, "dana", "dana-secret")
+    expired = conn.call(
+        ExpireDelegationTokenRequest(hmac=created.hmac, expiry_time_period_ms=-1), 2
+    )
+    conn.close()
+    assert expired.error_code == 0, expired
+    assert not zk.exists(f"/delegation_token/tokens/{token_id}")
+    wait_for(lambda: not token_logs_in(sasl1), timeout=30, what="the token refused on broker 1")
 
 
 def max_throttle_ms(broker: BrokerProcess, topic: str, settings: dict[str, object]) -> int:

@@ -72,6 +72,19 @@ NO_ORACLE: dict[tuple[str, int, str], str] = {
         for name, v in (("ApiVersions", 5), ("DeleteGroups", 3), ("TxnOffsetCommit", 6))
         for kind in ("request", "response")
     },
+    # v0 of the delegation token APIs, which Kafka 4 removed (kio's and kafka-python 3's
+    # definitions start at v1): tests/unit/protocol/test_delegation_token_versions.py checks it
+    # against bytes written from the protocol guide, and that it is v1's layout, which kio checks
+    **{
+        (name, 0, kind): "removed by Kafka 4: no oracle defines it; v0 is v1's layout"
+        for name in (
+            "CreateDelegationToken",
+            "RenewDelegationToken",
+            "ExpireDelegationToken",
+            "DescribeDelegationToken",
+        )
+        for kind in ("request", "response")
+    },
 }
 
 

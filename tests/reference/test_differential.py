@@ -50,6 +50,7 @@ from tests.reference.corpus import (
 )
 from tests.reference.corpus_acl import acl_scenarios
 from tests.reference.corpus_sasl import (
+    PLAIN_USERS,
     REAUTH_LISTENER,
     SASL_LISTENER,
     SCRAM_PASSWORD,
@@ -57,6 +58,8 @@ from tests.reference.corpus_sasl import (
     sasl_scenarios,
 )
 from tests.reference.corpus_sasl import SETTINGS as SASL_SETTINGS
+from tests.reference.corpus_tokens import SECRET_KEY as TOKEN_SECRET_KEY
+from tests.reference.corpus_tokens import plaintext_token_scenarios, token_scenarios
 from tests.support.differential import (
     Allowance,
     Connection,
@@ -87,9 +90,8 @@ ALLOWED = [
         "api_versions/*",
         r"\.api_keys",
         "Each broker advertises what it implements: Kafka 3.9 has inter-broker APIs Odradek's "
-        "brokers do not use (they follow ZooKeeper directly), the delegation token APIs (issue "
-        "18) and UpdateFeatures; Odradek advertises Kafka 4.x's newer versions, which the corpus "
-        "checks against Kafka 4.x.",
+        "brokers do not use (they follow ZooKeeper directly) and UpdateFeatures; Odradek "
+        "advertises Kafka 4.x's newer versions, which the corpus checks against Kafka 4.x.",
     ),
     Allowance(
         "D2",
@@ -317,6 +319,7 @@ def corpus_outcomes(
         + telemetry_scenarios(prefix)
         + replication_throttle_scenarios(prefix)
         + legacy_broker_config_scenarios(prefix)
+        + plaintext_token_scenarios()
     )
     if ONLY:
         scenarios = [s for s in scenarios if any(fnmatch.fnmatch(s.name, p.strip()) for p in ONLY)]
@@ -356,22 +359,25 @@ KRAFT_AUTHORIZER = {
 def secured_outcomes(
     reference_zookeeper: ZooKeeperServer, tmp_path_factory: pytest.TempPathFactory
 ) -> list[Outcome]:
-    """The SASL and authorization corpora (tests/reference/corpus_sasl.py, corpus_acl.py)
-    against a Kafka 3.9 (ZooKeeper mode), a Kafka 4.x (KRaft) and an Odradek of their own, all
-    authorizing, the 3.9 and Odradek with a SASL_PLAINTEXT listener too (the shared brokers run
-    without either). A scenario runs against 3.9 unless it prefers 4.x; the SASL scenarios come
-    first, as the last authorization scenario closes the cluster."""
+    """The SASL, delegation token and authorization corpora (tests/reference/corpus_sasl.py,
+    corpus_tokens.py, corpus_acl.py) against a Kafka 3.9 (ZooKeeper mode), a Kafka 4.x (KRaft)
+    and an Odradek of their own, all authorizing, with a SASL_PLAINTEXT listener too and
+    delegation tokens on (the shared brokers run without either). A scenario runs against 3.9
+    unless it prefers 4.x; the SASL and token scenarios come first, as the last authorization
+    scenario closes the cluster."""
     from tests.support.kafka_reference import kraft_version, zk_version
     from tests.support.ports import free_port
     from tests.support.reference_fixtures import SHARED_BROKER_SETTINGS
 
     prefix = f"sec-{uuid.uuid4().hex[:6]}"
-    scenarios = sasl_scenarios(prefix) + acl_scenarios(prefix)
+    scenarios = (
+        sasl_scenarios(prefix) + token_scenarios(SASL_LISTENER, PLAIN_USERS) + acl_scenarios(prefix)
+    )
     if ONLY:
         scenarios = [s for s in scenarios if any(fnmatch.fnmatch(s.name, p.strip()) for p in ONLY)]
         if not scenarios:
             return []
-    sasl = SASL_SETTINGS
+    sasl = {**SASL_SETTINGS, "delegation.token.secret.key": TOKEN_SECRET_KEY}
     home = tmp_path_factory.mktemp("secured-corpus")
     kafka3 = KafkaBroker(
         home / "kafka3",
@@ -390,8 +396,20 @@ def secured_outcomes(
     kafka4 = KafkaBroker(
         home / "kafka4",
         kraft_version(),
-        overrides={**SHARED_BROKER_SETTINGS, **AUTHORIZING, **KRAFT_AUTHORIZER},
+        overrides={**SHARED_BROKER_SETTINGS, **AUTHORIZING, **KRAFT_AUTHORIZER, **sasl},
     )
+    kafka4_sasl = f"127.0.0.1:{free_port()}"
+    kafka4.overrides = {
+        **(kafka4.overrides or {}),
+        "listeners": (
+            f"PLAINTEXT://{kafka4.bootstrap},CONTROLLER://127.0.0.1:{kafka4.controller_port},"
+            f"{SASL_LISTENER}://{kafka4_sasl}"
+        ),
+        "advertised.listeners": f"PLAINTEXT://{kafka4.bootstrap},{SASL_LISTENER}://{kafka4_sasl}",
+        "listener.security.protocol.map": (
+            f"PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,{SASL_LISTENER}:SASL_PLAINTEXT"
+        ),
+    }
     odradek = BrokerProcess(
         home / "odradek" / "data",
         {
@@ -417,6 +435,7 @@ def secured_outcomes(
             ("3", SASL_LISTENER): kafka3_sasl,
             ("3", REAUTH_LISTENER): kafka3_reauth,
             ("4", "PLAINTEXT"): kafka4.bootstrap,
+            ("4", SASL_LISTENER): kafka4_sasl,
             ("odradek", "PLAINTEXT"): odradek.bootstrap,
             ("odradek", SASL_LISTENER): odradek.address(SASL_LISTENER),
             ("odradek", REAUTH_LISTENER): odradek.address(REAUTH_LISTENER),
@@ -498,6 +517,12 @@ def test_odradek_authenticates_like_kafka(
     secured_outcomes: list[Outcome], request: pytest.FixtureRequest
 ) -> None:
     _check_corpus(secured_outcomes, "sasl/", "SASL corpus", request)
+
+
+def test_odradek_handles_delegation_tokens_like_kafka(
+    secured_outcomes: list[Outcome], request: pytest.FixtureRequest
+) -> None:
+    _check_corpus(secured_outcomes, "delegation_token/", "delegation token corpus", request)
 
 
 def _check_corpus(

@@ -247,6 +247,7 @@ TOOLS_3 = {
     "kafka-leader-election": "org.apache.kafka.tools.LeaderElectionCommand",
     "kafka-reassign-partitions": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
     "kafka-acls": "kafka.admin.AclCommand",
+    "kafka-delegation-tokens": "org.apache.kafka.tools.DelegationTokenCommand",
     "kafka-transactions": "org.apache.kafka.tools.TransactionsCommand",
     "kafka-broker-api-versions": "kafka.admin.BrokerApiVersionsCommand",
     "kafka-dump-log": "kafka.tools.DumpLogSegments",

@@ -9,8 +9,6 @@ from __future__ import annotations
 import struct
 import uuid
 
-from protocol.headers import decode_request, decode_response, encode_request, encode_response
-from protocol.messages import SCHEMAS
 from protocol.messages.api_versions import ApiVersion, ApiVersionsRequest, ApiVersionsResponse
 from protocol.messages.delete_groups import (
     DeletableGroupResult,
@@ -25,6 +23,7 @@ from protocol.messages.txn_offset_commit import (
     TxnOffsetCommitResponsePartition,
     TxnOffsetCommitResponseTopic,
 )
+from tests.support.frames import request_body, response_body
 
 TOPIC_ID = uuid.UUID("6c2a4a7e-2f1b-4a35-9b6a-0d1c9f3f0b01")
 
@@ -36,24 +35,6 @@ def compact(text: str | None) -> bytes:
     raw = text.encode()
     assert len(raw) < 127
     return bytes([len(raw) + 1]) + raw
-
-
-def request_body(key: int, version: int, body: object) -> bytes:
-    """The body of a request frame, after its header v2 (client id "c", no tagged fields)."""
-    frame = encode_request(body, version, 42, client_id="c")
-    header = struct.pack(">hhih", key, version, 42, 1) + b"c" + b"\x00"
-    assert frame[4 : 4 + len(header)] == header
-    decoded_header, decoded = decode_request(frame[4:])
-    assert (decoded_header.api_key, decoded_header.api_version) == (key, version)
-    assert decoded == body
-    return frame[4 + len(header) :]
-
-
-def response_body(key: int, version: int, body: object, header: bytes) -> bytes:
-    frame = b"".join(bytes(p) for p in encode_response(SCHEMAS[key], version, 9, body))
-    assert frame[4 : 4 + len(header)] == header
-    assert decode_response(key, version, frame[4:]) == (9, body)
-    return frame[4 + len(header) :]
 
 
 def test_api_versions_v5_request_names_the_cluster_and_the_node() -> None:
