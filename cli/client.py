@@ -68,6 +68,10 @@ CLIENT_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.DELETE_ACLS: (1, 3),
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
+    ApiKey.CREATE_DELEGATION_TOKEN: (1, 3),
+    ApiKey.RENEW_DELEGATION_TOKEN: (1, 2),
+    ApiKey.EXPIRE_DELEGATION_TOKEN: (1, 2),
+    ApiKey.DESCRIBE_DELEGATION_TOKEN: (1, 3),
     ApiKey.LIST_TRANSACTIONS: (0, 2),
     ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
     ApiKey.DESCRIBE_PRODUCERS: (0, 0),
@@ -1002,6 +1006,66 @@ class SecurityAdmin:
             AlterUserScramCredentialsRequest(deletions=deletions, upsertions=upsertions)
         )
         return list(body.results)
+
+    # -- delegation tokens (KIP-48) -----------------------------------------------------------
+
+    def create_token(
+        self,
+        renewers: list[tuple[str, str]],
+        owner: tuple[str, str] | None,
+        max_lifetime_ms: int,
+    ) -> Any:
+        """A token of ``owner`` ((type, name); None: the caller) that ``renewers`` may renew."""
+        from protocol.messages.create_delegation_token import (
+            CreatableRenewers,
+            CreateDelegationTokenRequest,
+        )
+
+        request = CreateDelegationTokenRequest(
+            owner_principal_type=owner[0] if owner else None,
+            owner_principal_name=owner[1] if owner else None,
+            renewers=[CreatableRenewers(principal_type=k, principal_name=n) for k, n in renewers],
+            max_lifetime_ms=max_lifetime_ms,
+        )
+        body = self.client.any().request(request)
+        check(body.error_code, "CreateDelegationToken")
+        return body
+
+    def describe_tokens(self, owners: list[tuple[str, str]] | None) -> list[Any]:
+        """The tokens of ``owners`` (None: every token the caller may see)."""
+        from protocol.messages.describe_delegation_token import (
+            DescribeDelegationTokenOwner,
+            DescribeDelegationTokenRequest,
+        )
+
+        request = DescribeDelegationTokenRequest(
+            owners=None
+            if owners is None
+            else [
+                DescribeDelegationTokenOwner(principal_type=k, principal_name=n) for k, n in owners
+            ]
+        )
+        body = self.client.any().request(request)
+        check(body.error_code, "DescribeDelegationToken")
+        return list(body.tokens)
+
+    def renew_token(self, hmac: bytes, period_ms: int) -> int:
+        from protocol.messages.renew_delegation_token import RenewDelegationTokenRequest
+
+        body = self.client.any().request(
+            RenewDelegationTokenRequest(hmac=hmac, renew_period_ms=period_ms)
+        )
+        check(body.error_code, "RenewDelegationToken")
+        return int(body.expiry_timestamp_ms)
+
+    def expire_token(self, hmac: bytes, period_ms: int) -> int:
+        from protocol.messages.expire_delegation_token import ExpireDelegationTokenRequest
+
+        body = self.client.any().request(
+            ExpireDelegationTokenRequest(hmac=hmac, expiry_time_period_ms=period_ms)
+        )
+        check(body.error_code, "ExpireDelegationToken")
+        return int(body.expiry_timestamp_ms)
 
     # -- client quotas (KIP-546) ---------------------------------------------------------------
 

@@ -29,6 +29,7 @@ def odradek() -> None:
     odradek leader-election           preferred or unclean leader elections
     odradek reassign list             move partitions between brokers
     odradek acl / user / quota        ACLs, SCRAM users, client quotas
+    odradek token create              delegation tokens
     odradek transaction list          transactions and producers
     odradek dump-log / check-log      read segment files offline
     """
@@ -45,6 +46,7 @@ def _register() -> None:
         log_dirs,
         quota,
         reassign,
+        token,
         topic,
         transaction,
         user,
@@ -60,6 +62,7 @@ def _register() -> None:
     odradek.add_command(acl.acl)
     odradek.add_command(user.user)
     odradek.add_command(quota.quota)
+    odradek.add_command(token.token)
     odradek.add_command(transaction.transaction)
     for command in local.COMMANDS:
         odradek.add_command(command)

@@ -1,7 +1,8 @@
 """The command line's later commands as a user drives them (subprocess, both formats) against a
 real broker with SASL, TLS and the ACL authorizer: ``acl``, ``user`` (SCRAM), ``quota``,
-``transaction`` and ``group describe`` of a KIP-848 consumer group, connecting with
-``--command-config`` (Kafka client properties) and with the security flags."""
+``transaction``, ``token`` (delegation tokens) and ``group describe`` of a KIP-848 consumer
+group, connecting with ``--command-config`` (Kafka client properties) and with the security
+flags."""
 
 from __future__ import annotations
 
@@ -48,6 +49,7 @@ def secured(tmp_path_factory: pytest.TempPathFactory, tls: TlsFiles) -> Iterator
             "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
             "super.users": "User:admin;User:ANONYMOUS",
             "group.initial.rebalance.delay.ms": "0",
+            "delegation.token.secret.key": "cli-token-secret",
         },
     )
     proc.start()
@@ -328,3 +330,33 @@ def test_group_describe_of_a_kip848_consumer_group(secured: BrokerProcess) -> No
     # a classic group is still described by DescribeGroups
     classic = as_json("group", "describe", unique("nobody"), "-b", b)
     assert classic["type"] == "classic" and json.dumps(classic)
+
+
+def test_delegation_token_commands(secured: BrokerProcess, admin_config: Path) -> None:
+    created = as_admin(
+        secured, admin_config, "token", "create", "--renewer-principal", "User:alice",
+        "--max-life-time-period", "3600000", fmt="json",
+    )  # fmt: skip
+    (token,) = created
+    assert (token["owner"], token["requester"], token["renewers"]) == (
+        "User:admin",
+        "User:admin",
+        ["User:alice"],
+    )
+    assert len(token["token_id"]) == 22 and token["hmac"]
+    described = as_admin(secured, admin_config, "token", "describe", fmt="json")
+    assert [t["token_id"] for t in described] == [token["token_id"]]
+    assert described[0]["hmac"] == token["hmac"] and described[0]["renewers"] == ["User:alice"]
+    mine = as_admin(secured, admin_config, "token", "describe", "--owner-principal", "User:admin")
+    assert token["token_id"] in mine.stdout
+    renewed = as_admin(
+        secured, admin_config, "token", "renew", "--hmac", token["hmac"],
+        "--renew-time-period", "60000",
+    )  # fmt: skip
+    assert "Renewed" in renewed.stdout
+    # the token APIs are refused on a PLAINTEXT listener, as in Kafka
+    refused = odradek("token", "describe", "-b", secured.bootstrap, check=False)
+    assert refused.returncode == 1 and "DELEGATION_TOKEN_REQUEST_NOT_ALLOWED" in refused.stderr
+    expired = as_admin(secured, admin_config, "token", "expire", "--hmac", token["hmac"])
+    assert "removed" in expired.stdout
+    assert as_admin(secured, admin_config, "token", "describe", fmt="json") == []
