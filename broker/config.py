@@ -254,7 +254,7 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in [
     _k("super.users", "string", None, "Principals allowed everything, ';'-separated (User:admin;User:CN=broker,O=org)."),
     _k("allow.everyone.if.no.acl.found", "boolean", False, "Allow an operation on a resource that has no ACL at all (the authorizer's setting)."),
     _k("principal.builder.class", "class", None, implemented=False),
-    _k("sasl.enabled.mechanisms", "list", ["GSSAPI"], "SASL mechanisms a SASL listener offers: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (GSSAPI and OAUTHBEARER are refused at start-up)."),
+    _k("sasl.enabled.mechanisms", "list", ["GSSAPI"], "SASL mechanisms a SASL listener offers: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER (GSSAPI is refused at start-up)."),
     _k("sasl.mechanism.inter.broker.protocol", "string", "GSSAPI", "SASL mechanism brokers use with each other on a SASL inter-broker listener."),
     _k("sasl.jaas.config", "password", None, "JAAS login context: PlainLoginModule (username/password for inter-broker use, user_<name>=\"<password>\" for the users it accepts) or ScramLoginModule (username/password).", sensitive=True),
     _k("sasl.plain.users.file", "string", None, "Ours (not Kafka's): a properties file of <user>=<password> lines, accepted by SASL/PLAIN besides the JAAS user_<name> options; re-read when it changes."),
@@ -265,7 +265,16 @@ BROKER_CONFIGS: dict[str, ConfigKey] = {k.name: k for k in [
     _k("delegation.token.expiry.time.ms", "long", 86400000, "How long a delegation token lives until it is renewed, and the longest one renewal gives (1 day)."),
     _k("delegation.token.expiry.check.interval.ms", "long", 3600000, "How often expired delegation tokens are removed."),
     _k("sasl.kerberos.service.name", "string", None, implemented=False),
-    _k("sasl.server.callback.handler.class", "class", None, implemented=False),
+    _k("sasl.server.callback.handler.class", "class", None, "OAUTHBEARER only (listener.name.<listener>.oauthbearer.sasl.server.callback.handler.class): org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler validates signed tokens against sasl.oauthbearer.jwks.endpoint.url (KIP-768); unset (or Kafka's OAuthBearerUnsecuredValidatorCallbackHandler), unsecured tokens, for development. Other classes stop the start-up."),
+    _k("sasl.oauthbearer.jwks.endpoint.url", "string", None, "Where the identity provider's JWKS is: https:// (fetched at start, every sasl.oauthbearer.jwks.endpoint.refresh.ms, and when a token names an unknown key) or file: (read at start)."),
+    _k("sasl.oauthbearer.jwks.endpoint.refresh.ms", "long", 3600000, "How often the JWKS is fetched again."),
+    _k("sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", "long", 100, "The least time between two fetches of the JWKS made for a token naming an unknown key."),
+    _k("sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", "long", 10000, implemented=False),
+    _k("sasl.oauthbearer.expected.audience", "list", [], "Audiences a token's aud claim must name one of (empty: not checked)."),
+    _k("sasl.oauthbearer.expected.issuer", "string", None, "The iss a token must have (unset: not checked)."),
+    _k("sasl.oauthbearer.sub.claim.name", "string", "sub", "The claim naming the principal (User:<its value>)."),
+    _k("sasl.oauthbearer.scope.claim.name", "string", "scope", "The claim holding the token's scope."),
+    _k("sasl.oauthbearer.clock.skew.seconds", "int", 30, "Clock skew allowed when checking a token's exp and nbf."),
     _k("sasl.login.callback.handler.class", "class", None, implemented=False),
     _k("sasl.login.class", "class", None, implemented=False),
     _k("ssl.keystore.type", "string", "JKS", "PEM is supported (JKS and PKCS12 keystores must be converted to PEM)."),
@@ -498,7 +507,7 @@ def read_properties(text: str) -> dict[str, str]:
 
 #: Kafka's security protocols (``SecurityProtocol``)
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-#: SASL mechanisms Kafka knows (the broker serves PLAIN and SCRAM-SHA-256/512)
+#: SASL mechanisms Kafka knows (the broker serves all but GSSAPI)
 SASL_MECHANISM_NAMES = frozenset(
     {"GSSAPI", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"}
 )
@@ -523,7 +532,22 @@ def dynamic_listener_key(name: str) -> tuple[str, str] | None:
 
 
 #: keys that may also be given per SASL mechanism within a listener
-_PER_MECHANISM_KEYS = frozenset({"sasl.jaas.config", "connections.max.reauth.ms"})
+_PER_MECHANISM_KEYS = frozenset(
+    {
+        "sasl.jaas.config",
+        "connections.max.reauth.ms",
+        "sasl.server.callback.handler.class",
+        "sasl.oauthbearer.jwks.endpoint.url",
+        "sasl.oauthbearer.jwks.endpoint.refresh.ms",
+        "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms",
+        "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms",
+        "sasl.oauthbearer.expected.audience",
+        "sasl.oauthbearer.expected.issuer",
+        "sasl.oauthbearer.sub.claim.name",
+        "sasl.oauthbearer.scope.claim.name",
+        "sasl.oauthbearer.clock.skew.seconds",
+    }
+)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,9 @@ connection is closed at its next request.
 
 Mechanisms: PLAIN (users from PlainLoginModule's ``user_<name>`` options and
 ``sasl.plain.users.file``), SCRAM-SHA-256 and SCRAM-SHA-512 (credentials from the security
-store). Passwords are compared in constant time and never logged.
+store; delegation tokens with ``tokenauth``), OAUTHBEARER (:mod:`broker.security.oauthbearer`:
+a token's ``exp`` bounds the session). Passwords are compared in constant time and never
+logged.
 
 Thread-safety: an authenticator belongs to one connection; :class:`ListenerSasl` and the
 credential cache are read from every processor thread (immutable snapshots).
@@ -36,6 +38,7 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 from broker.config import BrokerConfig, ConfigError, read_properties
 from broker.net.connection import Connection
@@ -47,6 +50,24 @@ from broker.security.jaas import (
     module_options,
     parse_jaas_config,
     plain_users,
+)
+from broker.security.oauth_jwks import (
+    UNSECURED_VALIDATOR_CLASS,
+    VALIDATOR_CLASSES,
+    JwksError,
+    JwksSource,
+    JwtValidator,
+)
+from broker.security.oauthbearer import (
+    LOGIN_MODULE as OAUTHBEARER_LOGIN_MODULE,
+)
+from broker.security.oauthbearer import (
+    OAUTHBEARER,
+    OAuthBearerConfigError,
+    OAuthBearerError,
+    OAuthBearerServer,
+    UnsecuredValidator,
+    Validator,
 )
 from broker.security.scram import (
     MECHANISMS as SCRAM_MECHANISMS,
@@ -63,7 +84,7 @@ from coordination.metadata.security import USERS, EntityConfigs, parse_entity_pa
 log = logging.getLogger(__name__)
 
 PLAIN = "PLAIN"
-SUPPORTED_MECHANISMS = ("PLAIN", *SCRAM_MECHANISMS)
+SUPPORTED_MECHANISMS = ("PLAIN", *SCRAM_MECHANISMS, OAUTHBEARER)
 
 
 class SaslFailure(Exception):
@@ -143,6 +164,7 @@ class ListenerSasl:
         plain_file: _PlainUsersFile,
         scram: ScramCredentialCache,
         reauth_ms: Mapping[str, int],
+        oauth_validator: Validator | None = None,
     ) -> None:
         self.listener = listener
         self.enabled = list(enabled)
@@ -150,6 +172,8 @@ class ListenerSasl:
         self._plain_file = plain_file
         self.scram = scram
         self.reauth_ms = dict(reauth_ms)
+        #: what validates OAUTHBEARER tokens (None: the listener does not offer it)
+        self.oauth_validator = oauth_validator
         #: delegation tokens' SCRAM credentials (set once the security store is up; None:
         #: a ``tokenauth`` login fails as for an unknown token)
         self.token_lookup: TokenLookup | None = None
@@ -177,19 +201,8 @@ class ListenerSasl:
         plain: dict[str, str] = {}
         plain_file = _PlainUsersFile(config["sasl.plain.users.file"])
         if PLAIN in enabled:
-            jaas = config.for_listener(listener, "sasl.jaas.config", mechanism=PLAIN)
-            if jaas:
-                try:
-                    options = module_options(parse_jaas_config(str(jaas)), PLAIN_LOGIN_MODULE)
-                except JaasConfigError as e:
-                    raise ConfigError(
-                        f"listener {listener}: the PLAIN sasl.jaas.config cannot be read: {e}"
-                    ) from None
-                if options is None:
-                    raise ConfigError(
-                        f"listener {listener}: the PLAIN sasl.jaas.config has no "
-                        f"{PLAIN_LOGIN_MODULE}"
-                    )
+            options = _login_options(config, listener, PLAIN, PLAIN_LOGIN_MODULE)
+            if options is not None:
                 plain = plain_users(options)
             if not plain and plain_file.path is None:
                 log.warning(
@@ -203,7 +216,77 @@ class ListenerSasl:
             m: int(config.for_listener(listener, "connections.max.reauth.ms", mechanism=m) or 0)
             for m in enabled
         }
-        return cls(listener, enabled, plain, plain_file, scram, reauth)
+        oauth = _oauth_validator(config, listener) if OAUTHBEARER in enabled else None
+        return cls(listener, enabled, plain, plain_file, scram, reauth, oauth)
+
+
+def _login_options(
+    config: BrokerConfig, listener: str, mechanism: str, login_module: str
+) -> dict[str, str] | None:
+    """The options of ``login_module`` in the listener's ``sasl.jaas.config`` for
+    ``mechanism`` (None: no JAAS config). Raises ConfigError for one that cannot be read or
+    names another module."""
+    jaas = config.for_listener(listener, "sasl.jaas.config", mechanism=mechanism)
+    if not jaas:
+        return None
+    try:
+        options = module_options(parse_jaas_config(str(jaas)), login_module)
+    except JaasConfigError as e:
+        raise ConfigError(
+            f"listener {listener}: the {mechanism} sasl.jaas.config cannot be read: {e}"
+        ) from None
+    if options is None:
+        raise ConfigError(
+            f"listener {listener}: the {mechanism} sasl.jaas.config has no {login_module}"
+        )
+    return options
+
+
+def _oauth_validator(config: BrokerConfig, listener: str) -> Validator:
+    """The listener's OAUTHBEARER validator: with Kafka's ``OAuthBearerValidatorCallbackHandler``
+    as ``sasl.server.callback.handler.class``, signed tokens checked against the JWKS
+    (:mod:`broker.security.oauth_jwks`); else Kafka's default, the unsecured one, with the
+    options of the listener's OAuthBearerLoginModule (``listener.name.<l>.oauthbearer.
+    sasl.jaas.config``). Raises ConfigError."""
+
+    def setting(key: str) -> Any:
+        return config.for_listener(listener, key, mechanism=OAUTHBEARER)
+
+    handler = str(setting("sasl.server.callback.handler.class") or "").strip()
+    if handler in VALIDATOR_CLASSES:
+        url = str(setting("sasl.oauthbearer.jwks.endpoint.url") or "").strip()
+        if not url:
+            raise ConfigError(
+                f"listener {listener}: {handler} needs sasl.oauthbearer.jwks.endpoint.url"
+            )
+        try:
+            jwks = JwksSource(
+                url,
+                refresh_ms=int(setting("sasl.oauthbearer.jwks.endpoint.refresh.ms")),
+                retry_backoff_ms=int(setting("sasl.oauthbearer.jwks.endpoint.retry.backoff.ms")),
+            )
+        except JwksError as e:
+            raise ConfigError(f"listener {listener}: OAUTHBEARER: {e}") from None
+        issuer = setting("sasl.oauthbearer.expected.issuer")
+        return JwtValidator(
+            jwks,
+            expected_audience=tuple(setting("sasl.oauthbearer.expected.audience") or ()),
+            expected_issuer=str(issuer) if issuer else None,
+            sub_claim=str(setting("sasl.oauthbearer.sub.claim.name") or "sub"),
+            scope_claim=str(setting("sasl.oauthbearer.scope.claim.name") or "scope"),
+            clock_skew_s=int(setting("sasl.oauthbearer.clock.skew.seconds")),
+        )
+    if handler and handler != UNSECURED_VALIDATOR_CLASS:
+        raise ConfigError(
+            f"listener {listener}: sasl.server.callback.handler.class {handler} is not "
+            f"available (OAUTHBEARER: {', '.join(sorted(VALIDATOR_CLASSES))}, or unset for "
+            "the unsecured validator)"
+        )
+    options = _login_options(config, listener, OAUTHBEARER, OAUTHBEARER_LOGIN_MODULE) or {}
+    try:
+        return UnsecuredValidator.from_options(options)
+    except OAuthBearerConfigError as e:
+        raise ConfigError(f"listener {listener}: OAUTHBEARER: {e}") from None
 
 
 class SaslServerAuthenticator:
@@ -224,13 +307,15 @@ class SaslServerAuthenticator:
         self.principal: KafkaPrincipal | None = None
         #: the principal authenticated with a delegation token (KIP-48)
         self.token_authenticated = False
-        #: the token's expiry timestamp (ms), which bounds the session (None: no token)
-        self.token_expiry_ms: int | None = None
+        #: when the credential expires (ms since the epoch: a delegation token's expiry, an
+        #: OAuth token's ``exp``), which bounds the session (None: a password)
+        self.credential_expiry_ms: int | None = None
         #: the user name the client tried (for the audit log of a failure)
         self.user: str | None = None
         #: whether the client announced re-authentication support (SaslAuthenticate v1+)
         self.client_supports_reauth = False
         self._scram: ScramServer | None = None
+        self._oauth: OAuthBearerServer | None = None
         self._clock_ns = clock_ns
 
     @property
@@ -258,6 +343,9 @@ class SaslServerAuthenticator:
         self.state = SaslState.AUTHENTICATE
         if mechanism in SCRAM_MECHANISMS:
             self._scram = ScramServer(mechanism, self.sasl.scram.lookup, self.sasl.token_lookup)
+        elif mechanism == OAUTHBEARER:
+            assert self.sasl.oauth_validator is not None
+            self._oauth = OAuthBearerServer(self.sasl.oauth_validator)
         return True
 
     def authenticate(self, token: bytes) -> bytes:
@@ -277,6 +365,8 @@ class SaslServerAuthenticator:
         try:
             if mechanism == PLAIN:
                 response = self._plain(token)
+            elif mechanism == OAUTHBEARER:
+                response = self._oauthbearer(token)
             else:
                 assert self._scram is not None
                 try:
@@ -284,8 +374,8 @@ class SaslServerAuthenticator:
                 finally:
                     self.user = self._scram.username or self.user
                 if self._scram.complete:
-                    self.token_expiry_ms = self._scram.token_expiry_ms
-                    self.token_authenticated = self.token_expiry_ms is not None
+                    self.credential_expiry_ms = self._scram.token_expiry_ms
+                    self.token_authenticated = self.credential_expiry_ms is not None
                     self._complete(KafkaPrincipal("User", self._scram.authorization_id or ""))
         except SaslFailure:
             self.state = SaslState.FAILED
@@ -293,6 +383,30 @@ class SaslServerAuthenticator:
         except ScramError as e:
             self.state = SaslState.FAILED
             raise SaslFailure(str(e), e.client_message or generic, self.user) from None
+        return response
+
+    def _oauthbearer(self, message: bytes) -> bytes:
+        """One OAUTHBEARER message: a refused token is answered with the JSON error (the
+        client then acknowledges it and the exchange fails with that JSON)."""
+        oauth = self._oauth
+        assert oauth is not None
+        try:
+            response = oauth.evaluate(message)
+        except OAuthBearerError as e:
+            raise SaslFailure(
+                str(e),
+                e.client_message
+                or (
+                    f"Authentication failed during {self.what} due to invalid credentials with "
+                    f"SASL mechanism {OAUTHBEARER}"
+                ),
+            ) from None
+        if oauth.complete and oauth.token is not None:
+            self.user = oauth.token.principal_name
+            self.credential_expiry_ms = oauth.token.lifetime_ms
+            self._complete(KafkaPrincipal("User", oauth.token.principal_name))
+        elif oauth.refusal is not None:
+            log.info("OAUTHBEARER token refused (%s): %s", response.decode(), oauth.refusal)
         return response
 
     def _plain(self, token: bytes) -> bytes:
@@ -350,14 +464,14 @@ class SaslServerAuthenticator:
         return self.state == SaslState.COMPLETE
 
     def session_lifetime_ms(self) -> int:
-        """``connections.max.reauth.ms`` of the mechanism, bounded by a delegation token's
-        expiry (Kafka's ``SaslServerAuthenticator.ReauthInfo``); 0: the session never expires,
-        -1: it has already expired (a token past its expiry)."""
+        """``connections.max.reauth.ms`` of the mechanism, bounded by the credential's expiry
+        (a delegation token's, an OAuth token's: Kafka's ``SaslServerAuthenticator.ReauthInfo``);
+        0: the session never expires, -1: it has already expired."""
         assert self.mechanism is not None
         reauth = max(0, self.sasl.reauth_ms.get(self.mechanism, 0))
-        if self.token_expiry_ms is None:
+        if self.credential_expiry_ms is None:
             return reauth
-        left = self.token_expiry_ms - time.time_ns() // 1_000_000
+        left = self.credential_expiry_ms - time.time_ns() // 1_000_000
         if left <= 0:
             return -1
         return min(left, reauth) if reauth else left

@@ -217,6 +217,15 @@ ALLOWED = [
         "map) and answers for that entity; Odradek refuses the entry with INVALID_REQUEST.",
     ),
     Allowance(
+        "D31",
+        "sasl/oauthbearer-malformed",
+        r"another scheme v2 $",
+        "An OAUTHBEARER client message whose auth scheme is not Bearer: Kafka's "
+        "OAuthBearerClientInitialResponse fails while writing its own error message (it reads "
+        "a group the pattern does not have: IllegalArgumentException) and the connection closes "
+        "unanswered; Odradek answers SASL_AUTHENTICATION_FAILED, then closes it.",
+    ),
+    Allowance(
         "D29",
         "alter_partition_reassignments/v1",
         r"cancel when none is in progress v1 \.responses\[0\]\.partitions\[0\]\.error_message",

@@ -207,15 +207,17 @@ def run_tool(
     check: bool = True,
     input_text: str | None = None,
     extra_cp: tuple[Path, ...] = (),
+    jvm_opts: tuple[str, ...] = (),
 ) -> subprocess.CompletedProcess[str]:
-    """Runs one of Kafka's tools to completion and returns its output (text)."""
+    """Runs one of Kafka's tools to completion and returns its output (text); ``jvm_opts``:
+    more JVM options (system properties)."""
     require_reference(version)
     cds: tuple[str, ...] = ()
     pending = None
     if not extra_cp:
         cds, pending = _class_data_sharing(version, main_class)
     proc = subprocess.run(
-        tool_command(version, main_class, *args, extra_cp=extra_cp, jvm_opts=cds),
+        tool_command(version, main_class, *args, extra_cp=extra_cp, jvm_opts=(*cds, *jvm_opts)),
         capture_output=True,
         text=True,
         timeout=timeout,
