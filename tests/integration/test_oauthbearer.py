@@ -117,6 +117,35 @@ def test_confluent_kafka_oauth_cb_and_a_refused_token(broker: BrokerProcess) -> 
     assert not _authenticated(broker, "erin")
 
 
+def test_a_session_lasts_as_long_as_its_token(broker: BrokerProcess) -> None:
+    """Tokens that live 4 s: the broker tells librdkafka the session lasts until the token's
+    exp (KIP-368), so the client fetches new tokens and re-authenticates on the open
+    connection; every record produced meanwhile arrives."""
+    topic = f"oauth-short-{int(time.time() * 1000)}"
+    create_topic(broker.bootstrap, topic, 1)
+    issued: list[float] = []
+
+    def short_lived(config: str) -> tuple[str, float]:
+        issued.append(time.time())
+        return unsecured_jws("kate", exp_in=4), time.time() + 4
+
+    producer = Producer(_librdkafka(broker, oauth_cb=short_lived, **{"linger.ms": 1}))
+    sent = 0
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        producer.produce(topic, b"%d" % sent)
+        sent += 1
+        producer.poll(0.05)
+    assert producer.flush(30) == 0
+    assert len(consume_from_start(broker.bootstrap, topic, 1, sent)) == sent
+    assert len(issued) >= 2
+    wait_for(
+        lambda: "re-authentication succeeded: principal User:kate" in broker.log_path.read_text(),
+        timeout=10,
+        what="a re-authentication with a fresh token",
+    )
+
+
 def test_kafka_python_and_aiokafka_token_providers(broker: BrokerProcess) -> None:
     from aiokafka import AIOKafkaProducer
     from aiokafka.abc import AbstractTokenProvider
