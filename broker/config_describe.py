@@ -86,7 +86,7 @@ def describe_topic(
     config: BrokerConfig, overrides: Mapping[str, str], keys: Iterable[str] | None = None
 ) -> list[ConfigEntry]:
     """Every topic config with its synonyms in precedence order (topic override, then its broker
-    key's, see :func:`_broker_synonyms`); the source is the first synonym's, or DEFAULT_CONFIG
+    key's, see :func:`broker_key_synonyms`); the source is the first synonym's, or DEFAULT_CONFIG
     when there is none (Kafka lists no synonym for a config whose broker key has no value)."""
     wanted = set(keys) if keys is not None else None
     entries = []
@@ -98,7 +98,7 @@ def describe_topic(
             synonyms.append((name, overrides[name], ConfigSource.DYNAMIC_TOPIC_CONFIG))
         effective = format_value(key.kind, config.topic_default(name))
         if key.broker_key is not None:
-            synonyms.extend(_broker_synonyms(config, key.broker_key))
+            synonyms.extend(broker_key_synonyms(config, key.broker_key))
         source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
         value = overrides.get(name, effective)
         entries.append(
@@ -116,7 +116,9 @@ def describe_topic(
     return entries
 
 
-def _broker_synonyms(config: BrokerConfig, name: str) -> list[tuple[str, str | None, ConfigSource]]:
+def broker_key_synonyms(
+    config: BrokerConfig, name: str
+) -> list[tuple[str, str | None, ConfigSource]]:
     """Where broker key ``name`` (and its synonyms, such as ``log.retention.hours`` for
     ``log.retention.ms``) is set, in Kafka's order of precedence: this broker's dynamic
     config, the cluster-wide default, server.properties, Kafka's default. As Kafka's
@@ -165,7 +167,7 @@ def _static_listener_text(config: BrokerConfig, name: str, key: ConfigKey) -> st
 
 def describe_broker(config: BrokerConfig, keys: Iterable[str] | None = None) -> list[ConfigEntry]:
     """This broker's configs: the value in force, its source (the first synonym's, else
-    DEFAULT_CONFIG) and its synonyms (:func:`_broker_synonyms`), as Kafka's ConfigHelper lists
+    DEFAULT_CONFIG) and its synonyms (:func:`broker_key_synonyms`), as Kafka's ConfigHelper lists
     them; then the ``listener.name.*`` keys given. The values of sensitive keys (passwords,
     JAAS configs, private keys) are never returned, as Kafka hides them."""
     wanted = set(keys) if keys is not None else None
@@ -200,7 +202,7 @@ def describe_broker(config: BrokerConfig, keys: Iterable[str] | None = None) -> 
         if wanted is not None and name not in wanted:
             continue
         value = None if key.sensitive else format_value(key.kind, config.values.get(name))
-        synonyms = _broker_synonyms(config, name)
+        synonyms = broker_key_synonyms(config, name)
         if key.sensitive:
             synonyms = [(n, None, src) for n, _, src in synonyms]
         source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from broker.config import BrokerConfig
-from broker.config_describe import ConfigEntry, ConfigSource, ConfigType
+from broker.config_describe import ConfigEntry, ConfigSource, ConfigType, broker_key_synonyms
 from coordination.errors import InvalidConfig
 from coordination.group.config import CONSUMER_HEARTBEAT_INTERVAL_MS, CONSUMER_SESSION_TIMEOUT_MS
 
@@ -66,22 +66,22 @@ def validate_group_configs(config: BrokerConfig, configs: Mapping[str, str]) -> 
 def describe_group(
     config: BrokerConfig, overrides: Mapping[str, str], keys: list[str] | None
 ) -> list[ConfigEntry]:
-    """A group's configs: its own (source DYNAMIC_GROUP_CONFIG) or the broker's value (source
-    DEFAULT_CONFIG), each with the broker config as a synonym."""
+    """A group's configs: its own (source DYNAMIC_GROUP_CONFIG) or the broker's value, with
+    the broker config's synonyms as Kafka 4.4 lists them (where it is set: server.properties,
+    STATIC_BROKER_CONFIG, then Kafka's default, DEFAULT_CONFIG); the source of a value the
+    group does not set is the first synonym's."""
     out = []
     for name, key in GROUP_CONFIGS.items():
         if keys is not None and name not in keys:
             continue
-        default = str(config[key.default])
-        synonyms: list[tuple[str, str | None, ConfigSource]] = [
-            (key.default, default, ConfigSource.DEFAULT_CONFIG)
-        ]
+        synonyms = broker_key_synonyms(config, key.default)
         own = overrides.get(name)
         if own is not None:
             value, source = own, ConfigSource.DYNAMIC_GROUP_CONFIG
             synonyms.insert(0, (name, own, source))
         else:
-            value, source = default, ConfigSource.DEFAULT_CONFIG
+            value = str(config[key.default])
+            source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
         entry = ConfigEntry(name, value, source, read_only=False, sensitive=False,
                             type=ConfigType.INT, synonyms=synonyms)  # fmt: skip
         out.append(entry)
