@@ -392,10 +392,12 @@ def test_group_configs_through_kafka_configs(tmp_path: Path) -> None:
             "Dynamic configs for group cg are:\n"
             "  consumer.heartbeat.interval.ms=600 sensitive=false synonyms="
             "{DYNAMIC_GROUP_CONFIG:consumer.heartbeat.interval.ms=600, "
-            "DEFAULT_CONFIG:group.consumer.heartbeat.interval.ms=1000}\n"
+            "STATIC_BROKER_CONFIG:group.consumer.heartbeat.interval.ms=1000, "
+            "DEFAULT_CONFIG:group.consumer.heartbeat.interval.ms=5000}\n"
             "  consumer.session.timeout.ms=7000 sensitive=false synonyms="
             "{DYNAMIC_GROUP_CONFIG:consumer.session.timeout.ms=7000, "
-            "DEFAULT_CONFIG:group.consumer.session.timeout.ms=10000}\n"
+            "STATIC_BROKER_CONFIG:group.consumer.session.timeout.ms=10000, "
+            "DEFAULT_CONFIG:group.consumer.session.timeout.ms=45000}\n"
         )
         assert run_tool(version, tool, *named, "--describe").stdout == expected
         assert run_tool(version, tool, *group, "--describe").stdout == expected
