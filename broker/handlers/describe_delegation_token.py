@@ -11,7 +11,7 @@ from broker.dispatch import RequestContext
 from broker.handlers._tokens import token_manager, token_requests_allowed
 from broker.net.session import KafkaPrincipal
 from broker.registry import error_response, handler
-from broker.security.delegation_tokens import parse_principal
+from broker.security.principal import parse_principal
 from coordination.metadata.security import TokenInformation
 from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey

@@ -33,6 +33,7 @@ from typing import NamedTuple
 
 from broker.config import BrokerConfig
 from broker.net.session import KafkaPrincipal
+from broker.security.principal import parse_principal
 from broker.security.scram import MECHANISMS, ScramCredential, new_credential
 from coordination.metadata.security import SecurityStore, TokenInformation, TokenSnapshot
 from coordination.metadata.view import random_kafka_uuid, uuid_to_base64
@@ -48,11 +49,6 @@ USER_TYPE = "User"
 def create_hmac(token_id: str, secret_key: str) -> bytes:
     """Kafka's ``createHmac``: HmacSHA512 of the token id's UTF-8 bytes under the secret's."""
     return hmac.new(secret_key.encode(), token_id.encode(), hashlib.sha512).digest()
-
-
-def parse_principal(text: str) -> KafkaPrincipal:
-    kind, _, name = text.partition(":")
-    return KafkaPrincipal(kind, name)
 
 
 def _sum(now: int, duration: int) -> int:
@@ -103,9 +99,6 @@ class DelegationTokens:
     def enabled(self) -> bool:
         return self._secret is not None
 
-    def now_ms(self) -> int:
-        return self._clock_ms()
-
     def hmac_of(self, token_id: str) -> bytes:
         assert self._secret is not None
         return create_hmac(token_id, self._secret)
@@ -134,7 +127,7 @@ class DelegationTokens:
     ) -> tuple[TokenInformation, bytes]:
         """A new token (the caller checked that it is enabled and the renewers are users).
         Raises SecurityStoreError."""
-        now = self.now_ms()
+        now = self._clock_ms()
         lifetime = self.max_lifetime_ms
         if max_lifetime_ms > 0:
             lifetime = min(lifetime, max_lifetime_ms)
@@ -156,7 +149,7 @@ class DelegationTokens:
     def renew(self, principal: KafkaPrincipal, mac: bytes, period_ms: int) -> tuple[ErrorCode, int]:
         """(error, new expiry timestamp). Raises SecurityStoreError."""
         with self._lock:
-            now = self.now_ms()
+            now = self._clock_ms()
             token = self._token_for_hmac(mac)
             if token is None:
                 return ErrorCode.DELEGATION_TOKEN_NOT_FOUND, 0
@@ -178,7 +171,7 @@ class DelegationTokens:
         """(error, new expiry timestamp): a negative period removes the token at once.
         Raises SecurityStoreError."""
         with self._lock:
-            now = self.now_ms()
+            now = self._clock_ms()
             token = self._token_for_hmac(mac)
             if token is None:
                 return ErrorCode.DELEGATION_TOKEN_NOT_FOUND, 0
@@ -218,7 +211,7 @@ class DelegationTokens:
             return 0
         removed = 0
         with self._lock:
-            now = self.now_ms()
+            now = self._clock_ms()
             for token in list(self.store.tokens.values()):
                 if token.max_timestamp < now or token.expiry_timestamp < now:
                     self.store.remove_token(token.token_id)
