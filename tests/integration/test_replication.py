@@ -429,10 +429,14 @@ def produce_raw(boot: str, topic: str, partition: int, acks: int, value: bytes) 
 
 def produce_retrying(boot: str, topic: str, partition: int, acks: int, value: bytes) -> Any:
     """produce_raw, again while the broker has not yet learnt it leads (the controller's state
-    reaches each broker through its own ZooKeeper watch)."""
+    reaches each broker through its own ZooKeeper watch). A new topic's ISR is every replica
+    from the start, so a broker may be named leader before it has heard of the topic at all: it
+    answers UNKNOWN_TOPIC_OR_PARTITION then, as Kafka's ReplicaManager does for a partition its
+    metadata cache lacks."""
+    not_yet = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     for _ in range(100):
         answer = produce_raw(boot, topic, partition, acks, value)
-        if answer.error_code != ErrorCode.NOT_LEADER_OR_FOLLOWER:
+        if answer.error_code not in not_yet:
             return answer
         time.sleep(0.1)
     return answer
