@@ -15,7 +15,10 @@ value without a key.
   median of each kind, and the ratio of the medians (transactional / idempotent; the issue's
   target is >= 0.7x); beside each, the broker's CPU (user + system, /proc) during the run: per
   million records (idempotent) and per transaction (transactional: the three requests of each,
-  its state-log writes and its marker).
+  its state-log writes and its marker). Then, from the broker's request metrics, the time each
+  transactional run's requests spent in the broker (Kafka's TotalTimeMs: from the request's
+  arrival until its answer was queued), per transaction: how many AddPartitionsToTxn, Produce
+  and EndTxn requests, and their mean. What a transaction took beyond that was the client's.
 * coordinator: after the reads, ``--coordinator-seconds`` (default 5) of AddPartitionsToTxn
   and EndTxn (abort) cycles over one plain connection, no records: the round trip of each and
   the broker's CPU per cycle (four state-log writes and one marker), the coordinator's own
@@ -48,7 +51,8 @@ Kafka's coordinator included.
 With ``--java``, the produce comparison runs again with Kafka's Java producer (the client of
 that 4.x release, bench/java/TxnProduce.java, compiled for the run), against Odradek and, with
 ``--kafka``, against Kafka: the same runs, records and transactions, the Java producer's defaults
-otherwise, one unmeasured run of each kind first. Both brokers finalize KIP-890's transaction
+otherwise, one unmeasured run of each kind first (Odradek's EndTxn time per transaction is
+printed from its request metrics, over the Java runs). Both brokers finalize KIP-890's transaction
 version 2, so this client sends no AddPartitionsToTxn, and its EndTxn bumps the epoch: two round
 trips per transaction (the batch, EndTxn) where librdkafka makes three.
 
@@ -88,6 +92,8 @@ from tests.support.kafka_reference import (
     reference_missing,
     tool_command,
 )
+from tests.support.metrics import scrape
+from tests.support.ports import free_port
 
 COMMAND = "python -m bench bench_transactions"
 JAVA_SOURCE = Path(__file__).parent / "java" / "TxnProduce.java"
@@ -96,6 +102,41 @@ VALUE = b"x" * 100
 #: the most records one consume() call returns, and how long it waits for them
 CONSUME_RECORDS = 1000
 CONSUME_WAIT_S = 0.05
+
+
+#: the requests of a transaction whose time in the broker is printed
+TXN_REQUESTS = ("AddPartitionsToTxn", "Produce", "EndTxn")
+
+
+def _request_times(metrics_port: int) -> dict[str, tuple[float, float]]:
+    """Per request name: (count, total ms) of Kafka's TotalTimeMs, from the broker's metrics."""
+    samples = scrape(metrics_port)
+    out = {}
+    for name in TXN_REQUESTS:
+        label = f'{{request="{name}"}}'
+        out[name] = (
+            samples.get(f"kafka_network_requestmetrics_totaltimems_count{label}", 0.0),
+            samples.get(f"kafka_network_requestmetrics_totaltimems_sum{label}", 0.0),
+        )
+    return out
+
+
+def _times_between(
+    before: dict[str, tuple[float, float]], after: dict[str, tuple[float, float]]
+) -> dict[str, tuple[float, float]]:
+    return {
+        name: (after[name][0] - before[name][0], after[name][1] - before[name][1])
+        for name in TXN_REQUESTS
+    }
+
+
+def _in_the_broker(times: dict[str, tuple[float, float]], transactions: int) -> str:
+    """ "<request> <count per transaction> x <mean> us" for each request seen."""
+    return ", ".join(
+        f"{name} {count / transactions:.1f} x {total / count * 1000:,.0f} us"
+        for name, (count, total) in times.items()
+        if count
+    )
 
 
 def _topic(bootstrap: str, name: str) -> None:
@@ -324,9 +365,14 @@ def main(argv: list[str] | None = None) -> None:
     n = args.records - args.records % (2 * TXN_SIZE)
     repeats = max(args.repeats, 1)
     tmp = Path(tempfile.mkdtemp(prefix="bench-txn-"))
+    metrics_port = free_port()
     broker = BrokerProcess(
         tmp / "data",
-        {"transaction.state.log.num.partitions": "4", "offsets.topic.num.partitions": "4"},
+        {
+            "transaction.state.log.num.partitions": "4",
+            "offsets.topic.num.partitions": "4",
+            "metrics.port": str(metrics_port),
+        },
     )
     kafka: KafkaBroker | None = None
     if args.kafka:
@@ -379,13 +425,22 @@ def main(argv: list[str] | None = None) -> None:
         txn: dict[str, list[float]] = {name: [] for name, _, _ in targets}
         idem_cpu: dict[str, list[float]] = {name: [] for name, _, _ in targets}
         txn_cpu: dict[str, list[float]] = {name: [] for name, _, _ in targets}
+        broker_times: dict[str, tuple[float, float]] = dict.fromkeys(TXN_REQUESTS, (0.0, 0.0))
         for r in range(repeats):
             for name, b_bs, pid in targets:
                 c0 = cpu_seconds(pid)
                 idem[name].append(_idempotent(b_bs, f"idem-{r}", n))
                 c1 = cpu_seconds(pid)
+                if name == "odradek":
+                    times0 = _request_times(metrics_port)
                 txn[name].append(_transactional(b_bs, f"txn-{r}", n, f"bench-txn-{r}"))
                 c2 = cpu_seconds(pid)
+                if name == "odradek":
+                    run_times = _times_between(times0, _request_times(metrics_port))
+                    broker_times = {
+                        k: (broker_times[k][0] + v[0], broker_times[k][1] + v[1])
+                        for k, v in run_times.items()
+                    }
                 idem_cpu[name].append((c1 - c0) / (n / 1e6))
                 txn_cpu[name].append((c2 - c1) / (n // TXN_SIZE) * 1000)
                 print(
@@ -404,10 +459,25 @@ def main(argv: list[str] | None = None) -> None:
             print(
                 f"  {name}: ratio of the medians, transactional / idempotent: {txn_m / idem_m:.2f}x"
             )
+        transactions = repeats * (n // TXN_SIZE + 1)  # each run's warm-up transaction too
+        print(
+            f"  odradek, in the broker per transaction (TotalTimeMs, mean): "
+            f"{_in_the_broker(broker_times, transactions)}; a transaction took "
+            f"{TXN_SIZE / statistics.median(txn['odradek']) * 1000:.2f} ms (the median run)"
+        )
 
         if args.java:
+            times0 = _request_times(metrics_port)
             _java_produce(
                 [(name, b_bs) for name, b_bs, _ in targets], n, repeats, tmp / "java-classes"
+            )
+            # the warm-up run's and each run's warm-up transaction too; Produce requests are
+            # the idempotent runs' as well, so only EndTxn is per transaction
+            java_txns = (n // 2) // TXN_SIZE + 1 + repeats * (n // TXN_SIZE + 1)
+            end = _times_between(times0, _request_times(metrics_port))["EndTxn"]
+            print(
+                "  odradek, Java: in the broker per transaction (TotalTimeMs, mean): "
+                f"{_in_the_broker({'EndTxn': end}, java_txns)}"
             )
 
         _transactional(bs, "mixed", n, "bench-mixed", abort_every_other=True)

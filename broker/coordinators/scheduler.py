@@ -70,6 +70,21 @@ class LoopScheduler:
                 timer.cancelled = True  # the main loop is closed: the broker is stopping
         return timer
 
+    def soon(self, callback: Callable[[], None]) -> None:
+        try:
+            loop = asyncio.get_running_loop()  # a processor's, while it handles a request
+        except RuntimeError:
+            self.schedule(0, callback)
+            return
+
+        def run() -> None:
+            try:
+                callback()
+            except Exception:
+                log.exception("coordinator callback failed")
+
+        loop.call_soon(run)
+
 
 def future_callback(
     loop: asyncio.AbstractEventLoop, kind: type[T]

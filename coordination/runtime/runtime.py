@@ -102,6 +102,11 @@ class Scheduler(Protocol):
 
     def schedule(self, delay_ms: int, callback: Callable[[], None]) -> Timer: ...
 
+    def soon(self, callback: Callable[[], None]) -> None:
+        """Runs ``callback`` once the calling thread is done with what it is doing now: on
+        that thread's own loop if it runs one (so after the request it is handling is
+        answered), else as ``schedule(0, callback)``; never inside ``soon``."""
+
     def now_ms(self) -> int:
         """The clock delays count in (monotonic milliseconds); callable from any thread."""
         ...
@@ -217,6 +222,17 @@ class ShardContext:
                     fn()
 
         return self._scheduler.schedule(max(delay_ms, 0), run)
+
+    def soon(self, fn: Callable[[], None]) -> None:
+        """Runs ``fn`` with the shard's lock held once the calling thread is done with what it
+        is doing now (:meth:`Scheduler.soon`), unless the shard was unloaded by then."""
+
+        def run() -> None:
+            with self.lock:
+                if self.active:
+                    fn()
+
+        self._scheduler.soon(run)
 
 
 class _Slot(Generic[S]):

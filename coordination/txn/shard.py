@@ -538,7 +538,10 @@ class TransactionCoordinatorShard:
                 callback(TxnResult(ErrorCode.NONE, new.next_producer_id, 0))
             else:
                 callback(self._current(new))
-            self._send_markers(new)
+            # as Kafka's coordinator, the markers follow the answer: the request's thread
+            # sends them once the answer is on its way (the Prepare state is written, so a
+            # restart sends them too)
+            self.context.soon(lambda: self._send_markers(new))
 
         self._write(txn, new, done)
 

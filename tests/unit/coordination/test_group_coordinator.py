@@ -50,6 +50,7 @@ class FakeScheduler:
         self.scheduled = 0
         self._heap: list[tuple[int, int, FakeTimer, Callable[[], None]]] = []
         self._seq = itertools.count()
+        self._soon: list[Callable[[], None]] = []
 
     def clock(self) -> int:
         return self.now
@@ -63,7 +64,16 @@ class FakeScheduler:
         heapq.heappush(self._heap, (self.now + delay_ms, next(self._seq), timer, callback))
         return timer
 
+    def soon(self, callback: Callable[[], None]) -> None:
+        self._soon.append(callback)
+
+    def run_soon(self) -> None:
+        """What the request's thread runs once its answer is on its way."""
+        while self._soon:
+            self._soon.pop(0)()
+
     def advance(self, ms: int) -> None:
+        self.run_soon()
         target = self.now + ms
         while self._heap and self._heap[0][0] <= target:
             due, _, timer, callback = heapq.heappop(self._heap)

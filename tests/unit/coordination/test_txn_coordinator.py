@@ -107,6 +107,8 @@ class Harness:
         self.sched = FakeScheduler()
         self.log = StateLog()
         self.markers = Markers()
+        #: marker jobs sent after an EndTxn answered, by the request's thread
+        self.markers_after_answer = 0
         self._pids = itertools.count(1000)
         self.coordinator = TransactionCoordinator(
             CONFIG,
@@ -159,6 +161,10 @@ class Harness:
             txn_id, pid, epoch, commit, out.append, client_transaction_version=tv
         )
         assert len(out) <= 1
+        # the request's thread sends the markers once the answer is on its way
+        sent = len(self.markers.jobs)
+        self.sched.run_soon()
+        self.markers_after_answer += len(self.markers.jobs) - sent
         return out[0] if out else TxnResult(E.REQUEST_TIMED_OUT)
 
     def finish_markers(self) -> None:
@@ -415,6 +421,8 @@ def test_a_committed_transaction_goes_through_its_states(h: Harness) -> None:
     assert h.state().start_ms == before  # the transaction's start stays
     assert h.end(pid, epoch, True) == TxnResult(E.NONE, pid, epoch)
     assert h.state().state == S.PREPARE_COMMIT
+    # answered once PrepareCommit is written; the markers follow the answer
+    assert h.markers_after_answer == 1
     (job,) = h.markers.jobs
     assert job["committed"] and job["partitions"] == frozenset({A0, A1, B0})
     # until the markers are written
