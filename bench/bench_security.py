@@ -2,7 +2,7 @@
 
     python -m bench bench_security [--records 300000] [--repeats 2]
                                    [--requests 20000] [--authz-repeats 6]
-                                   [--only tls|authz|in-process ...]
+                                   [--only tls|authz|in-process|signatures ...]
 
 1. **SASL_SSL vs PLAINTEXT** on one broker with both listeners: confluent-kafka produces
    ``--records`` x 1 KiB records (acks=1, linger.ms=5, no compression) and a fresh consumer reads
@@ -22,6 +22,8 @@
 3. **In process**, without the network: the dispatcher and the Produce handler over a stub
    append, with and without the authorizer (an upper bound of the share, the stub request
    being cheaper than a real one).
+4. **Signatures**: one OAUTHBEARER login's token check with a JWKS (KIP-768), per signature
+   algorithm: the time the processor thread spends in it, in process.
 
 The machine is shared: quote ratios from one run.
 """
@@ -29,6 +31,7 @@ The machine is shared: quote ratios from one run.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import sys
@@ -461,7 +464,37 @@ def authorization_in_process(acl_doc_acls: int = 1000, iterations: int = 20000) 
     )
 
 
-PARTS = ("tls", "authz", "in-process")
+def signature_checks(iterations: int = 20) -> None:
+    """What one OAUTHBEARER login's signature check costs the processor thread that runs it
+    (KIP-768: a JWS verified against the identity provider's key, with Python's integers)."""
+    import timeit
+
+    from broker.security.oauth_jwks import JwksSource, JwtValidator
+    from tests.support.oauth_idp import SigningKey
+
+    now = int(time.time())
+    claims = {"sub": "svc", "iat": now, "exp": now + 600}
+    print(
+        "OAUTHBEARER signature checks (a JWT validated against its JWKS), "
+        f"best of 5 x {iterations}:"
+    )
+    for alg in ("RS256", "PS256", "ES256", "ES384"):
+        key = SigningKey(alg, "k")
+        document = json.dumps({"keys": [key.jwk]}).encode()
+        validator = JwtValidator(JwksSource("https://idp/jwks", fetch=lambda url, d=document: d))
+        token = key.token(claims)
+        validator(token)
+        best = min(
+            timeit.repeat(
+                lambda v=validator, t=token: v(t),  # type: ignore[misc]
+                number=iterations,
+                repeat=5,
+            )
+        )
+        print(f"  {alg}  {best / iterations * 1e3:6.2f} ms per login")
+
+
+PARTS = ("tls", "authz", "in-process", "signatures")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -481,6 +514,8 @@ def main(argv: list[str] | None = None) -> None:
         authorization_overhead(args.requests, args.authz_repeats)
     if "in-process" in parts:
         authorization_in_process()
+    if "signatures" in parts:
+        signature_checks()
 
 
 if __name__ == "__main__":

@@ -216,15 +216,65 @@ def _add(c: Curve, p1: Point, p2: Point) -> Point:
     return x3, (slope * (x1 - x3) - y1) % c.p
 
 
-def _mul(c: Curve, k: int, point: Point) -> Point:
-    result: Point = None
-    addend = point
-    while k:
-        if k & 1:
-            result = _add(c, result, addend)
-        addend = _add(c, addend, addend)
-        k >>= 1
-    return result
+#: a point in Jacobian coordinates (X, Y, Z): x = X / Z^2, y = Y / Z^3; None at infinity
+Jacobian = tuple[int, int, int] | None
+
+
+def _double(c: Curve, q: Jacobian) -> Jacobian:
+    if q is None:
+        return None
+    x, y, z = q
+    if y == 0:
+        return None
+    p = c.p
+    yy = y * y % p
+    s = 4 * x * yy % p
+    zz = z * z % p
+    m = (3 * x * x + c.a * zz * zz) % p
+    x3 = (m * m - 2 * s) % p
+    return x3, (m * (s - x3) - 8 * yy * yy) % p, 2 * y * z % p
+
+
+def _add_affine(c: Curve, q: Jacobian, point: tuple[int, int]) -> Jacobian:
+    """``q`` + an affine ``point`` (Z = 1): no inversion."""
+    x2, y2 = point
+    if q is None:
+        return x2, y2, 1
+    x1, y1, z1 = q
+    p = c.p
+    z1z1 = z1 * z1 % p
+    h = (x2 * z1z1 - x1) % p
+    r = (y2 * z1 * z1z1 - y1) % p
+    if h == 0:
+        return _double(c, q) if r == 0 else None
+    hh = h * h % p
+    hhh = h * hh % p
+    v = x1 * hh % p
+    x3 = (r * r - hhh - 2 * v) % p
+    return x3, (r * (v - x3) - y1 * hhh) % p, z1 * h % p
+
+
+def _mul_add(c: Curve, u1: int, u2: int, q: tuple[int, int]) -> Point:
+    """u1 * G + u2 * q, in one pass over the bits of both (Shamir's trick), in Jacobian
+    coordinates: the one inversion is the last step's."""
+    g = (c.gx, c.gy)
+    both = _add(c, g, q)
+    acc: Jacobian = None
+    for i in range(max(u1.bit_length(), u2.bit_length()) - 1, -1, -1):
+        acc = _double(c, acc)
+        bits = (u1 >> i & 1) | (u2 >> i & 1) << 1
+        if bits == 1:
+            acc = _add_affine(c, acc, g)
+        elif bits == 2:
+            acc = _add_affine(c, acc, q)
+        elif bits == 3 and both is not None:
+            acc = _add_affine(c, acc, both)
+    if acc is None:
+        return None
+    x, y, z = acc
+    zi = pow(z, -1, c.p)
+    zi2 = zi * zi % c.p
+    return x * zi2 % c.p, y * zi2 * zi % c.p
 
 
 def ecdsa_verify(
@@ -232,6 +282,8 @@ def ecdsa_verify(
 ) -> bool:
     """A JWS ECDSA signature: r and s, each ``curve.size`` bytes (RFC 7518 section 3.4)."""
     if len(signature) != 2 * curve.size:
+        return False
+    if not (0 <= x < curve.p and 0 <= y < curve.p):
         return False
     if (y * y - (x * x * x + curve.a * x + curve.b)) % curve.p:
         return False  # the key is not on the curve
@@ -242,11 +294,7 @@ def ecdsa_verify(
     digest = hashlib.new(hash_name, message).digest()
     z = int.from_bytes(digest, "big") >> max(0, 8 * len(digest) - curve.n.bit_length())
     w = pow(s, -1, curve.n)
-    point = _add(
-        curve,
-        _mul(curve, z * w % curve.n, (curve.gx, curve.gy)),
-        _mul(curve, r * w % curve.n, (x, y)),
-    )
+    point = _mul_add(curve, z * w % curve.n, r * w % curve.n, (x, y))
     return point is not None and point[0] % curve.n == r
 
 

@@ -48,6 +48,46 @@ def test_each_algorithm_verifies_and_a_tampered_token_does_not(alg: str) -> None
         v(other.token(CLAIMS))
 
 
+@pytest.mark.parametrize(("curve", "hash_name"), [("P-256", "sha256"), ("P-384", "sha384")])
+def test_ecdsa_agrees_with_openssl(curve: str, hash_name: str) -> None:
+    """Signatures of ``cryptography`` (OpenSSL) over many messages verify, and each changed
+    part (message, r, s, the key) fails, including r and s at the edges of their range."""
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.hazmat.primitives.asymmetric.utils import (
+        decode_dss_signature,
+        encode_dss_signature,
+    )
+
+    from broker.security.oauth_jwks import CURVES, ecdsa_verify
+
+    c = CURVES[curve]
+    ours = {"P-256": ec.SECP256R1(), "P-384": ec.SECP384R1()}[curve]
+    algorithm = ec.ECDSA({"sha256": hashes.SHA256(), "sha384": hashes.SHA384()}[hash_name])
+    key = ec.generate_private_key(ours)
+    pub = key.public_key().public_numbers()
+    other = ec.generate_private_key(ours).public_key().public_numbers()
+
+    def sig(r: int, s: int) -> bytes:
+        return r.to_bytes(c.size, "big") + s.to_bytes(c.size, "big")
+
+    for i in range(25):
+        message = b"message %d" % i
+        r, s = decode_dss_signature(key.sign(message, algorithm))
+        assert ecdsa_verify(c, pub.x, pub.y, hash_name, message, sig(r, s))
+        assert not ecdsa_verify(c, pub.x, pub.y, hash_name, message + b".", sig(r, s))
+        assert not ecdsa_verify(c, pub.x, pub.y, hash_name, message, sig(r ^ 1, s))
+        assert not ecdsa_verify(c, pub.x, pub.y, hash_name, message, sig(r, s ^ 1))
+        assert not ecdsa_verify(c, other.x, other.y, hash_name, message, sig(r, s))
+        # (r, n - s) is the same signature's other form: valid for OpenSSL, as for Java
+        assert ecdsa_verify(c, pub.x, pub.y, hash_name, message, sig(r, c.n - s))
+        key.public_key().verify(encode_dss_signature(r, c.n - s), message, algorithm)
+    for r, s in ((0, 1), (1, 0), (c.n, 1), (1, c.n)):
+        assert not ecdsa_verify(c, pub.x, pub.y, hash_name, b"m", sig(r, s))
+    assert not ecdsa_verify(c, pub.x, pub.y + 1, hash_name, b"m", sig(1, 1))  # not on the curve
+    assert not ecdsa_verify(c, pub.x, pub.y, hash_name, b"m", sig(1, 1)[:-1])
+
+
 @pytest.mark.parametrize(
     ("claims", "settings"),
     [
