@@ -35,6 +35,7 @@ import logging
 import threading
 import time
 import urllib.request
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -366,13 +367,24 @@ def parse_jwks(data: bytes) -> list[Jwk]:
     return [k for k in (Jwk.parse(d) for d in keys if isinstance(d, dict)) if k is not None]
 
 
+#: Kafka's RefreshingHttpsJwks: how long a key id missing from the JWKS waits before it may ask
+#: for a refresh again, how many such ids are remembered, and the longest id that may ask
+MISSING_KEY_ID_WAIT_MS = 60_000
+MISSING_KEY_IDS = 16
+MAX_KEY_ID_LENGTH = 1000
+
+
 class JwksSource:
-    """The keys of ``url`` (``file:``, ``http:``, ``https:``). An http(s) JWKS is fetched again
-    by a thread of its own every ``refresh_ms``, and sooner (at most every
-    ``retry_backoff_ms``) when a token names a key it does not hold: that token is refused, as
-    Kafka's ``RefreshingHttpsJwksVerificationKeyResolver`` refuses it while it refreshes, and
-    the client's next login finds the new key. No login waits for the identity provider.
-    Thread-safe: the key list is replaced whole."""
+    """The keys of ``url`` (``file:``, ``http:``, ``https:``), as Kafka's
+    ``RefreshingHttpsJwks`` keeps them. An http(s) JWKS is fetched again by a thread of its own
+    every ``refresh_ms``, and at once when a token names a key it does not hold: that token is
+    refused, as Kafka refuses it while it refreshes, and the client's next login finds the new
+    key. A key id asks for that at most once per :data:`MISSING_KEY_ID_WAIT_MS` (the last
+    :data:`MISSING_KEY_IDS` ids are remembered; an id longer than :data:`MAX_KEY_ID_LENGTH`
+    asks for nothing). A refresh whose fetch fails tries again after ``retry_backoff_ms``, the
+    wait doubling, for at most ``retry_backoff_max_ms``; then the keys already read stay until
+    the next refresh. No login waits for the identity provider. Thread-safe: the key list is
+    replaced whole."""
 
     def __init__(
         self,
@@ -380,6 +392,7 @@ class JwksSource:
         *,
         refresh_ms: int = 3_600_000,
         retry_backoff_ms: int = 100,
+        retry_backoff_max_ms: int = 10_000,
         fetch: Callable[[str], bytes] | None = None,
         clock_ms: Callable[[], int] = lambda: time.monotonic_ns() // 1_000_000,
         background: bool = True,
@@ -387,13 +400,16 @@ class JwksSource:
         self.url = url
         self.refresh_ms = refresh_ms
         self.retry_backoff_ms = retry_backoff_ms
+        self.retry_backoff_max_ms = max(retry_backoff_max_ms, retry_backoff_ms)
         self._fetch = fetch or _fetch_url
         self._clock_ms = clock_ms
         self.keys: list[Jwk] = []
         #: a refresh asked for by a token naming an unknown key (the thread's wake-up)
         self.wanted = threading.Event()
         self._stopping = threading.Event()
-        self._asked_ms = -(10**12)
+        #: key id -> when it may ask for a refresh again (least recently asked first)
+        self._missing: OrderedDict[str, int] = OrderedDict()
+        self._missing_lock = threading.Lock()
         self.refresh()  # at start: a JWKS that cannot be read stops the broker
         self._thread: threading.Thread | None = None
         if background and self.refreshes:
@@ -405,7 +421,7 @@ class JwksSource:
         return not self.url.startswith("file:")
 
     def refresh(self) -> None:
-        """Raises JwksError."""
+        """One fetch; raises JwksError."""
         self.wanted.clear()
         try:
             data = self._fetch(self.url)
@@ -414,15 +430,39 @@ class JwksSource:
         self.keys = parse_jwks(data)
         log.info("JWKS %s: %d key(s)", self.url, len(self.keys))
 
+    def refresh_retrying(self) -> bool:
+        """A refresh, its fetch tried again after a failure (see the class docstring); False
+        when every try failed or the source was closed meanwhile."""
+        end = self._clock_ms() + self.retry_backoff_max_ms
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                self.refresh()
+                return True
+            except JwksError as e:
+                wait = min(self.retry_backoff_ms * 2 ** (attempt - 1), end - self._clock_ms())
+                if wait <= 0:
+                    log.warning("%s (keeping the keys already read)", e)
+                    return False
+                log.warning("%s (attempt %d; trying again in %d ms)", e, attempt, wait)
+                if self._stopping.wait(wait / 1000):
+                    return False
+
     def candidates(self, kid: str | None, alg: str) -> list[Jwk]:
         """The keys a token's header may name; for an unknown ``kid``, none, and a refresh is
-        asked for (no more often than the retry backoff)."""
+        asked for (see the class docstring)."""
         keys = self._select(kid, alg)
-        if not keys and kid is not None and self.refreshes:
+        if not keys and kid is not None and self.refreshes and len(kid) <= MAX_KEY_ID_LENGTH:
             now = self._clock_ms()
-            if now - self._asked_ms >= self.retry_backoff_ms:
-                self._asked_ms = now
-                self.wanted.set()
+            with self._missing_lock:
+                again = self._missing.get(kid)
+                if again is None or again <= now:
+                    self._missing[kid] = now + MISSING_KEY_ID_WAIT_MS
+                    self._missing.move_to_end(kid)
+                    while len(self._missing) > MISSING_KEY_IDS:
+                        self._missing.popitem(last=False)
+                    self.wanted.set()
         return keys
 
     def close(self) -> None:
@@ -434,10 +474,11 @@ class JwksSource:
             self.wanted.wait(self.refresh_ms / 1000)
             if self._stopping.is_set():
                 return
-            try:
-                self.refresh()
-            except JwksError as e:
-                log.warning("%s (keeping the keys already read)", e)
+            if self.refresh_retrying():
+                with self._missing_lock:
+                    for key in self.keys:
+                        if key.kid is not None:
+                            self._missing.pop(key.kid, None)
 
     def _select(self, kid: str | None, alg: str) -> list[Jwk]:
         kty = ALGORITHMS[alg][0]

@@ -264,6 +264,9 @@ def _oauth_validator(config: BrokerConfig, listener: str) -> Validator:
                 url,
                 refresh_ms=int(setting("sasl.oauthbearer.jwks.endpoint.refresh.ms")),
                 retry_backoff_ms=int(setting("sasl.oauthbearer.jwks.endpoint.retry.backoff.ms")),
+                retry_backoff_max_ms=int(
+                    setting("sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms")
+                ),
             )
         except JwksError as e:
             raise ConfigError(f"listener {listener}: OAUTHBEARER: {e}") from None

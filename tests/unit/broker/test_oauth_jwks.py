@@ -7,6 +7,7 @@ jose4j takes and refuses tokens."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -156,14 +157,56 @@ def test_keys_are_chosen_by_kid_and_a_rotated_key_is_fetched() -> None:
     source.refresh()  # (the refresh thread's work)
     assert len(fetched) == 2 and not source.wanted.is_set()
     assert v(new.token(CLAIMS)).principal_name == "svc"
-    # an unknown key asks for a refresh at most once per retry backoff
+    # as Kafka's RefreshingHttpsJwks: an unknown key id asks for a refresh once a minute
+    unknown = Key("RS256", "unknown")
     with pytest.raises(IllegalToken):
-        v(Key("RS256", "unknown").token(CLAIMS))
-    assert not source.wanted.is_set()
-    clock[0] += 100
-    with pytest.raises(IllegalToken):
-        v(Key("RS256", "unknown").token(CLAIMS))
+        v(unknown.token(CLAIMS))
     assert source.wanted.is_set()
+    source.wanted.clear()
+    clock[0] += 59_999
+    with pytest.raises(IllegalToken):
+        v(unknown.token(CLAIMS))
+    assert not source.wanted.is_set()
+    with pytest.raises(IllegalToken):  # another id asks at once
+        v(Key("RS256", "another").token(CLAIMS))
+    assert source.wanted.is_set()
+    source.wanted.clear()
+    clock[0] += 1
+    with pytest.raises(IllegalToken):
+        v(unknown.token(CLAIMS))
+    assert source.wanted.is_set()
+    source.wanted.clear()
+    with pytest.raises(IllegalToken):  # an id too long to be a key's asks for nothing
+        v(Key("RS256", "k" * 1001).token(CLAIMS))
+    assert not source.wanted.is_set()
+
+
+def test_a_failed_refresh_tries_again_with_a_doubling_wait() -> None:
+    key = Key("RS256", "k")
+    outcomes = ["ok", "fail", "fail", "ok"]
+    tries: list[float] = []
+
+    def fetch(url: str) -> bytes:
+        tries.append(time.monotonic())
+        if outcomes[len(tries) - 1] == "fail":
+            raise OSError("connection refused")
+        return json.dumps({"keys": [key.jwk]}).encode()
+
+    source = JwksSource(
+        "https://idp/jwks",
+        fetch=fetch,
+        retry_backoff_ms=20,
+        retry_backoff_max_ms=10_000,
+        background=False,
+    )
+    assert source.refresh_retrying()
+    assert len(tries) == 4
+    assert tries[2] - tries[1] >= 0.02 and tries[3] - tries[2] >= 0.04
+    # every try fails: after retry.backoff.max.ms it gives up and keeps the keys it has
+    outcomes.extend(["fail"] * 20)
+    source.retry_backoff_max_ms = 50
+    assert not source.refresh_retrying()
+    assert 5 <= len(tries) <= 9 and [k.kid for k in source.keys] == ["k"]
 
 
 def test_the_refresh_thread_fetches_when_asked() -> None:
