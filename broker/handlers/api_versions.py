@@ -28,6 +28,7 @@ from __future__ import annotations
 import re
 
 from broker.dispatch import RequestContext
+from broker.features import SUPPORTED, finalized_levels
 from broker.registry import REGISTRY, error_response, handler
 from protocol.api_keys import ApiKey
 from protocol.error_codes import ErrorCode
@@ -49,9 +50,6 @@ CONSUMER_PROTOCOL_APIS = frozenset(
 #: reporter receives client telemetry, so clients with nowhere to send metrics collect none
 TELEMETRY_APIS = frozenset({ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, ApiKey.PUSH_TELEMETRY})
 
-
-#: the feature whose level 2 is KIP-890 part 2 (Kafka's ``TransactionVersion``)
-TRANSACTION_VERSION = "transaction.version"
 
 #: KIP-511's rule for client_software_name and client_software_version
 SOFTWARE_NAME_OR_VERSION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
@@ -88,22 +86,21 @@ def handle_api_versions(ctx: RequestContext, request: ApiVersionsRequest) -> Api
             return ApiVersionsResponse(
                 error_code=ErrorCode.REBOOTSTRAP_REQUIRED, throttle_time_ms=0
             )
-    level = ctx.services.config["transaction.version"]
+    view = ctx.services.metadata.view
     return ApiVersionsResponse(
         error_code=ErrorCode.NONE,
         supported_features=[
-            SupportedFeatureKey(name=TRANSACTION_VERSION, min_version=0, max_version=2)
+            SupportedFeatureKey(name=name, min_version=low, max_version=high)
+            for name, (low, high) in SUPPORTED.items()
         ]
         if ctx.api_version >= 4
         else [],
-        finalized_features_epoch=0,
+        finalized_features_epoch=view.features_epoch,
         finalized_features=[
-            FinalizedFeatureKey(
-                name=TRANSACTION_VERSION, max_version_level=level, min_version_level=level
-            )
-        ]
-        if level > 0
-        else [],
+            FinalizedFeatureKey(name=name, max_version_level=level, min_version_level=level)
+            for name, level in finalized_levels(ctx.services.config, view).items()
+            if level > 0
+        ],
         api_keys=[
             ApiVersion(api_key=key, min_version=lo, max_version=hi)
             for key, lo, hi in REGISTRY.api_versions()

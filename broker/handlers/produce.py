@@ -49,6 +49,7 @@ from typing import cast
 
 from broker.coordinators.scheduler import Answer
 from broker.dispatch import Later, RequestContext
+from broker.features import TRANSACTION_VERSION, finalized_level
 from broker.metrics import BYTES_IN, FAILED_PRODUCE, MESSAGES_IN, PRODUCE_REQUESTS
 from broker.net.connection import CloseConnection
 from broker.registry import error_response, handler
@@ -109,7 +110,11 @@ def _start_verification(
     # KIP-890 part 2: Produce v12+ is a producer of transaction version 2, which sent no
     # AddPartitionsToTxn (Kafka's produceRequestVersionToTransactionSupportedOperation): its
     # partitions are added whatever the verification switch says, or no marker would end them
-    add = ctx.api_version >= 12 and ctx.services.config["transaction.version"] >= TV_2
+    add = (
+        ctx.api_version >= 12
+        and finalized_level(ctx.services.config, ctx.services.metadata.view, TRANSACTION_VERSION)
+        >= TV_2
+    )
     # a dynamic broker config (Kafka's ProducerStateManagerConfig): read at each request
     if not add and not ctx.services.config["transaction.partition.verification.enable"]:
         return None

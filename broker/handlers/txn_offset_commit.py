@@ -22,6 +22,7 @@ from typing import Any
 
 from broker.coordinators.scheduler import Answer
 from broker.dispatch import Later, RequestContext
+from broker.features import TRANSACTION_VERSION, finalized_level
 from broker.handlers._groups import CommitTopics, TopicPartition, coordinator
 from broker.handlers._txn import respond
 from broker.registry import error_response, handler
@@ -106,7 +107,10 @@ def handle_txn_offset_commit(
 
     service = ctx.services.transactions
     config = ctx.services.config
-    add = version >= 5 and config["transaction.version"] >= TV_2
+    add = (
+        version >= 5
+        and finalized_level(config, ctx.services.metadata.view, TRANSACTION_VERSION) >= TV_2
+    )
     if service is None or not (add or config["transaction.partition.verification.enable"]):
         commit()
         return respond(answer, build)

@@ -155,6 +155,7 @@ class EmbeddedMetadataStore(MetadataStore):
             str(name): MappingProxyType({str(k): str(v) for k, v in configs.items()})
             for name, configs in dict(doc.get("group_configs", {})).items()
         }
+        features = {str(k): int(v) for k, v in dict(doc.get("features", {})).items()}
         cluster_id = doc["cluster_id"]
         if self._wanted_cluster_id and self._wanted_cluster_id != cluster_id:
             raise RuntimeError(
@@ -169,6 +170,8 @@ class EmbeddedMetadataStore(MetadataStore):
             MappingProxyType(broker_configs),
             MappingProxyType(client_metrics),
             group_configs=MappingProxyType(group_configs),
+            features=MappingProxyType(features),
+            features_epoch=int(doc.get("features_epoch", 0)),
         )
 
     def _document(self, view: ClusterView) -> dict[str, Any]:
@@ -179,6 +182,8 @@ class EmbeddedMetadataStore(MetadataStore):
             "broker_configs": {e: dict(c) for e, c in sorted(view.broker_configs.items())},
             "client_metrics": {n: dict(c) for n, c in sorted(view.client_metrics.items())},
             "group_configs": {n: dict(c) for n, c in sorted(view.group_configs.items())},
+            "features": dict(sorted(view.features.items())),
+            "features_epoch": view.features_epoch,
             "topics": {
                 name: {
                     "topic_id": uuid_to_base64(t.topic_id),
@@ -379,6 +384,18 @@ class EmbeddedMetadataStore(MetadataStore):
             else:
                 named.pop(name, None)
             new = put(old, MappingProxyType(named))
+            self._save(new)
+            self._view = new
+        self._notify(old, new)
+
+    def update_features(self, levels: Mapping[str, int]) -> None:
+        with self._lock:
+            old = self._view
+            new = replace(
+                old,
+                features=MappingProxyType(dict(sorted({**old.features, **levels}.items()))),
+                features_epoch=old.features_epoch + 1,
+            )
             self._save(new)
             self._view = new
         self._notify(old, new)

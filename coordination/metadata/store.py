@@ -129,6 +129,12 @@ class MetadataStore(ABC):
         (``ClusterView.group_configs``)."""
 
     @abstractmethod
+    def update_features(self, levels: Mapping[str, int]) -> None:
+        """Finalizes each feature of ``levels`` at its level (KIP-584), the others unchanged,
+        and bumps the features' epoch. Every broker's view shows the change
+        (``ClusterView.features``). The caller validated the levels."""
+
+    @abstractmethod
     def allocate_producer_id_block(self, size: int) -> tuple[int, int]:
         """A fresh block of producer ids, [start, end] inclusive, never handed out before."""
 

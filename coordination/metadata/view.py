@@ -157,6 +157,12 @@ class ClusterView:
     group_configs: Mapping[str, Mapping[str, str]] = field(
         default_factory=lambda: MappingProxyType({})
     )
+    #: feature levels finalized with UpdateFeatures (KIP-584): name -> level. A feature not
+    #: here is at the level the broker's configuration gives it.
+    features: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    #: bumped by every change of ``features`` (ApiVersions' FinalizedFeaturesEpoch); 0 before
+    #: the first
+    features_epoch: int = 0
     #: the replicas each registered broker holds in log dirs it took offline (an I/O error, a
     #: full disk: KIP-112), as it reported them: broker id -> {(topic, partition)}
     offline_replicas: Mapping[int, frozenset[tuple[str, int]]] = field(

@@ -339,6 +339,40 @@ class ZkAdmin:
             lambda v: v.group_configs, f"Configs of group '{group_id}'",
         )  # fmt: skip
 
+    def update_features(self, levels: Mapping[str, int]) -> None:
+        """Writes ``/odradek/features`` with ``levels`` over the levels there (a conditional
+        set: a concurrent update is read again and merged); returns once this broker's view
+        shows them."""
+        deadline = self._deadline()
+        while True:
+            got = self.zk.get(zd.FEATURE_LEVELS_PATH)
+            if got is None:
+                try:
+                    self.zk.create(
+                        zd.FEATURE_LEVELS_PATH, zd.encode_feature_levels(levels), makepath=True
+                    )
+                    epoch = 1  # the epoch is the znode's version + 1
+                    break
+                except NodeExistsError:
+                    continue
+            current = zd.decode_feature_levels(got[0])
+            try:
+                stat = self.zk.set(
+                    zd.FEATURE_LEVELS_PATH,
+                    zd.encode_feature_levels({**current, **levels}),
+                    got[1].version,
+                )
+                epoch = stat.version + 1
+                break
+            except BadVersionError:
+                continue
+
+        def applied(v: ClusterView) -> bool | None:
+            return True if v.features_epoch >= epoch else None
+
+        if not self._on_worker():
+            self._await("The finalized feature levels", applied, deadline)
+
     def _set_named_configs(
         self,
         entity_type: str,

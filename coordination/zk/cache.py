@@ -64,6 +64,10 @@ class ZkClusterCache:
         #: ``/brokers/offline_replicas/<id>``: broker id -> (the broker epoch it was written
         #: under, the replicas in the broker's offline log dirs)
         self.offline_replicas: dict[int, tuple[int, frozenset[tuple[str, int]]]] = {}
+        #: ``/odradek/features``: finalized feature levels, and the epoch (the znode's version
+        #: + 1; 0 while there is no znode)
+        self.features: dict[str, int] = {}
+        self.features_epoch = 0
 
     # -- watches (kazoo's threads: only post) --------------------------------------------------
 
@@ -94,6 +98,10 @@ class ZkClusterCache:
     def _watch_offline_replicas(self, event: Any) -> None:
         if event.type != "NONE":
             self.post(("offline_replicas",))
+
+    def _watch_features(self, event: Any) -> None:
+        if event.type != "NONE":
+            self.post(("features",))
 
     # -- loaders -------------------------------------------------------------------------------
 
@@ -154,6 +162,22 @@ class ZkClusterCache:
                         ", ".join(f"{t}-{p}" for t, p in sorted(partitions)[:20]),
                     )
             self.offline_replicas = records
+
+    def load_features(self) -> None:
+        """``/odradek/features`` (watched, created or not)."""
+        got = self.zk.get(zd.FEATURE_LEVELS_PATH, self._watch_features)
+        if got is None:
+            self.zk.exists(zd.FEATURE_LEVELS_PATH, self._watch_features)
+            self.features, self.features_epoch = {}, 0
+            return
+        try:
+            features = zd.decode_feature_levels(got[0])
+        except zd.ZkDataError as e:
+            log.warning("ignoring the finalized feature levels: %s", e)
+            return
+        if features != self.features:
+            log.info("finalized feature levels: %s", features)
+        self.features, self.features_epoch = features, got[1].version + 1
 
     def offline_replicas_by_broker(self) -> dict[int, frozenset[tuple[str, int]]]:
         """The offline replicas of registered brokers, each as written under the broker's
@@ -374,4 +398,6 @@ class ZkClusterCache:
                 {n: MappingProxyType(dict(c)) for n, c in sorted(self.group_configs.items())}
             ),
             offline_replicas=MappingProxyType(self.offline_replicas_by_broker()),
+            features=MappingProxyType(dict(self.features)),
+            features_epoch=self.features_epoch,
         )

@@ -101,6 +101,10 @@ LOG_DIR_FAILURE_EVENT = 1
 OFFLINE_REPLICAS_PATH = "/brokers/offline_replicas"
 PRODUCER_ID_BLOCK_PATH = "/latest_producer_id_block"
 FEATURE_PATH = "/feature"
+#: Odradek's own: the feature levels finalized with UpdateFeatures (KIP-584). Kafka's ZooKeeper
+#: mode keeps them in /feature, but a Kafka 3.9 broker that finds there a level it does not
+#: support stops, so Odradek's levels (transaction.version 2) live beside it.
+FEATURE_LEVELS_PATH = "/odradek/features"
 CONSUMERS_PATH = "/consumers"
 
 CONFIG_TYPE_TOPICS = "topics"
@@ -597,6 +601,21 @@ def encode_feature_znode(features: Mapping[str, Mapping[str, int]] | None = None
     return to_json(
         {"version": 2, "status": 1, "features": {k: dict(v) for k, v in (features or {}).items()}}
     )
+
+
+# /odradek/features
+
+
+def encode_feature_levels(levels: Mapping[str, int]) -> bytes:
+    return to_json({"version": 1, "features": dict(sorted(levels.items()))})
+
+
+def decode_feature_levels(data: bytes | None) -> dict[str, int]:
+    doc = _object(data, FEATURE_LEVELS_PATH)
+    features = doc.get("features")
+    if not isinstance(features, dict):
+        raise ZkDataError(f"{FEATURE_LEVELS_PATH}: 'features' is not an object")
+    return {str(k): _int(v, FEATURE_LEVELS_PATH) for k, v in features.items()}
 
 
 # /admin/reassign_partitions, /admin/preferred_replica_election

@@ -527,6 +527,8 @@ class ZkMetadataStore(MetadataStore):
             elif kind == "offline_replicas":
                 cache.load_offline_replicas()
                 reconcile = True
+            elif kind == "features":
+                cache.load_features()
             elif kind == "log_dir_events":
                 controller.process_log_dir_events()
                 reconcile = True
@@ -559,6 +561,7 @@ class ZkMetadataStore(MetadataStore):
         cache.load_named_configs(zd.CONFIG_TYPE_GROUPS)
         cache.load_topic_list(full=True)
         cache.load_offline_replicas()
+        cache.load_features()
         controller.load()
         if controller.is_controller:
             controller.complete_topic_deletions()
@@ -676,6 +679,9 @@ class ZkMetadataStore(MetadataStore):
 
     def set_group_configs(self, group_id: str, configs: Mapping[str, str]) -> None:
         self._call(lambda p: p.admin.set_group_configs(group_id, configs))
+
+    def update_features(self, levels: Mapping[str, int]) -> None:
+        self._call(lambda p: p.admin.update_features(levels))
 
     def allocate_producer_id_block(self, size: int) -> tuple[int, int]:
         if size < 1:

@@ -881,6 +881,29 @@ def test_named_configs_are_kept_as_kafka_keeps_them(cluster: Cluster, kind: str)
     )
 
 
+def test_finalized_feature_levels_are_shared(cluster: Cluster) -> None:
+    """UpdateFeatures' levels (KIP-584) in Odradek's ``/odradek/features``, beside Kafka's
+    ``/feature``, which stays as Kafka's ZooKeeper controller writes it: written on one broker,
+    seen by another with the same epoch, merged with a later update, and read back by a broker
+    that starts later."""
+    b1, b2 = cluster.start(1), cluster.start(2)
+    assert (b1.view.features, b1.view.features_epoch) == ({}, 0)
+    b1.update_features({"transaction.version": 1})
+    assert cluster.json("/odradek/features") == {
+        "version": 1,
+        "features": {"transaction.version": 1},
+    }
+    assert (b1.view.features, b1.view.features_epoch) == ({"transaction.version": 1}, 1)
+    wait_for(lambda: b2.view.features_epoch == 1, "broker 2")
+    assert b2.view.features == {"transaction.version": 1}
+    b2.update_features({"other.version": 3})
+    wait_for(lambda: b1.view.features_epoch == 2, "broker 1")
+    assert b1.view.features == {"transaction.version": 1, "other.version": 3}
+    assert cluster.json("/feature")["features"] == {}
+    b3 = cluster.start(3)
+    assert (b3.view.features, b3.view.features_epoch) == (b1.view.features, 2)
+
+
 # --- delegation tokens (ZkSecurityStore) ------------------------------------------------------
 
 TOKEN = TokenInformation(

@@ -155,6 +155,7 @@ from protocol.messages.txn_offset_commit import (
     TxnOffsetCommitRequestPartition,
     TxnOffsetCommitRequestTopic,
 )
+from protocol.messages.update_features import FeatureUpdateKey, UpdateFeaturesRequest
 from protocol.messages.write_txn_markers import (
     WritableTxnMarker,
     WritableTxnMarkerTopic,
@@ -4455,6 +4456,60 @@ def controller_scenarios(prefix: str) -> list[Scenario]:
                 [Exchange(ControlledShutdownRequest(broker_id=99, broker_epoch=-1), v)],
             )
         )
+    out.extend(feature_scenarios())
+    return out
+
+
+def feature_scenarios() -> list[Scenario]:
+    """UpdateFeatures (KIP-584) of transaction.version, which both brokers finalize at 2: the
+    same level, levels out of range, the upgrade types' refusals, an unknown feature, a
+    validate-only downgrade, and a downgrade to 1 then back to 2, so that the scenarios after
+    these find the level they started with. Kafka 4.x's controller is the reference."""
+
+    def update(v: int, level: int, label: str, *, kind: int = 1, **kw: Any) -> Exchange:
+        feature = kw.pop("feature", "transaction.version")
+        key = FeatureUpdateKey(feature=feature, max_version_level=level, **kw)
+        if v >= 1:
+            key.upgrade_type = kind
+        return Exchange(
+            UpdateFeaturesRequest(timeout_ms=30000, feature_updates=[key]),
+            v,
+            label=label,
+        )
+
+    out = []
+    for v in versions(ApiKey.UPDATE_FEATURES):
+        steps = [
+            update(v, 2, "the level finalized"),
+            update(v, 3, "above the supported levels"),
+            update(v, -1, "below 0"),
+            update(v, 1, "a downgrade asked as an upgrade"),
+            update(v, 1, "an unknown feature", feature="no.such.feature"),
+            Exchange(UpdateFeaturesRequest(timeout_ms=30000, feature_updates=[]), v, label="none"),
+        ]
+        if v == 0:
+            steps.append(update(v, 1, "a downgrade allowed", allow_downgrade=True))
+        else:
+            steps += [
+                update(v, 3, "an upgrade as a safe downgrade", kind=2),
+                update(v, 2, "an unknown upgrade type", kind=7),
+                Exchange(
+                    UpdateFeaturesRequest(
+                        timeout_ms=30000,
+                        feature_updates=[
+                            FeatureUpdateKey(
+                                feature="transaction.version", max_version_level=0, upgrade_type=2
+                            )
+                        ],
+                        validate_only=True,
+                    ),
+                    v,
+                    label="a safe downgrade, validated only",
+                ),
+                update(v, 1, "a safe downgrade", kind=2),
+                update(v, 2, "an upgrade back"),
+            ]
+        out.append(Scenario(f"update_features/v{v}", steps, prefer="4"))
     return out
 
 

@@ -250,6 +250,7 @@ TOOLS_3 = {
     "kafka-reassign-partitions": "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
     "kafka-acls": "kafka.admin.AclCommand",
     "kafka-delegation-tokens": "org.apache.kafka.tools.DelegationTokenCommand",
+    "kafka-features": "org.apache.kafka.tools.FeatureCommand",
     "kafka-transactions": "org.apache.kafka.tools.TransactionsCommand",
     "kafka-broker-api-versions": "kafka.admin.BrokerApiVersionsCommand",
     "kafka-dump-log": "kafka.tools.DumpLogSegments",

@@ -58,7 +58,10 @@ def _ctx(coordinator: Coordinator, *, max_ms: int = 100) -> Any:
         "request.timeout.ms": 30000,
     }
     services = SimpleNamespace(
-        transactions=coordinator, replica_manager=ReplicaManager(), config=config
+        transactions=coordinator,
+        replica_manager=ReplicaManager(),
+        config=config,
+        metadata=SimpleNamespace(view=SimpleNamespace(features={})),
     )
     return SimpleNamespace(services=services, api_version=12)
 
