@@ -16,10 +16,9 @@ from typing import Any, Protocol
 from coordination.metadata.view import ClusterView
 
 TRANSACTION_VERSION = "transaction.version"
-#: feature -> the lowest and highest level this broker supports (ApiVersions' SupportedFeatures)
+#: feature -> the lowest and highest level this broker supports (ApiVersions' SupportedFeatures);
+#: each has a configuration key of its own name, the level until one is finalized
 SUPPORTED: Mapping[str, tuple[int, int]] = {TRANSACTION_VERSION: (0, 2)}
-#: feature -> the configuration key of its level until one is finalized
-CONFIG_KEYS: Mapping[str, str] = {TRANSACTION_VERSION: "transaction.version"}
 
 
 class Config(Protocol):
@@ -33,12 +32,16 @@ UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
 
 
 def finalized_level(config: Config, view: ClusterView, feature: str) -> int:
+    """The level finalized in the metadata store, else the configured one (0 for a feature
+    this broker does not support, as Kafka's controller counts a feature it never finalized)."""
     level = view.features.get(feature)
-    return int(config[CONFIG_KEYS[feature]]) if level is None else level
+    if level is not None:
+        return level
+    return int(config[feature]) if feature in SUPPORTED else 0
 
 
 def finalized_levels(config: Config, view: ClusterView) -> dict[str, int]:
-    return {name: finalized_level(config, view, name) for name in CONFIG_KEYS}
+    return {name: finalized_level(config, view, name) for name in SUPPORTED}
 
 
 def _range(feature: str) -> str:

@@ -52,10 +52,7 @@ class LoopScheduler:
             if timer.cancelled:
                 return
             timer.cancelled = True
-            try:
-                callback()
-            except Exception:
-                log.exception("coordinator timer failed")
+            _run_logged(callback)
 
         def arm() -> None:
             if not timer.cancelled:
@@ -76,14 +73,15 @@ class LoopScheduler:
         except RuntimeError:
             self.schedule(0, callback)
             return
+        loop.call_soon(_run_logged, callback)
 
-        def run() -> None:
-            try:
-                callback()
-            except Exception:
-                log.exception("coordinator callback failed")
 
-        loop.call_soon(run)
+def _run_logged(callback: Callable[[], None]) -> None:
+    """A coordinator's timer or deferred work: its failure is logged, the loop goes on."""
+    try:
+        callback()
+    except Exception:
+        log.exception("coordinator callback failed")
 
 
 def future_callback(

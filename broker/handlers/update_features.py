@@ -7,7 +7,7 @@ refused; the first refusal is the answer's error. ALTER on the cluster is requir
 from __future__ import annotations
 
 from broker.dispatch import RequestContext
-from broker.features import SUPPORTED, finalized_level, refusal
+from broker.features import finalized_level, refusal
 from broker.registry import error_response, handler
 from protocol.acl import AclOperation, ResourceType
 from protocol.api_keys import ApiKey
@@ -33,7 +33,7 @@ def handle_update_features(
     for update in request.feature_updates:
         name, level = update.feature, update.max_version_level
         upgrade_type = update.upgrade_type if ctx.api_version >= 1 else 1
-        current = finalized_level(ctx.services.config, view, name) if name in SUPPORTED else 0
+        current = finalized_level(ctx.services.config, view, name)
         reason = refusal(name, level, upgrade_type, current, view.controller_id)
         if reason is not None:
             return UpdateFeaturesResponse(

@@ -351,7 +351,7 @@ class ZkAdmin:
                     self.zk.create(
                         zd.FEATURE_LEVELS_PATH, zd.encode_feature_levels(levels), makepath=True
                     )
-                    epoch = 1  # the epoch is the znode's version + 1
+                    epoch = zd.feature_levels_epoch(0)
                     break
                 except NodeExistsError:
                     continue
@@ -362,7 +362,7 @@ class ZkAdmin:
                     zd.encode_feature_levels({**current, **levels}),
                     got[1].version,
                 )
-                epoch = stat.version + 1
+                epoch = zd.feature_levels_epoch(stat.version)
                 break
             except BadVersionError:
                 continue

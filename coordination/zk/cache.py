@@ -64,8 +64,8 @@ class ZkClusterCache:
         #: ``/brokers/offline_replicas/<id>``: broker id -> (the broker epoch it was written
         #: under, the replicas in the broker's offline log dirs)
         self.offline_replicas: dict[int, tuple[int, frozenset[tuple[str, int]]]] = {}
-        #: ``/odradek/features``: finalized feature levels, and the epoch (the znode's version
-        #: + 1; 0 while there is no znode)
+        #: ``/odradek/features``: finalized feature levels, and their epoch
+        #: (:func:`~coordination.zk.data.feature_levels_epoch`; 0 while there is no znode)
         self.features: dict[str, int] = {}
         self.features_epoch = 0
 
@@ -177,7 +177,7 @@ class ZkClusterCache:
             return
         if features != self.features:
             log.info("finalized feature levels: %s", features)
-        self.features, self.features_epoch = features, got[1].version + 1
+        self.features, self.features_epoch = features, zd.feature_levels_epoch(got[1].version)
 
     def offline_replicas_by_broker(self) -> dict[int, frozenset[tuple[str, int]]]:
         """The offline replicas of registered brokers, each as written under the broker's

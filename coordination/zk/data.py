@@ -610,6 +610,11 @@ def encode_feature_levels(levels: Mapping[str, int]) -> bytes:
     return to_json({"version": 1, "features": dict(sorted(levels.items()))})
 
 
+def feature_levels_epoch(znode_version: int) -> int:
+    """ApiVersions' FinalizedFeaturesEpoch of the levels at ``znode_version`` (0: no znode)."""
+    return znode_version + 1
+
+
 def decode_feature_levels(data: bytes | None) -> dict[str, int]:
     doc = _object(data, FEATURE_LEVELS_PATH)
     features = doc.get("features")

@@ -4466,16 +4466,25 @@ def feature_scenarios() -> list[Scenario]:
     validate-only downgrade, and a downgrade to 1 then back to 2, so that the scenarios after
     these find the level they started with. Kafka 4.x's controller is the reference."""
 
-    def update(v: int, level: int, label: str, *, kind: int = 1, **kw: Any) -> Exchange:
-        feature = kw.pop("feature", "transaction.version")
-        key = FeatureUpdateKey(feature=feature, max_version_level=level, **kw)
-        if v >= 1:
+    def update(
+        v: int,
+        level: int,
+        label: str,
+        *,
+        kind: int = 1,
+        feature: str = "transaction.version",
+        allow_downgrade: bool = False,
+        validate_only: bool = False,
+    ) -> Exchange:
+        key = FeatureUpdateKey(feature=feature, max_version_level=level)
+        if v == 0:
+            key.allow_downgrade = allow_downgrade
+        else:
             key.upgrade_type = kind
-        return Exchange(
-            UpdateFeaturesRequest(timeout_ms=30000, feature_updates=[key]),
-            v,
-            label=label,
-        )
+        request = UpdateFeaturesRequest(timeout_ms=30000, feature_updates=[key])
+        if v >= 1:
+            request.validate_only = validate_only
+        return Exchange(request, v, label=label)
 
     out = []
     for v in versions(ApiKey.UPDATE_FEATURES):
@@ -4493,19 +4502,7 @@ def feature_scenarios() -> list[Scenario]:
             steps += [
                 update(v, 3, "an upgrade as a safe downgrade", kind=2),
                 update(v, 2, "an unknown upgrade type", kind=7),
-                Exchange(
-                    UpdateFeaturesRequest(
-                        timeout_ms=30000,
-                        feature_updates=[
-                            FeatureUpdateKey(
-                                feature="transaction.version", max_version_level=0, upgrade_type=2
-                            )
-                        ],
-                        validate_only=True,
-                    ),
-                    v,
-                    label="a safe downgrade, validated only",
-                ),
+                update(v, 0, "a safe downgrade, validated only", kind=2, validate_only=True),
                 update(v, 1, "a safe downgrade", kind=2),
                 update(v, 2, "an upgrade back"),
             ]
